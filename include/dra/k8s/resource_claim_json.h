@@ -1,0 +1,35 @@
+// JSON codec for dra::k8s::ResourceClaim and the metav1 types it embeds, in
+// the form the API server reads and writes.
+//
+// Decoding accepts what Go's decoder accepts: unknown keys are kept (see
+// object_meta.h), null means unset, apiVersion and kind may be absent. Errors
+// are InvalidArgument naming the JSON path and the rule, e.g.
+// "status.allocation.devices.results[2].pool: Invalid type: expected string,
+// got number".
+//
+// Encoding writes apiVersion "resource.k8s.io/v1" and kind "ResourceClaim",
+// omits fields Go would omit or write as null, prints quantities in canonical
+// form, and is deterministic (object keys sorted).
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "dra/k8s/object_meta.h"
+#include "dra/k8s/resource_claim.h"
+#include "nlohmann/json.hpp"
+
+namespace dra::k8s {
+
+absl::StatusOr<ResourceClaim> ResourceClaimFromJson(const nlohmann::json& json);
+// Parses JSON text, then ResourceClaimFromJson.
+absl::StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text);
+nlohmann::json ToJson(const ResourceClaim& claim);
+
+absl::StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& json);
+nlohmann::json ToJson(const ObjectMeta& metadata);
+
+absl::StatusOr<Condition> ConditionFromJson(const nlohmann::json& json);
+nlohmann::json ToJson(const Condition& condition);
+
+}  // namespace dra::k8s
