@@ -1,0 +1,98 @@
+#include "atomic_file.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dra::internal {
+namespace {
+
+// "<syscall> <path>: <strerror>", with the code errno maps to.
+absl::Status SyscallError(int error_number, absl::string_view syscall, absl::string_view path) {
+  return absl::ErrnoToStatus(error_number, absl::StrCat(syscall, " ", path));
+}
+
+absl::Status WriteAll(int fd, std::string_view content, const std::string& path) {
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SyscallError(errno, "write", path);
+    }
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+// Without this the rename itself may not survive a crash.
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return SyscallError(errno, "open", dir);
+  absl::Status status;
+  if (::fsync(fd) != 0) status = SyscallError(errno, "fsync", dir);
+  ::close(fd);
+  return status;
+}
+
+// Writes, syncs and closes the open temp file `fd`.
+absl::Status FillTempFile(int fd, const std::string& temp, std::string_view content, mode_t mode) {
+  absl::Status status = WriteAll(fd, content, temp);
+  if (status.ok() && ::fchmod(fd, mode) != 0) status = SyscallError(errno, "fchmod", temp);
+  if (status.ok() && ::fsync(fd) != 0) status = SyscallError(errno, "fsync", temp);
+  // close can report a deferred write error (e.g. on NFS).
+  if (::close(fd) != 0 && status.ok()) status = SyscallError(errno, "close", temp);
+  return status;
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("write ", path, ": not a file path"));
+
+  const std::string pattern = absl::StrCat(dir, "/.", name, ".tmp-XXXXXX");
+  std::string temp = pattern;
+  const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0) return SyscallError(errno, "mkstemp", pattern);
+
+  absl::Status status = FillTempFile(fd, temp, content, mode);
+  if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
+    status = SyscallError(errno, absl::StrCat("rename ", temp, " to"), path);
+  }
+  if (!status.ok()) {
+    ::unlink(temp.c_str());
+    return status;
+  }
+  return SyncDirectory(dir);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SyscallError(errno, "open", path);
+  std::string content;
+  std::vector<char> buffer(64 * 1024);
+  absl::Status status;
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status = SyscallError(errno, "read", path);
+      break;
+    }
+    if (n == 0) break;
+    content.append(buffer.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return content;
+}
+
+}  // namespace dra::internal
