@@ -1,0 +1,38 @@
+// dra::kubeletplugin::ClaimSource: where the Helper gets ResourceClaims from.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dra/k8s/claim_ref.h"
+#include "dra/k8s/resource_claim.h"
+
+namespace dra::kubeletplugin {
+
+// Fetches the current ResourceClaim named by a kubelet request. Called
+// concurrently from gRPC threads; implementations must be thread-safe.
+// NotFound and other errors fail only the claim they concern.
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  virtual absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) = 0;
+};
+
+// Claims held in memory, keyed by namespace and name: for tests, demos and
+// drivers that learn claims some other way.
+class InMemoryClaimSource : public ClaimSource {
+ public:
+  // Adds or replaces the claim with the same namespace and name.
+  void Put(k8s::ResourceClaim claim);
+  void Remove(const std::string& namespace_, const std::string& name);
+
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) override;
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, k8s::ResourceClaim> claims_;
+};
+
+}  // namespace dra::kubeletplugin

@@ -1,0 +1,80 @@
+// dra::kubeletplugin::Driver: what a DRA driver implements for the Helper.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dra/k8s/claim_ref.h"
+#include "dra/k8s/resource_claim.h"
+
+namespace dra::kubeletplugin {
+
+// One allocated device as the kubelet hands it to the container runtime.
+struct Device {
+  // Requests (or "request/subrequest") this device serves; empty means all
+  // requests of the claim. The Helper strips subrequest suffixes.
+  std::vector<std::string> requests;
+  std::string pool_name;
+  std::string device_name;
+  // Fully qualified CDI device IDs ("vendor/class=name"); may be empty.
+  std::vector<std::string> cdi_device_ids;
+  // The allocation's shareID for consumable capacity; sent on DRA v1 only.
+  std::optional<std::string> share_id;
+
+  bool operator==(const Device&) const = default;
+};
+
+// The outcome of preparing one claim. A non-OK status fails that claim only;
+// the kubelet retries it later and ignores `devices`.
+struct PrepareResult {
+  absl::Status status;
+  std::vector<Device> devices;
+};
+
+// Keyed by claim UID; must have an entry for every claim passed in.
+using PrepareResults = std::map<std::string, PrepareResult, std::less<>>;
+// Keyed by claim UID; OK means unprepared (or never prepared).
+using UnprepareResults = std::map<std::string, absl::Status, std::less<>>;
+
+// The contract with the kubelet, as in the Go kubeletplugin package:
+//  - PrepareResourceClaims receives every claim a pod needs, as full
+//    ResourceClaim objects that the Helper has fetched and checked (allocated,
+//    UID matches). Only allocation results and configs for this driver are
+//    left in status.allocation. It must be idempotent: the kubelet asks again
+//    after restarts. Claims the Helper's checkpoint already records as
+//    prepared are answered from the checkpoint and not passed in again.
+//  - UnprepareResourceClaims undoes Prepare. The claim may be gone from the
+//    API server, so only its reference is given; the driver keeps whatever
+//    else it needs. Unpreparing an unknown claim is success.
+//  - Unless Options::serialize is off, the Helper never makes two calls at
+//    once (across instances too when rolling updates are on).
+//  - A returned error status fails the whole gRPC call; per-claim failures go
+//    into the results.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+
+  virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(
+      std::span<const k8s::ResourceClaim> claims) = 0;
+
+  virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(
+      std::span<const k8s::ClaimRef> claims) = 0;
+
+  // Failures the Helper meets in the background (registration refused by the
+  // kubelet, checkpoint trouble, ...). `context` says where it happened.
+  // Called from Helper threads; must be thread-safe and must not block.
+  virtual void HandleError(const absl::Status& status, std::string_view context) = 0;
+
+  // Whether this driver reports device health through Helper::PublishHealth.
+  // When false, the health services are neither served nor advertised and the
+  // kubelet's NodeWatchResources gets UNIMPLEMENTED.
+  virtual bool ReportsDeviceHealth() const { return false; }
+};
+
+}  // namespace dra::kubeletplugin

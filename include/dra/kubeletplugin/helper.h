@@ -1,0 +1,94 @@
+// dra::kubeletplugin::Helper: the kubelet side of a DRA driver.
+//
+// The contract with the kubelet, which the Helper implements for a Driver:
+//
+// Registration. The kubelet watches Options::registrar_dir for socket files
+// whose names do not start with a dot. For each one it calls GetInfo, checks
+// the type ("DRAPlugin"), the driver name, the endpoint and the first
+// supported service version it knows, connects to the endpoint (the DRA
+// socket in Options::plugin_data_dir) and reports the outcome with
+// NotifyRegistrationStatus. The Helper starts the DRA server before it
+// creates the registration socket, so an advertised endpoint always answers.
+// A refused registration reaches Driver::HandleError with the kubelet's text.
+//
+// Preparation. Before a pod's containers start, the kubelet calls
+// NodePrepareResources with (namespace, name, UID) of every claim the pod
+// uses that this driver has devices in. The Helper fetches each claim from the
+// ClaimSource, fails only the claims that are unallocated or were replaced
+// (different UID), strips other drivers' results, and calls
+// Driver::PrepareResourceClaims with the rest. Every requested claim gets an
+// entry in the answer: a missing one makes the kubelet retry forever. The
+// kubelet repeats calls after its own restart; the Helper's checkpoint answers
+// claims already prepared without calling the driver again.
+//
+// Unpreparation. After the last pod using a claim is gone, the kubelet calls
+// NodeUnprepareResources. The claim may already be deleted, so only its
+// reference is given. Unknown claims are success.
+//
+// Crash safety. The checkpoint (plugin_data_dir/checkpoint.json) records that
+// a claim's preparation started before the driver is called and that it
+// finished, with the result, before the kubelet is answered. After a crash,
+// a claim left "started" is prepared again on the kubelet's next call.
+//
+// Health. A driver that reports health publishes complete device lists with
+// PublishHealth; every NodeWatchResources stream gets the current list at
+// once and each later one.
+//
+// Threads. gRPC calls arrive on gRPC threads. With Options::serialize (the
+// default) the driver sees one call at a time. Stop() (also run by the
+// destructor) stops both servers, removes both sockets and is idempotent.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dra/kubeletplugin/device_health.h"
+#include "dra/kubeletplugin/driver.h"
+#include "dra/kubeletplugin/options.h"
+
+namespace dra::kubeletplugin {
+
+// What the kubelet last said through NotifyRegistrationStatus.
+struct RegistrationStatus {
+  bool notified = false;    // the kubelet has called at all
+  bool registered = false;  // and accepted the plugin
+  std::string error;        // the kubelet's reason when it refused
+};
+
+class Helper {
+ public:
+  // Validates the options, opens the checkpoint, starts the DRA server and
+  // then the registration server. The driver must outlive the Helper.
+  static absl::StatusOr<std::unique_ptr<Helper>> Start(Driver& driver, Options options);
+
+  Helper(const Helper&) = delete;
+  Helper& operator=(const Helper&) = delete;
+  ~Helper();
+
+  // Stops serving and removes both sockets. Idempotent.
+  void Stop();
+
+  // Thread-safe.
+  RegistrationStatus registration_status() const;
+  // Blocks until the kubelet has called NotifyRegistrationStatus or the
+  // timeout passes; returns the status at that point.
+  RegistrationStatus WaitForRegistration(absl::Duration timeout) const;
+
+  // Replaces the complete health list and sends it to every watcher.
+  void PublishHealth(std::vector<DeviceHealth> devices);
+
+  // Absolute socket paths, after rolling-update naming and shortening.
+  const std::string& registrar_socket_path() const;
+  const std::string& dra_socket_path() const;
+
+  class Impl;
+
+ private:
+  explicit Helper(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dra::kubeletplugin

@@ -1,0 +1,75 @@
+// dra::kubeletplugin::Options: how a Helper is started.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "dra/kubeletplugin/claim_source.h"
+#include "dra/log.h"
+
+namespace dra::kubeletplugin {
+
+// Which kubelet-facing services the Helper serves and advertises.
+struct Services {
+  bool dra_v1 = true;            // k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
+  bool dra_v1beta1 = true;       // k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
+  bool health_v1 = true;         // v1.DRAResourceHealth (if the driver reports health)
+  bool health_v1alpha1 = true;   // v1alpha1.DRAResourceHealth (if the driver reports health)
+};
+
+struct Options {
+  // Required. The DRA driver name: a lower-case DNS subdomain of at most 63
+  // characters, e.g. "gpu.example.com".
+  std::string driver_name;
+
+  // The node this instance runs on. Default: empty (needed only by the API
+  // layer and ResourceSlice publishing).
+  std::string node_name;
+
+  // Where the kubelet watches for registration sockets. Must exist.
+  // Default: /var/lib/kubelet/plugins_registry.
+  std::string registrar_dir = "/var/lib/kubelet/plugins_registry";
+
+  // Directory for the DRA socket, the prepared-claims checkpoint and the
+  // serialization lock; created (mode 0750) if missing. Not shared with other
+  // drivers. Default: /var/lib/kubelet/plugins/<driver_name>.
+  std::string plugin_data_dir;
+
+  // Registration socket file name inside registrar_dir.
+  // Default: <driver_name>-reg.sock, or <driver_name>-<uid>-reg.sock with a
+  // rolling-update UID. Must not be set together with rolling_update_uid.
+  std::string registrar_socket_name;
+
+  // DRA service socket file name inside plugin_data_dir.
+  // Default: dra.sock, or dra-<uid>.sock with a rolling-update UID.
+  std::string dra_socket_name;
+
+  // The pod UID, to let a new instance start beside an old one during a
+  // DaemonSet rolling update (kubelet 1.33+). Empty (default) disables it.
+  std::string rolling_update_uid;
+
+  // Serialize NodePrepareResources and NodeUnprepareResources: the driver
+  // never sees two calls at once; with a rolling-update UID also across
+  // instances, through a file lock. Default: true.
+  bool serialize = true;
+
+  // Default: all on.
+  Services services;
+
+  // Source of ResourceClaim objects for NodePrepareResources. Required.
+  std::shared_ptr<ClaimSource> claim_source;
+
+  // Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
+  // makes every prepare call the driver. Default: true.
+  bool checkpoint = true;
+
+  // How long Stop() lets in-flight calls finish before cancelling them.
+  // Default: 5 s.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+
+  // Where the Helper logs. Default: klog text on stderr, verbosity 0.
+  Logger logger;
+};
+
+}  // namespace dra::kubeletplugin

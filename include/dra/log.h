@@ -1,0 +1,70 @@
+// dra::Logger: the SDK's structured logging, klog text or JSON lines.
+// The library never writes to stdout; records go to a LogSink.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace dra {
+
+enum class LogSeverity { kInfo, kWarning, kError };
+
+struct LogField {
+  std::string key;
+  std::string value;
+};
+
+struct LogRecord {
+  LogSeverity severity = LogSeverity::kInfo;
+  int verbosity = 0;  // klog -v level the record needs
+  absl::Time time;
+  std::string_view message;
+  std::vector<LogField> fields;
+};
+
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  // Called from any thread.
+  virtual void Write(const LogRecord& record) = 0;
+};
+
+enum class LogFormat { kKlogText, kJson };
+
+// A sink that writes to stderr: klog's text header
+// `I1129 09:29:22.123456   12345 dra] "message" key="value"` or one JSON
+// object per line ({"ts":...,"v":0,"msg":...,key:value}).
+std::shared_ptr<LogSink> NewStderrLogSink(LogFormat format = LogFormat::kKlogText);
+
+// Formats one record the way NewStderrLogSink does, without the newline.
+std::string FormatLogRecord(const LogRecord& record, LogFormat format);
+
+// A cheap handle for logging through a sink. Records above the verbosity
+// (klog's -v) are dropped. A default Logger logs klog text to stderr at 0.
+class Logger {
+ public:
+  Logger();
+  explicit Logger(std::shared_ptr<LogSink> sink, int verbosity = 0);
+
+  // Whether records at klog level `level` are written.
+  bool V(int level) const { return level <= verbosity_; }
+
+  void Info(std::string_view message, std::initializer_list<LogField> fields = {}) const;
+  void InfoV(int level, std::string_view message, std::initializer_list<LogField> fields = {}) const;
+  void Warning(std::string_view message, std::initializer_list<LogField> fields = {}) const;
+  void Error(std::string_view message, std::initializer_list<LogField> fields = {}) const;
+
+ private:
+  void Log(LogSeverity severity, int level, std::string_view message,
+           std::initializer_list<LogField> fields) const;
+
+  std::shared_ptr<LogSink> sink_;
+  int verbosity_ = 0;
+};
+
+}  // namespace dra

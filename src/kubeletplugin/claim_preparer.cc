@@ -1,0 +1,187 @@
+#include "kubeletplugin/claim_preparer.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+// The kubelet may name a claim twice in one call; it gets one answer per UID.
+std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) {
+  std::vector<k8s::ClaimRef> distinct;
+  std::set<std::string> seen;
+  for (const k8s::ClaimRef& ref : claims) {
+    if (seen.insert(ref.uid).second) distinct.push_back(ref);
+  }
+  return distinct;
+}
+
+absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
+}
+
+std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
+  for (Device& device : devices) {
+    for (std::string& request : device.requests) request = BaseRequestName(request);
+  }
+  return devices;
+}
+
+}  // namespace
+
+std::string BaseRequestName(const std::string& request) { return request.substr(0, request.find('/')); }
+
+ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
+                             bool checkpoint_shared, CallSerializer& serializer, const Logger& logger)
+    : driver_(driver),
+      driver_name_(std::move(driver_name)),
+      claims_(claims),
+      checkpoint_(checkpoint),
+      checkpoint_shared_(checkpoint_shared),
+      serializer_(serializer),
+      logger_(logger) {}
+
+absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
+  if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
+  return checkpoint_->Commit(std::move(changes));
+}
+
+absl::StatusOr<CallSerializer::Guard> ClaimPreparer::Serialize() {
+  absl::StatusOr<CallSerializer::Guard> guard = serializer_.Acquire();
+  if (!guard.ok()) return Annotate(guard.status(), "serialize gRPC");
+  if (checkpoint_shared_ && checkpoint_ != nullptr) {
+    if (absl::Status status = checkpoint_->Reload(); !status.ok()) return status;
+  }
+  return guard;
+}
+
+absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref) {
+  absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref);
+  if (!claim.ok()) return Annotate(claim.status(), absl::StrCat("retrieve claim ", ref.ToString()));
+  if (claim->metadata.uid != ref.uid) {
+    return absl::FailedPreconditionError(absl::StrCat("claim ", ref.ToString(), " got replaced"));
+  }
+  if (!claim->status.allocation.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("claim ", ref.ToString(), " not allocated"));
+  }
+  auto& allocation = claim->status.allocation->devices;
+  std::erase_if(allocation.results, [&](const auto& result) { return result.driver != driver_name_; });
+  std::erase_if(allocation.config,
+                [&](const auto& config) { return !config.opaque.has_value() || config.opaque->driver != driver_name_; });
+  return claim;
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> requested) {
+  ClaimOutcomes outcomes;
+  bool checkpoint_current = !checkpoint_shared_;
+  auto answer_from_checkpoint = [&](const k8s::ClaimRef& ref) {
+    if (checkpoint_ == nullptr || !checkpoint_current) return false;
+    std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+    if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
+    outcomes[ref.uid] = ClaimOutcome{"", entry->devices};
+    return true;
+  };
+
+  // Slow fetches happen before serializing, as in the Go helper.
+  std::vector<k8s::ResourceClaim> pending;
+  for (const k8s::ClaimRef& ref : DistinctByUid(requested)) {
+    if (answer_from_checkpoint(ref)) continue;
+    absl::StatusOr<k8s::ResourceClaim> claim = FetchForPrepare(ref);
+    if (!claim.ok()) {
+      outcomes[ref.uid].error = std::string(claim.status().message());
+      continue;
+    }
+    pending.push_back(*std::move(claim));
+  }
+  if (pending.empty()) return outcomes;
+
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  if (!guard.ok()) return guard.status();
+  checkpoint_current = true;
+
+  auto ref_of = [](const k8s::ResourceClaim& claim) {
+    return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+  };
+  // Another call may have prepared some of them while this one waited.
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) { return answer_from_checkpoint(ref_of(claim)); });
+  if (pending.empty()) return outcomes;
+
+  std::vector<CheckpointChange> started;
+  for (const k8s::ResourceClaim& claim : pending) {
+    if (checkpoint_ != nullptr && checkpoint_->Get(claim.metadata.uid).has_value()) continue;
+    started.push_back({claim.metadata.uid, CheckpointEntry{ref_of(claim), ClaimState::kPrepareStarted, {}}});
+  }
+  if (absl::Status status = Commit(std::move(started)); !status.ok()) {
+    const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
+    driver_.HandleError(status, "checkpoint");
+    for (const k8s::ResourceClaim& claim : pending) outcomes[claim.metadata.uid].error = error;
+    return outcomes;
+  }
+
+  absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(pending);
+  if (!results.ok()) return Annotate(results.status(), "prepare resource claims");
+
+  std::vector<CheckpointChange> prepared;
+  for (const k8s::ResourceClaim& claim : pending) {
+    const std::string& uid = claim.metadata.uid;
+    ClaimOutcome& outcome = outcomes[uid];
+    auto it = results->find(uid);
+    if (it == results->end()) {
+      outcome.error = absl::StrCat("driver returned no result for claim ", ref_of(claim).ToString());
+    } else if (!it->second.status.ok()) {
+      outcome.error = std::string(it->second.status.message());
+    } else {
+      outcome.devices = WithBaseRequestNames(std::move(it->second.devices));
+      prepared.push_back({uid, CheckpointEntry{ref_of(claim), ClaimState::kPrepared, outcome.devices}});
+    }
+  }
+  if (absl::Status status = Commit(prepared); !status.ok()) {
+    // The kubelet must not use a preparation the checkpoint may have lost;
+    // its retry is answered from the in-memory entry or prepares again.
+    driver_.HandleError(status, "checkpoint");
+    for (const CheckpointChange& change : prepared) {
+      outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
+    }
+  }
+  logger_.InfoV(4, "Prepared claims", {{"driver", driver_name_}, {"count", std::to_string(pending.size())}});
+  return outcomes;
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> requested) {
+  const std::vector<k8s::ClaimRef> claims = DistinctByUid(requested);
+  ClaimOutcomes outcomes;
+  if (claims.empty()) return outcomes;
+
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  if (!guard.ok()) return guard.status();
+
+  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(claims);
+  if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
+
+  std::vector<CheckpointChange> dropped;
+  for (const k8s::ClaimRef& ref : claims) {
+    ClaimOutcome& outcome = outcomes[ref.uid];
+    auto it = results->find(ref.uid);
+    if (it == results->end()) {
+      outcome.error = absl::StrCat("driver returned no result for claim ", ref.ToString());
+    } else if (!it->second.ok()) {
+      outcome.error = std::string(it->second.message());
+    } else if (checkpoint_ != nullptr && checkpoint_->Get(ref.uid).has_value()) {
+      dropped.push_back({ref.uid, std::nullopt});
+    }
+  }
+  if (absl::Status status = Commit(dropped); !status.ok()) {
+    driver_.HandleError(status, "checkpoint");
+    for (const CheckpointChange& change : dropped) {
+      outcomes[change.uid].error = absl::StrCat("remove claim from checkpoint: ", status.message());
+    }
+  }
+  return outcomes;
+}
+
+}  // namespace dra::kubeletplugin::internal

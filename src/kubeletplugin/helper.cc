@@ -1,0 +1,260 @@
+#include "dra/kubeletplugin/helper.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <condition_variable>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "dra/k8s/names.h"
+#include "kubeletplugin/call_serializer.h"
+#include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/claim_preparer.h"
+#include "kubeletplugin/grpc_services.h"
+#include "kubeletplugin/health_broadcaster.h"
+#include "kubeletplugin/socket_paths.h"
+#include "kubeletplugin/unix_socket.h"
+
+namespace dra::kubeletplugin {
+
+using internal::CallSerializer;
+using internal::Checkpoint;
+using internal::ClaimPreparer;
+using internal::HealthBroadcaster;
+using internal::SocketPaths;
+
+namespace {
+
+constexpr mode_t kSocketMode = 0600;
+constexpr mode_t kDataDirMode = 0750;
+
+absl::Status ValidateOptions(const Options& options) {
+  if (options.driver_name.empty()) return absl::InvalidArgumentError("options.driver_name: Required value");
+  if (options.driver_name.size() > 63) {
+    return absl::InvalidArgumentError(absl::StrCat("options.driver_name: Too long: may not be more than 63 bytes: \"",
+                                                   options.driver_name, "\""));
+  }
+  if (std::vector<std::string> errors = k8s::IsDns1123Subdomain(options.driver_name); !errors.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.driver_name: Invalid value: \"", options.driver_name,
+                                                   "\": ", absl::StrJoin(errors, "; ")));
+  }
+  if (!options.rolling_update_uid.empty() && !options.registrar_socket_name.empty()) {
+    return absl::InvalidArgumentError(
+        "options.rolling_update_uid and options.registrar_socket_name are mutually exclusive");
+  }
+  if (!options.rolling_update_uid.empty() && options.checkpoint && !options.serialize) {
+    return absl::InvalidArgumentError(
+        "options.serialize: must stay on with options.rolling_update_uid while options.checkpoint is on: both "
+        "instances share the checkpoint file");
+  }
+  if (!options.services.dra_v1 && !options.services.dra_v1beta1) {
+    return absl::InvalidArgumentError("options.services: no supported DRA gRPC API is enabled");
+  }
+  if (options.claim_source == nullptr) return absl::InvalidArgumentError("options.claim_source: Required value");
+  struct stat st;
+  if (stat(options.registrar_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("options.registrar_dir: ", options.registrar_dir, " is not an existing directory"));
+  }
+  return absl::OkStatus();
+}
+
+// Builds and starts a gRPC server on a Unix socket at `path`.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string& path,
+                                                              const std::vector<grpc::Service*>& services) {
+  if (path.size() >= internal::kUnixPathMax) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path ", path, " is ", path.size(),
+                                                   " bytes long; Unix sockets allow at most ",
+                                                   internal::kUnixPathMax - 1, ": use shorter directories"));
+  }
+  if (absl::Status status = internal::ClearStaleSocket(path); !status.ok()) return status;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return absl::UnavailableError(absl::StrCat("start gRPC server on ", path, " failed"));
+  if (chmod(path.c_str(), kSocketMode) != 0) {
+    server->Shutdown();
+    internal::RemoveSocket(path);
+    return absl::FailedPreconditionError(absl::StrCat("chmod ", path, ": ", std::strerror(errno)));
+  }
+  return server;
+}
+
+}  // namespace
+
+class Helper::Impl {
+ public:
+  Impl(Driver& driver, Options options) : driver_(driver), options_(std::move(options)) {}
+  ~Impl() { Stop(); }
+
+  absl::Status Start();
+  void Stop();
+
+  Driver& driver_;
+  Options options_;
+  SocketPaths paths_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<CallSerializer> serializer_;
+  std::unique_ptr<ClaimPreparer> preparer_;
+  HealthBroadcaster health_;
+  std::vector<std::unique_ptr<grpc::Service>> dra_services_;
+  std::unique_ptr<grpc::Service> registration_service_;
+  std::unique_ptr<grpc::Server> dra_server_;
+  std::unique_ptr<grpc::Server> registration_server_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable registration_cv_;
+  RegistrationStatus registration_;
+  bool stopped_ = false;
+};
+
+absl::Status Helper::Impl::Start() {
+  if (absl::Status status = ValidateOptions(options_); !status.ok()) return status;
+  if (options_.plugin_data_dir.empty()) {
+    options_.plugin_data_dir = "/var/lib/kubelet/plugins/" + options_.driver_name;
+  }
+  if (absl::Status status = internal::MakeDirectories(options_.plugin_data_dir, kDataDirMode); !status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("options.plugin_data_dir: ", status.message()));
+  }
+  paths_ = internal::ComputeSocketPaths(options_.driver_name, options_.registrar_dir, options_.plugin_data_dir,
+                                        options_.rolling_update_uid, options_.registrar_socket_name,
+                                        options_.dra_socket_name);
+
+  if (options_.checkpoint) {
+    absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint =
+        Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json");
+    if (!checkpoint.ok()) return checkpoint.status();
+    checkpoint_ = *std::move(checkpoint);
+  }
+  const std::string lock_file =
+      options_.rolling_update_uid.empty() ? "" : options_.plugin_data_dir + "/serialize.lock";
+  absl::StatusOr<std::unique_ptr<CallSerializer>> serializer = CallSerializer::Create(options_.serialize, lock_file);
+  if (!serializer.ok()) return serializer.status();
+  serializer_ = *std::move(serializer);
+  preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
+                                              /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
+                                              *serializer_, options_.logger);
+
+  // Supported versions in the Go helper's order: DRA first, then health.
+  std::vector<std::string> versions;
+  std::vector<std::string> grpc_health_names;
+  if (options_.services.dra_v1) {
+    dra_services_.push_back(internal::NewDraV1Service(*preparer_));
+    versions.push_back(internal::kDraV1Service);
+    grpc_health_names.push_back(internal::kDraV1GrpcName);
+  }
+  if (options_.services.dra_v1beta1) {
+    dra_services_.push_back(internal::NewDraV1beta1Service(*preparer_));
+    versions.push_back(internal::kDraV1beta1Service);
+    grpc_health_names.push_back(internal::kDraV1beta1GrpcName);
+  }
+  if (driver_.ReportsDeviceHealth()) {
+    if (options_.services.health_v1) {
+      dra_services_.push_back(internal::NewHealthV1Service(health_));
+      versions.push_back(internal::kHealthV1Service);
+    }
+    if (options_.services.health_v1alpha1) {
+      dra_services_.push_back(internal::NewHealthV1alpha1Service(health_));
+      versions.push_back(internal::kHealthV1alpha1Service);
+    }
+  }
+
+  // The standard grpc.health.v1 service is added to servers built from now on.
+  grpc::EnableDefaultHealthCheckService(true);
+  std::vector<grpc::Service*> services;
+  for (const auto& service : dra_services_) services.push_back(service.get());
+  absl::StatusOr<std::unique_ptr<grpc::Server>> dra_server = StartUnixServer(paths_.dra, services);
+  if (!dra_server.ok()) return dra_server.status();
+  dra_server_ = *std::move(dra_server);
+  if (grpc::HealthCheckServiceInterface* health = dra_server_->GetHealthCheckService()) {
+    for (const std::string& name : grpc_health_names) health->SetServingStatus(name, true);
+  }
+
+  // Only now that the endpoint answers may the kubelet learn about it.
+  registration_service_ = internal::NewRegistrationService(
+      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, [this](const RegistrationStatus& status) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          registration_ = status;
+        }
+        registration_cv_.notify_all();
+        if (status.registered) {
+          options_.logger.Info("Registered with the kubelet", {{"driver", options_.driver_name}});
+        } else {
+          driver_.HandleError(absl::FailedPreconditionError(
+                                  absl::StrCat("kubelet refused plugin registration: ", status.error)),
+                              "registration");
+        }
+      });
+  absl::StatusOr<std::unique_ptr<grpc::Server>> registration_server =
+      StartUnixServer(paths_.registrar, {registration_service_.get()});
+  if (!registration_server.ok()) return registration_server.status();
+  registration_server_ = *std::move(registration_server);
+
+  options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
+                                              {"registrar", paths_.registrar},
+                                              {"endpoint", paths_.dra},
+                                              {"versions", absl::StrJoin(versions, ",")}});
+  return absl::OkStatus();
+}
+
+void Helper::Impl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  // The registration socket goes first so that the kubelet stops routing
+  // calls here before the DRA endpoint disappears.
+  const auto deadline = absl::ToChronoTime(absl::Now() + options_.shutdown_grace);
+  if (registration_server_) {
+    registration_server_->Shutdown(deadline);
+    registration_server_->Wait();
+  }
+  if (!paths_.registrar.empty()) internal::RemoveSocket(paths_.registrar);
+  health_.Shutdown();
+  if (dra_server_) {
+    dra_server_->Shutdown(deadline);
+    dra_server_->Wait();
+  }
+  if (!paths_.dra.empty()) internal::RemoveSocket(paths_.dra);
+}
+
+absl::StatusOr<std::unique_ptr<Helper>> Helper::Start(Driver& driver, Options options) {
+  auto impl = std::make_unique<Impl>(driver, std::move(options));
+  if (absl::Status status = impl->Start(); !status.ok()) return status;
+  return std::unique_ptr<Helper>(new Helper(std::move(impl)));
+}
+
+Helper::Helper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Helper::~Helper() = default;
+
+void Helper::Stop() { impl_->Stop(); }
+
+RegistrationStatus Helper::registration_status() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->registration_;
+}
+
+RegistrationStatus Helper::WaitForRegistration(absl::Duration timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu_);
+  impl_->registration_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                                   [&] { return impl_->registration_.notified; });
+  return impl_->registration_;
+}
+
+void Helper::PublishHealth(std::vector<DeviceHealth> devices) { impl_->health_.Publish(std::move(devices)); }
+
+const std::string& Helper::registrar_socket_path() const { return impl_->paths_.registrar; }
+const std::string& Helper::dra_socket_path() const { return impl_->paths_.dra; }
+
+}  // namespace dra::kubeletplugin

@@ -1,0 +1,23 @@
+// Unix-domain socket files for the gRPC servers: clear our own stale socket
+// before listening, tighten its mode after, remove it on stop.
+#pragma once
+
+#include <string>
+
+#include <sys/types.h>
+
+#include "absl/status/status.h"
+
+namespace dra::kubeletplugin::internal {
+
+// Removes a socket left at `path` by an earlier run. Anything else there is
+// an error: the Helper never deletes a file that is not a socket.
+absl::Status ClearStaleSocket(const std::string& path);
+
+// Removes the socket at `path` if it is one; a missing file is fine.
+void RemoveSocket(const std::string& path);
+
+// Creates `path` and missing parents with `mode` (existing ones keep theirs).
+absl::Status MakeDirectories(const std::string& path, mode_t mode);
+
+}  // namespace dra::kubeletplugin::internal

@@ -1,0 +1,129 @@
+#include "support/test_driver.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace dra::testing {
+
+std::string TestDriver::CdiId(const std::string& uid, const std::string& device) {
+  return absl::StrCat(kTestDriverName, "/gpu=", uid, "-", device);
+}
+
+void TestDriver::Enter() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++inside_;
+  max_concurrent_ = std::max(max_concurrent_.load(), inside_);
+  cv_.notify_all();
+  if (overlap_window_ > absl::ZeroDuration()) {
+    // Once overlap has been seen, nobody needs to wait any more.
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(overlap_window_), [&] { return max_concurrent_ > 1; });
+  }
+}
+
+void TestDriver::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --inside_;
+}
+
+absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
+    std::span<const k8s::ResourceClaim> claims) {
+  ++prepare_calls_;
+  Enter();
+  kubeletplugin::PrepareResults results;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const k8s::ResourceClaim& claim : claims) {
+      const std::string& uid = claim.metadata.uid;
+      kubeletplugin::PrepareResult& result = results[uid];
+      if (fail_uids_.count(uid) > 0) {
+        result.status = absl::InternalError("injected failure");
+        continue;
+      }
+      for (const auto& allocated : claim.status.allocation->devices.results) {
+        if (allocated.driver != kTestDriverName) {
+          result.status = absl::InternalError("got another driver's device " + allocated.device);
+          break;
+        }
+        result.devices.push_back(kubeletplugin::Device{
+            {allocated.request}, allocated.pool, allocated.device, {CdiId(uid, allocated.device)}, allocated.share_id});
+      }
+      prepared_.push_back(uid);
+    }
+  }
+  Leave();
+  return results;
+}
+
+absl::StatusOr<kubeletplugin::UnprepareResults> TestDriver::UnprepareResourceClaims(
+    std::span<const k8s::ClaimRef> claims) {
+  ++unprepare_calls_;
+  Enter();
+  kubeletplugin::UnprepareResults results;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const k8s::ClaimRef& claim : claims) {
+      results[claim.uid] = absl::OkStatus();
+      unprepared_.push_back(claim.uid);
+    }
+  }
+  Leave();
+  return results;
+}
+
+void TestDriver::HandleError(const absl::Status& status, std::string_view context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  errors_.push_back(absl::StrCat(absl::string_view(context.data(), context.size()), ": ", status.message()));
+}
+
+void TestDriver::FailClaim(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_uids_.insert(uid);
+}
+
+void TestDriver::SetOverlapWindow(absl::Duration window) {
+  std::lock_guard<std::mutex> lock(mu_);
+  overlap_window_ = window;
+}
+
+std::vector<std::string> TestDriver::prepared_uids() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prepared_;
+}
+
+std::vector<std::string> TestDriver::unprepared_uids() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unprepared_;
+}
+
+std::vector<std::string> TestDriver::errors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return errors_;
+}
+
+k8s::ResourceClaim AllocatedClaim(const std::string& ns, const std::string& name, const std::string& uid,
+                                  const std::vector<std::string>& devices) {
+  k8s::ResourceClaim claim;
+  claim.metadata.namespace_ = ns;
+  claim.metadata.name = name;
+  claim.metadata.uid = uid;
+  k8s::AllocationResult allocation;
+  for (const std::string& device : devices) {
+    k8s::DeviceRequestAllocationResult result;
+    result.request = "gpu";
+    result.driver = kTestDriverName;
+    result.pool = "pool-a";
+    result.device = device;
+    allocation.devices.results.push_back(result);
+  }
+  k8s::DeviceRequestAllocationResult other;
+  other.request = "nic";
+  other.driver = "nic.example.com";
+  other.pool = "pool-n";
+  other.device = "nic-0";
+  allocation.devices.results.push_back(other);
+  claim.status.allocation = allocation;
+  return claim;
+}
+
+}  // namespace dra::testing

@@ -1,0 +1,69 @@
+// A Driver for tests: prepares every allocated device of its own with one CDI
+// ID, records what it was asked, and can be told to fail claims.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dra/kubeletplugin/driver.h"
+
+namespace dra::testing {
+
+inline constexpr char kTestDriverName[] = "gpu.example.com";
+
+class TestDriver : public kubeletplugin::Driver {
+ public:
+  explicit TestDriver(bool reports_health = false) : reports_health_(reports_health) {}
+
+  absl::StatusOr<kubeletplugin::PrepareResults> PrepareResourceClaims(
+      std::span<const k8s::ResourceClaim> claims) override;
+  absl::StatusOr<kubeletplugin::UnprepareResults> UnprepareResourceClaims(
+      std::span<const k8s::ClaimRef> claims) override;
+  void HandleError(const absl::Status& status, std::string_view context) override;
+  bool ReportsDeviceHealth() const override { return reports_health_; }
+
+  // Claims (by UID) whose preparation fails with "injected failure".
+  void FailClaim(const std::string& uid);
+  // While set, each call waits up to this long for another call to be inside
+  // the driver at the same time, so that overlap is observable.
+  void SetOverlapWindow(absl::Duration window);
+
+  int prepare_calls() const { return prepare_calls_; }
+  int unprepare_calls() const { return unprepare_calls_; }
+  int max_concurrent_calls() const { return max_concurrent_; }
+  std::vector<std::string> prepared_uids() const;
+  std::vector<std::string> unprepared_uids() const;
+  std::vector<std::string> errors() const;
+
+  // "gpu.example.com/gpu=<uid>-<device>"
+  static std::string CdiId(const std::string& uid, const std::string& device);
+
+ private:
+  void Enter();
+  void Leave();
+
+  const bool reports_health_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> fail_uids_;
+  std::vector<std::string> prepared_;
+  std::vector<std::string> unprepared_;
+  std::vector<std::string> errors_;
+  absl::Duration overlap_window_ = absl::ZeroDuration();
+  int inside_ = 0;
+  std::atomic<int> prepare_calls_{0};
+  std::atomic<int> unprepare_calls_{0};
+  std::atomic<int> max_concurrent_{0};
+};
+
+// A claim allocated to `devices` (pool "pool-a") of kTestDriverName, with
+// request name "gpu", plus one result of another driver that must be hidden
+// from ours.
+k8s::ResourceClaim AllocatedClaim(const std::string& ns, const std::string& name, const std::string& uid,
+                                  const std::vector<std::string>& devices = {"gpu-0"});
+
+}  // namespace dra::testing
