@@ -76,7 +76,37 @@ absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::Cla
   return claim;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> requested) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims) {
+  absl::StatusOr<ClaimOutcomes> outcomes = PrepareClaims(claims);
+  LogOutcomes("NodePrepareResources", claims, outcomes);
+  return outcomes;
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims) {
+  absl::StatusOr<ClaimOutcomes> outcomes = UnprepareClaims(claims);
+  LogOutcomes("NodeUnprepareResources", claims, outcomes);
+  return outcomes;
+}
+
+void ClaimPreparer::LogOutcomes(const std::string& method, std::span<const k8s::ClaimRef> claims,
+                                const absl::StatusOr<ClaimOutcomes>& outcomes) const {
+  if (!outcomes.ok()) {
+    logger_.Error("Call failed", {{"method", method}, {"err", outcomes.status().ToString()}});
+    return;
+  }
+  for (const k8s::ClaimRef& ref : DistinctByUid(claims)) {
+    const ClaimOutcome& outcome = outcomes->at(ref.uid);
+    if (!outcome.error.empty()) {
+      logger_.Error("Claim failed", {{"method", method}, {"claim", ref.ToString()}, {"uid", ref.uid},
+                                     {"err", outcome.error}});
+    } else {
+      logger_.InfoV(2, "Claim done", {{"method", method}, {"claim", ref.ToString()}, {"uid", ref.uid},
+                                      {"devices", std::to_string(outcome.devices.size())}});
+    }
+  }
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::ClaimRef> requested) {
   ClaimOutcomes outcomes;
   bool checkpoint_current = !checkpoint_shared_;
   auto answer_from_checkpoint = [&](const k8s::ClaimRef& ref) {
@@ -148,11 +178,10 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimR
       outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
     }
   }
-  logger_.InfoV(4, "Prepared claims", {{"driver", driver_name_}, {"count", std::to_string(pending.size())}});
   return outcomes;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> requested) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(std::span<const k8s::ClaimRef> requested) {
   const std::vector<k8s::ClaimRef> claims = DistinctByUid(requested);
   ClaimOutcomes outcomes;
   if (claims.empty()) return outcomes;

@@ -43,6 +43,11 @@ class ClaimPreparer {
   // Fetches a claim and checks it is the allocated claim the kubelet means;
   // keeps only this driver's results and configs.
   absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref);
+  absl::StatusOr<ClaimOutcomes> PrepareClaims(std::span<const k8s::ClaimRef> claims);
+  absl::StatusOr<ClaimOutcomes> UnprepareClaims(std::span<const k8s::ClaimRef> claims);
+  // Failures at level 0, successes at -v 2.
+  void LogOutcomes(const std::string& method, std::span<const k8s::ClaimRef> claims,
+                   const absl::StatusOr<ClaimOutcomes>& outcomes) const;
   absl::Status Commit(std::vector<CheckpointChange> changes);
   // Takes the serialization lock and, for a shared checkpoint, reloads it.
   absl::StatusOr<CallSerializer::Guard> Serialize();

@@ -1,0 +1,135 @@
+// A minimal DRA driver on the public dra-cpp API: every allocated device of
+// this driver becomes one CDI device ID. Claims come from a JSON file (a list
+// of ResourceClaim objects) instead of the API server, so that it runs
+// without a cluster; see scripts/demo.sh.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/helper.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using dra::kubeletplugin::Device;
+using dra::kubeletplugin::PrepareResults;
+using dra::kubeletplugin::UnprepareResults;
+
+class MinimalDriver : public dra::kubeletplugin::Driver {
+ public:
+  explicit MinimalDriver(std::string name) : name_(std::move(name)) {}
+
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
+    PrepareResults results;
+    for (const auto& claim : claims) {
+      auto& result = results[claim.metadata.uid];
+      for (const auto& allocated : claim.status.allocation->devices.results) {
+        result.devices.push_back(Device{.requests = {allocated.request},
+                                        .pool_name = allocated.pool,
+                                        .device_name = allocated.device,
+                                        .cdi_device_ids = {name_ + "/device=" + allocated.device},
+                                        .share_id = allocated.share_id});
+      }
+    }
+    return results;
+  }
+
+  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(std::span<const dra::k8s::ClaimRef> claims) override {
+    UnprepareResults results;
+    for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
+    return results;
+  }
+
+  void HandleError(const absl::Status& status, std::string_view context) override {
+    std::cerr << "error in " << context << ": " << status << "\n";
+  }
+
+  bool ReportsDeviceHealth() const override { return true; }
+
+ private:
+  const std::string name_;
+};
+
+absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryClaimSource& source) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read claims file " + path);
+  nlohmann::json list = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) return absl::InvalidArgumentError(path + ": expected a JSON list of ResourceClaims");
+  for (const nlohmann::json& item : list) {
+    absl::StatusOr<dra::k8s::ResourceClaim> claim = dra::k8s::ResourceClaimFromJson(item);
+    if (!claim.ok()) return absl::InvalidArgumentError(path + ": " + std::string(claim.status().message()));
+    source.Put(*std::move(claim));
+  }
+  return absl::OkStatus();
+}
+
+int Usage() {
+  std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR --claims FILE\n"
+               "                      [--driver-name NAME] [--devices N] [-v LEVEL] [--log-format text|json]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Signals are taken by sigwait below, never by a gRPC thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  dra::kubeletplugin::Options options;
+  options.driver_name = "minimal.example.com";
+  std::string claims_file;
+  int devices = 2;
+  int verbosity = 0;
+  auto format = dra::LogFormat::kKlogText;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return Usage();
+    const std::string value = argv[++i];
+    if (flag == "--registrar-dir") options.registrar_dir = value;
+    else if (flag == "--plugin-data-dir") options.plugin_data_dir = value;
+    else if (flag == "--driver-name") options.driver_name = value;
+    else if (flag == "--claims") claims_file = value;
+    else if (flag == "--devices") devices = std::stoi(value);
+    else if (flag == "-v") verbosity = std::stoi(value);
+    else if (flag == "--log-format" && (value == "text" || value == "json"))
+      format = value == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText;
+    else return Usage();
+  }
+  if (claims_file.empty()) return Usage();
+  options.logger = dra::Logger(dra::NewStderrLogSink(format), verbosity);
+
+  auto claims = std::make_shared<dra::kubeletplugin::InMemoryClaimSource>();
+  if (absl::Status status = LoadClaims(claims_file, *claims); !status.ok()) {
+    std::cerr << status.message() << "\n";
+    return 1;
+  }
+  options.claim_source = claims;
+
+  MinimalDriver driver(options.driver_name);
+  absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
+      dra::kubeletplugin::Helper::Start(driver, options);
+  if (!helper.ok()) {
+    std::cerr << "start: " << helper.status().message() << "\n";
+    return 1;
+  }
+  std::vector<dra::kubeletplugin::DeviceHealth> health(devices);
+  for (int i = 0; i < devices; ++i) {
+    health[i].pool_name = "node-local";
+    health[i].device_name = "dev-" + std::to_string(i);
+    health[i].health = dra::kubeletplugin::HealthStatus::kHealthy;
+  }
+  (*helper)->PublishHealth(health);
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  (*helper)->Stop();
+  return 0;
+}

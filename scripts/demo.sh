@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds dra-cpp, starts the minimal example driver
+# with its sockets in a temp dir and drives it the way the kubelet does, with
+# dractl: register, prepare, health, unprepare. Cleans up after itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+scripts/install-deps.sh >/dev/null
+echo "== building (first run takes a few minutes)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"${DRA_JOBS:-2}" --target minimal-driver dractl >/dev/null
+
+dractl="$root/build/tools/dractl/dractl"
+driver_bin="$root/build/examples/minimal/minimal-driver"
+work=$(mktemp -d /tmp/dra-demo-XXXXXX)
+driver_pid=
+cleanup() {
+  [ -n "$driver_pid" ] && kill "$driver_pid" 2>/dev/null && wait "$driver_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/plugins_registry"
+uid=5f1c2d3e-0000-4000-8000-00000000demo
+cat >"$work/claims.json" <<JSON
+[{
+  "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+  "metadata": {"namespace": "default", "name": "gpu-claim", "uid": "$uid"},
+  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "minimal.example.com"}}]}},
+  "status": {"allocation": {"devices": {"results": [
+    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-0"},
+    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-1"}]}}}
+}]
+JSON
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "start the minimal driver (sockets under $work)"
+"$driver_bin" --registrar-dir "$work/plugins_registry" --plugin-data-dir "$work/plugins/minimal.example.com" \
+  --claims "$work/claims.json" 2>"$work/driver.log" &
+driver_pid=$!
+for _ in $(seq 1 500); do
+  [ -S "$work/plugins_registry/minimal.example.com-reg.sock" ] && break
+  kill -0 "$driver_pid" 2>/dev/null || { cat "$work/driver.log"; exit 1; }
+  sleep 0.01
+done
+ls -l "$work/plugins_registry" "$work/plugins/minimal.example.com"
+
+step "dractl register: discover the socket, GetInfo, validate, NotifyRegistrationStatus"
+"$dractl" register --registry-dir "$work/plugins_registry"
+
+endpoint="$work/plugins/minimal.example.com/dra.sock"
+step "dractl prepare default/gpu-claim (NodePrepareResources, DRA v1)"
+"$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid"
+
+step "the checkpoint records the prepared claim"
+cat "$work/plugins/minimal.example.com/checkpoint.json"; echo
+
+step "dractl prepare again: answered from the checkpoint"
+"$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid" --json
+
+step "dractl prepare of a claim the driver does not know: fails that claim only"
+"$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid" --claim "default/missing/uid-x" || true
+
+step "dractl health (NodeWatchResources, first update)"
+"$dractl" health --endpoint "$endpoint"
+
+step "dractl unprepare (NodeUnprepareResources)"
+"$dractl" unprepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid"
+
+step "checkpoint after unprepare"
+cat "$work/plugins/minimal.example.com/checkpoint.json"; echo
+
+step "stop the driver with SIGTERM: sockets are removed"
+kill -TERM "$driver_pid"; wait "$driver_pid"; driver_pid=
+echo "registry dir now: $(ls -A "$work/plugins_registry" | tr '\n' ' ')(nothing left)"
+echo "plugin dir now:   $(ls -A "$work/plugins/minimal.example.com" | tr '\n' ' ')"
+echo "driver log:"; sed 's/^/  /' "$work/driver.log"
+echo; echo "demo finished"

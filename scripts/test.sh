@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds dra-cpp and runs the whole test suite:
+# a normal build, then the unit and integration tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+jobs=${DRA_JOBS:-2}
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== build (ASan + UBSan)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDRA_SANITIZE=ON \
+    -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  echo "== tests under sanitizers"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE packaging
+fi

@@ -1,0 +1,109 @@
+# cmake -DMODE=install|fetchcontent -DSOURCE_DIR=<dra-cpp> -DCONSUMER_DIR=<consumer project>
+#       -DWORK_DIR=<scratch dir> [-DBUILD_TYPE=...] [-DCXX_COMPILER=...] [-DMAKE_PROGRAM=...]
+#       -P run_packaging_test.cmake
+#
+# install:      configure, build and install dra-cpp into WORK_DIR/prefix,
+#               then build the consumer with find_package(dra CONFIG) and run it.
+# fetchcontent: build the consumer with FetchContent(dra SOURCE_DIR ...), check
+#               that no dra-cpp test, example or benchmark was built, run it.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(required MODE SOURCE_DIR CONSUMER_DIR WORK_DIR)
+  if(NOT DEFINED ${required} OR "${${required}}" STREQUAL "")
+    message(FATAL_ERROR "run_packaging_test.cmake needs -D${required}=...")
+  endif()
+endforeach()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Debug)
+endif()
+
+set(common_args -G Ninja "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}")
+if(CXX_COMPILER)
+  list(APPEND common_args "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+endif()
+if(MAKE_PROGRAM)
+  list(APPEND common_args "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
+endif()
+
+# run(<step> <command...>): runs a command, echoing its output, and fails the
+# test with the step's name when it fails. Leaves its stdout in last_stdout.
+function(run step)
+  message(STATUS "[${MODE}] ${step}: ${ARGN}")
+  execute_process(COMMAND ${ARGN} TIMEOUT 3000
+    RESULT_VARIABLE result OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
+  message("${stdout}${stderr}")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "[${MODE}] ${step} failed (${result})")
+  endif()
+  set(last_stdout "${stdout}" PARENT_SCOPE)
+endfunction()
+
+function(run_consumer binary_dir)
+  run("run the consumer" "${binary_dir}/app")
+  if(NOT last_stdout STREQUAL "OK\n")
+    message(FATAL_ERROR "[${MODE}] the consumer printed '${last_stdout}' instead of OK")
+  endif()
+endfunction()
+
+# A fresh start each time: stale caches would hide packaging mistakes.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(sdk_options -DDRA_BUILD_TESTS=OFF -DDRA_BUILD_EXAMPLES=OFF -DDRA_BUILD_BENCHMARKS=OFF)
+
+if(MODE STREQUAL "install")
+  set(prefix "${WORK_DIR}/prefix")
+  run("configure dra-cpp" ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/sdk" ${common_args} ${sdk_options}
+    -DDRA_INSTALL=ON "-DCMAKE_INSTALL_PREFIX=${prefix}")
+  run("build dra-cpp" ${CMAKE_COMMAND} --build "${WORK_DIR}/sdk" --parallel 2)
+  run("install dra-cpp" ${CMAKE_COMMAND} --install "${WORK_DIR}/sdk")
+
+  foreach(expected
+      include/dra/kubeletplugin/helper.h
+      include/dra/k8s/resource_claim.h
+      bin/dractl)
+    if(NOT EXISTS "${prefix}/${expected}")
+      message(FATAL_ERROR "[${MODE}] ${expected} is not installed")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE config_files "${prefix}/*/draConfig.cmake")
+  if(NOT config_files)
+    message(FATAL_ERROR "[${MODE}] draConfig.cmake is not installed")
+  endif()
+  file(GLOB_RECURSE generated_headers "${prefix}/include/*.pb.h")
+  if(generated_headers)
+    message(FATAL_ERROR "[${MODE}] generated protobuf headers were installed: ${generated_headers}")
+  endif()
+
+  run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/consumer" ${common_args}
+    -DDRA_CONSUMER_MODE=find_package "-DCMAKE_PREFIX_PATH=${prefix}")
+  run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/consumer" --parallel 2)
+  run_consumer("${WORK_DIR}/consumer")
+
+elseif(MODE STREQUAL "fetchcontent")
+  # The SDK must turn its own tests, examples and benchmarks off when it is
+  # not the top-level project, so none of sdk_options are passed here.
+  run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/consumer" ${common_args}
+    -DDRA_CONSUMER_MODE=fetchcontent "-DDRA_SOURCE_DIR=${SOURCE_DIR}")
+  run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/consumer" --parallel 2)
+
+  file(GLOB_RECURSE built_extras LIST_DIRECTORIES false
+    "${WORK_DIR}/consumer/_deps/*/unit_*"
+    "${WORK_DIR}/consumer/_deps/*/integration_*"
+    "${WORK_DIR}/consumer/_deps/*/e2e_*"
+    "${WORK_DIR}/consumer/_deps/*/bench_*"
+    "${WORK_DIR}/consumer/_deps/*/libdra_catch_main.a")
+  if(built_extras)
+    message(FATAL_ERROR "[${MODE}] dra-cpp built its tests or benchmarks for a consumer: ${built_extras}")
+  endif()
+  foreach(extra_dir tests examples bench)
+    if(EXISTS "${WORK_DIR}/consumer/_deps/dra-build/${extra_dir}")
+      message(FATAL_ERROR "[${MODE}] dra-cpp configured its ${extra_dir}/ for a consumer")
+    endif()
+  endforeach()
+  run_consumer("${WORK_DIR}/consumer")
+
+else()
+  message(FATAL_ERROR "MODE must be install or fetchcontent, not '${MODE}'")
+endif()
+
+message(STATUS "[${MODE}] passed")
