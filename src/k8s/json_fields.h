@@ -44,9 +44,14 @@ class Path {
  public:
   Path() = default;  // the document root
 
-  Path Field(absl::string_view name) const { return Path(this, Kind::kField, name, 0); }
-  Path Index(size_t index) const { return Path(this, Kind::kIndex, {}, index); }
-  Path Key(absl::string_view key) const { return Path(this, Kind::kKey, key, 0); }
+  // A child keeps a pointer to its parent, so children of temporaries are
+  // refused at compile time.
+  Path Field(absl::string_view name) const& { return Path(this, Kind::kField, name, 0); }
+  Path Index(size_t index) const& { return Path(this, Kind::kIndex, {}, index); }
+  Path Key(absl::string_view key) const& { return Path(this, Kind::kKey, key, 0); }
+  Path Field(absl::string_view) const&& = delete;
+  Path Index(size_t) const&& = delete;
+  Path Key(absl::string_view) const&& = delete;
 
   std::string ToString() const;
 

@@ -2,8 +2,9 @@
 
 #include <tuple>
 
-#include "absl/strings/str_cat.h"
 #include "json_fields.h"
+#include "json_text.h"
+#include "shared_fields.h"
 
 namespace dra::k8s {
 namespace internal {
@@ -23,16 +24,6 @@ constexpr auto CommonRequestFields() {
 }
 
 }  // namespace
-
-template <>
-struct JsonObject<CELDeviceSelector> {
-  static constexpr auto kFields = std::tuple{Always("expression", &CELDeviceSelector::expression)};
-};
-
-template <>
-struct JsonObject<DeviceSelector> {
-  static constexpr auto kFields = std::tuple{OmitEmpty("cel", &DeviceSelector::cel)};
-};
 
 template <>
 struct JsonObject<DeviceToleration> {
@@ -78,14 +69,6 @@ struct JsonObject<DeviceConstraint> {
       OmitEmpty("requests", &DeviceConstraint::requests),
       OmitEmpty("matchAttribute", &DeviceConstraint::match_attribute),
       OmitEmpty("distinctAttribute", &DeviceConstraint::distinct_attribute),
-  };
-};
-
-template <>
-struct JsonObject<OpaqueDeviceConfiguration> {
-  static constexpr auto kFields = std::tuple{
-      Always("driver", &OpaqueDeviceConfiguration::driver),
-      OmitEmpty("parameters", &OpaqueDeviceConfiguration::parameters),
   };
 };
 
@@ -213,30 +196,11 @@ absl::StatusOr<ResourceClaim> ResourceClaimFromJson(const nlohmann::json& value)
 }
 
 absl::StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text) {
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    // Drop the "[json.exception.parse_error.101] " tag.
-    absl::string_view message = e.what();
-    if (size_t tag_end = message.find("] "); tag_end != absl::string_view::npos) message.remove_prefix(tag_end + 2);
-    return absl::InvalidArgumentError(absl::StrCat("Invalid JSON: ", message));
-  }
-  return ResourceClaimFromJson(value);
+  absl::StatusOr<nlohmann::json> value = internal::ParseJsonText(absl::string_view(json_text.data(), json_text.size()));
+  if (!value.ok()) return value.status();
+  return ResourceClaimFromJson(*value);
 }
 
 nlohmann::json ToJson(const ResourceClaim& claim) { return internal::ToJson(claim); }
-
-absl::StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& value) {
-  return internal::FromJson<ObjectMeta>(value);
-}
-
-nlohmann::json ToJson(const ObjectMeta& metadata) { return internal::ToJson(metadata); }
-
-absl::StatusOr<Condition> ConditionFromJson(const nlohmann::json& value) {
-  return internal::FromJson<Condition>(value);
-}
-
-nlohmann::json ToJson(const Condition& condition) { return internal::ToJson(condition); }
 
 }  // namespace dra::k8s

@@ -275,7 +275,7 @@ TEST_CASE("A realistic claim decodes into typed fields") {
   CHECK(allocation.devices.config[0].source == "FromClass");
   CHECK(allocation.devices.config[1].source == "FromClaim");
   REQUIRE(allocation.node_selector.has_value());
-  CHECK((*allocation.node_selector)["nodeSelectorTerms"][0]["matchFields"][0]["values"][0] == "node-a");
+  CHECK(allocation.node_selector->node_selector_terms[0].match_fields[0].values[0] == "node-a");
   CHECK(allocation.allocation_timestamp == "2026-03-01T10:00:02Z");
 
   REQUIRE(claim.status.reserved_for.size() == 1);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dra/k8s/node_selector.h"
 #include "dra/k8s/object_meta.h"
 #include "dra/k8s/quantity.h"
 #include "nlohmann/json.hpp"
@@ -162,7 +163,7 @@ struct DeviceAllocationResult {
 
 struct AllocationResult {
   DeviceAllocationResult devices;
-  std::optional<nlohmann::json> node_selector;  // core/v1 NodeSelector, kept as JSON
+  std::optional<NodeSelector> node_selector;
   std::optional<std::string> allocation_timestamp;  // RFC 3339
   nlohmann::json unknown_fields;
 

@@ -1,5 +1,6 @@
-// JSON codec for dra::k8s::ResourceClaim and the metav1 types it embeds, in
-// the form the API server reads and writes.
+// JSON codec for dra::k8s::ResourceClaim, in the form the API server reads
+// and writes. The codecs of the metav1 types it embeds (ObjectMeta,
+// Condition) are in object_meta_json.h, included here.
 //
 // Decoding accepts what Go's decoder accepts: unknown keys are kept (see
 // object_meta.h), null means unset, apiVersion and kind may be absent. Errors
@@ -15,7 +16,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "dra/k8s/object_meta.h"
+#include "dra/k8s/object_meta_json.h"  // ObjectMeta and Condition codecs
 #include "dra/k8s/resource_claim.h"
 #include "nlohmann/json.hpp"
 
@@ -25,11 +26,5 @@ absl::StatusOr<ResourceClaim> ResourceClaimFromJson(const nlohmann::json& json);
 // Parses JSON text, then ResourceClaimFromJson.
 absl::StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text);
 nlohmann::json ToJson(const ResourceClaim& claim);
-
-absl::StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& json);
-nlohmann::json ToJson(const ObjectMeta& metadata);
-
-absl::StatusOr<Condition> ConditionFromJson(const nlohmann::json& json);
-nlohmann::json ToJson(const Condition& condition);
 
 }  // namespace dra::k8s
