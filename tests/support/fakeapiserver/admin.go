@@ -1,0 +1,308 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// faultRule makes the next Count requests matching Verb and Resource fail.
+type faultRule struct {
+	Verb              string `json:"verb"`     // GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE, DELETECOLLECTION; "" or "*" = any
+	Resource          string `json:"resource"` // e.g. resourceclaims or resourceclaims/status; "" or "*" = any
+	Count             int    `json:"count"`
+	Status            int    `json:"status"`
+	RetryAfterSeconds int    `json:"retryAfterSeconds"`
+}
+
+type requestLogEntry struct {
+	Verb      string `json:"verb"`
+	Resource  string `json:"resource,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Path      string `json:"path"`
+	Query     string `json:"query,omitempty"`
+	User      string `json:"user,omitempty"`
+	Bytes     int    `json:"bytes"`
+	Code      int    `json:"code"`
+}
+
+const maxRequestLog = 1000
+
+// adminState is everything the /fake/ endpoints change at run time.
+type adminState struct {
+	mu        sync.Mutex
+	faults    []*faultRule
+	delay     time.Duration
+	counts    map[string]int
+	total     int
+	bytes     int64
+	log       []*requestLogEntry
+	drop      []string
+	dropPaths []dropPath
+	readonly  map[string]bool
+	forbidden map[string]bool
+}
+
+func newAdminState(drop, readonly, forbidden []string) (*adminState, error) {
+	a := &adminState{counts: map[string]int{}, readonly: toSet(readonly), forbidden: toSet(forbidden)}
+	if err := a.setDrop(drop); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func toSet(list []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+func setList(m map[string]bool) []string {
+	out := []string{}
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *adminState) setDrop(list []string) error {
+	paths, err := parseDropPaths(list)
+	if err != nil {
+		return err
+	}
+	a.drop, a.dropPaths = append([]string{}, list...), paths
+	return nil
+}
+
+func (a *adminState) userLists() (forbidden, readonly map[string]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.forbidden, a.readonly
+}
+
+func (s *Server) dropPaths() []dropPath {
+	s.admin.mu.Lock()
+	defer s.admin.mu.Unlock()
+	return s.admin.dropPaths
+}
+
+// record counts a request and returns its log entry (Code is filled in later).
+func (a *adminState) record(e *requestLogEntry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := e.Verb
+	if e.Resource != "" {
+		key += " " + e.Resource
+	} else {
+		key += " " + e.Path
+	}
+	a.counts[key]++
+	a.total++
+	a.bytes += int64(e.Bytes)
+	a.log = append(a.log, e)
+	if len(a.log) > maxRequestLog {
+		a.log = append([]*requestLogEntry(nil), a.log[len(a.log)-maxRequestLog:]...)
+	}
+}
+
+func (a *adminState) setCode(e *requestLogEntry, code int) {
+	a.mu.Lock()
+	e.Code = code
+	a.mu.Unlock()
+}
+
+// takeFault returns the injected failure for a request, if any rule matches.
+func (a *adminState) takeFault(verb, resource, subresource string) *apiError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, f := range a.faults {
+		if f.Verb != "" && f.Verb != "*" && !strings.EqualFold(f.Verb, verb) {
+			continue
+		}
+		if f.Resource != "" && f.Resource != "*" && f.Resource != resource && f.Resource != resource+"/"+subresource {
+			continue
+		}
+		f.Count--
+		if f.Count <= 0 {
+			a.faults = append(a.faults[:i:i], a.faults[i+1:]...)
+		}
+		return errInjected(f.Status, f.RetryAfterSeconds)
+	}
+	return nil
+}
+
+func (a *adminState) currentDelay() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.delay
+}
+
+type configBody struct {
+	DropFields     *[]string `json:"dropFields"`
+	ReadonlyUsers  *[]string `json:"readonlyUsers"`
+	ForbiddenUsers *[]string `json:"forbiddenUsers"`
+}
+
+type resetBody struct {
+	Faults  bool `json:"faults"`
+	Delay   bool `json:"delay"`
+	Objects bool `json:"objects"`
+}
+
+func decodeAdminBody(r *http.Request, into any) *apiError {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil && !errors.Is(err, io.EOF) {
+		return errBadRequest("invalid admin request body: " + err.Error())
+	}
+	return nil
+}
+
+// serveAdmin handles /fake/*. It requires the admin token.
+func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	tok, ok := bearerToken(r)
+	if !ok {
+		writeError(w, errUnauthorized())
+		return
+	}
+	if _, known := s.tokens.users[tok]; !known {
+		writeError(w, errUnauthorized())
+		return
+	}
+	if tok != s.tokens.adminToken {
+		writeError(w, &apiError{Code: 403, Reason: "Forbidden", Message: "forbidden: the /fake/ endpoints need the admin token (the first line of the token file)"})
+		return
+	}
+	a := s.admin
+	switch {
+	case r.URL.Path == "/fake/fail" && r.Method == http.MethodPost:
+		var f faultRule
+		if aerr := decodeAdminBody(r, &f); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		if f.Status < 400 || f.Status > 599 {
+			writeError(w, errBadRequest(fmt.Sprintf("status must be an HTTP error code (400-599), got %d", f.Status)))
+			return
+		}
+		if f.Count <= 0 {
+			f.Count = 1
+		}
+		a.mu.Lock()
+		a.faults = append(a.faults, &f)
+		n := len(a.faults)
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": n})
+	case r.URL.Path == "/fake/fail" && r.Method == http.MethodDelete:
+		a.mu.Lock()
+		a.faults = nil
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": 0})
+	case r.URL.Path == "/fake/delay" && r.Method == http.MethodPost:
+		var d struct {
+			Milliseconds int `json:"milliseconds"`
+		}
+		if aerr := decodeAdminBody(r, &d); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		if d.Milliseconds < 0 {
+			writeError(w, errBadRequest("milliseconds must be >= 0"))
+			return
+		}
+		a.mu.Lock()
+		a.delay = time.Duration(d.Milliseconds) * time.Millisecond
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"milliseconds": d.Milliseconds})
+	case r.URL.Path == "/fake/requests" && r.Method == http.MethodGet:
+		a.mu.Lock()
+		counts := map[string]int{}
+		for k, v := range a.counts {
+			counts[k] = v
+		}
+		log := make([]requestLogEntry, len(a.log))
+		for i, e := range a.log {
+			log[i] = *e
+		}
+		out := map[string]any{"total": a.total, "bytesReceived": a.bytes, "counts": counts, "requests": log}
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, out)
+	case r.URL.Path == "/fake/reset" && r.Method == http.MethodPost:
+		var b resetBody
+		if aerr := decodeAdminBody(r, &b); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		a.mu.Lock()
+		a.counts, a.total, a.bytes, a.log = map[string]int{}, 0, 0, nil
+		if b.Faults {
+			a.faults = nil
+		}
+		if b.Delay {
+			a.delay = 0
+		}
+		a.mu.Unlock()
+		if b.Objects {
+			s.st.mu.Lock()
+			for _, ri := range allResources {
+				objs, _, _ := s.st.snapshot(ri, 0)
+				for _, k := range sortedKeys(objs) {
+					rv := s.st.nextRV()
+					gone := copyObj(objs[k])
+					meta(gone)["resourceVersion"] = strconv.FormatUint(rv, 10)
+					delete(s.st.objects[ri], k)
+					s.st.recordEvent(&event{rv: rv, ri: ri, key: k, typ: "DELETED", obj: gone, prev: objs[k]})
+				}
+			}
+			s.st.mu.Unlock()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"reset": true})
+	case r.URL.Path == "/fake/compact" && r.Method == http.MethodPost:
+		rv := s.st.compact()
+		writeJSON(w, http.StatusOK, map[string]any{"compactedResourceVersion": strconv.FormatUint(rv, 10)})
+	case r.URL.Path == "/fake/config" && (r.Method == http.MethodPost || r.Method == http.MethodGet):
+		if r.Method == http.MethodPost {
+			var c configBody
+			if aerr := decodeAdminBody(r, &c); aerr != nil {
+				writeError(w, aerr)
+				return
+			}
+			a.mu.Lock()
+			var err error
+			if c.DropFields != nil {
+				err = a.setDrop(*c.DropFields)
+			}
+			if c.ReadonlyUsers != nil {
+				a.readonly = toSet(*c.ReadonlyUsers)
+			}
+			if c.ForbiddenUsers != nil {
+				a.forbidden = toSet(*c.ForbiddenUsers)
+			}
+			a.mu.Unlock()
+			if err != nil {
+				writeError(w, errBadRequest(err.Error()))
+				return
+			}
+		}
+		a.mu.Lock()
+		out := map[string]any{"dropFields": append([]string{}, a.drop...), "readonlyUsers": setList(a.readonly),
+			"forbiddenUsers": setList(a.forbidden)}
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, out)
+	default:
+		writeError(w, errPathNotFound())
+	}
+}

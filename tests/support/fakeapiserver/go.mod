@@ -1,0 +1,3 @@
+module dra-cpp/fakeapiserver
+
+go 1.22

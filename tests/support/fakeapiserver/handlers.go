@@ -1,0 +1,821 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// apiRequest is an authenticated, authorized request for a resource.
+type apiRequest struct {
+	pp   parsedPath
+	verb string // get list watch create update patch delete deletecollection
+	user string
+	body []byte
+	r    *http.Request
+}
+
+func (req *apiRequest) key() string { return req.pp.ri.key(req.pp.namespace, req.pp.name) }
+
+func (req *apiRequest) query() url.Values { return req.r.URL.Query() }
+
+func (req *apiRequest) dryRun() bool {
+	for _, v := range req.query()["dryRun"] {
+		if v == "All" {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldManager is the fieldManager parameter or, as in the real server, the
+// User-Agent up to its first "/".
+func (req *apiRequest) fieldManager() string {
+	if m := req.query().Get("fieldManager"); m != "" {
+		return m
+	}
+	ua := req.r.Header.Get("User-Agent")
+	if i := strings.Index(ua, "/"); i >= 0 {
+		ua = ua[:i]
+	}
+	if len(ua) > 128 {
+		ua = ua[:128]
+	}
+	return ua
+}
+
+func isTrue(s string) bool { return s == "1" || strings.EqualFold(s, "true") }
+
+// requestVerb maps method and path to the Kubernetes verb.
+func requestVerb(r *http.Request, pp parsedPath) (string, *apiError) {
+	named := pp.name != ""
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if pp.watchPrefix || isTrue(r.URL.Query().Get("watch")) {
+			return "watch", nil
+		}
+		if named {
+			return "get", nil
+		}
+		return "list", nil
+	case http.MethodPost:
+		if !named && !pp.watchPrefix && (!pp.ri.Namespaced || pp.namespace != "") {
+			return "create", nil
+		}
+	case http.MethodPut:
+		if named && !pp.watchPrefix {
+			return "update", nil
+		}
+	case http.MethodPatch:
+		if named && !pp.watchPrefix {
+			return "patch", nil
+		}
+	case http.MethodDelete:
+		if pp.watchPrefix || pp.subresource != "" {
+			break
+		}
+		if named {
+			return "delete", nil
+		}
+		if !pp.ri.Namespaced || pp.namespace != "" {
+			return "deletecollection", nil
+		}
+	}
+	return "", errMethodNotAllowed(pp.ri)
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, req *apiRequest) {
+	var (
+		obj  any
+		code = http.StatusOK
+		err  error
+	)
+	switch req.verb {
+	case "watch":
+		s.serveWatch(w, req)
+		return
+	case "get":
+		obj, err = s.handleGet(req)
+	case "list":
+		obj, err = s.handleList(req)
+	case "create":
+		obj, code, err = s.handleCreate(req)
+	case "update":
+		obj, code, err = s.handleUpdate(req)
+	case "patch":
+		obj, code, err = s.handlePatch(req)
+	case "delete":
+		obj, err = s.handleDelete(req)
+	case "deletecollection":
+		obj, err = s.handleDeleteCollection(req)
+	default:
+		err = errMethodNotAllowed(req.pp.ri)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, obj)
+}
+
+func (s *Server) buildFilter(req *apiRequest) (*objectFilter, *apiError) {
+	q := req.query()
+	f := &objectFilter{ri: req.pp.ri, namespace: req.pp.namespace, name: req.pp.name}
+	if ls := q.Get("labelSelector"); ls != "" {
+		sel, err := parseLabelSelector(ls)
+		if err != nil {
+			return nil, errBadRequest(err.Error())
+		}
+		f.labels = sel
+	}
+	if fs := q.Get("fieldSelector"); fs != "" {
+		sel, err := parseFieldSelector(fs, req.pp.ri)
+		if err != nil {
+			return nil, errBadRequest(err.Error())
+		}
+		f.fields = sel
+	}
+	return f, nil
+}
+
+func (s *Server) handleGet(req *apiRequest) (any, error) {
+	s.st.mu.Lock()
+	rec := s.st.objects[req.pp.ri][req.key()]
+	s.st.mu.Unlock()
+	if rec == nil {
+		return nil, errNotFound(req.pp.ri, req.pp.name)
+	}
+	return rec.obj, nil
+}
+
+func (s *Server) handleList(req *apiRequest) (any, error) {
+	ri := req.pp.ri
+	f, aerr := s.buildFilter(req)
+	if aerr != nil {
+		return nil, aerr
+	}
+	q := req.query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, errBadRequest(fmt.Sprintf("invalid limit %q", v))
+		}
+		limit = n
+	}
+	var at uint64
+	start := ""
+	if c := q.Get("continue"); c != "" {
+		tok, err := decodeContinue(c)
+		if err != nil {
+			return nil, errBadRequest(err.Error())
+		}
+		at, start = tok.ResourceVersion, tok.StartKey
+	} else if v := q.Get("resourceVersion"); v != "" && v != "0" && q.Get("resourceVersionMatch") == "Exact" {
+		rv, err := parseRV(v)
+		if err != nil {
+			return nil, errBadRequest(err.Error())
+		}
+		at = rv
+	}
+	s.st.mu.Lock()
+	objs, listRV, aerr := s.st.snapshot(ri, at)
+	s.st.mu.Unlock()
+	if aerr != nil {
+		if q.Get("continue") != "" {
+			return nil, errExpired("The provided continue parameter is too old to display a consistent list result. " +
+				"You can start a new list without the continue parameter, or use the continue value from the response to restart the list.")
+		}
+		return nil, aerr
+	}
+	items := []any{}
+	listMeta := map[string]any{"resourceVersion": strconv.FormatUint(listRV, 10)}
+	var last string
+	keys := sortedKeys(objs)
+	for i, k := range keys {
+		if k < start || !f.matches(objs[k]) {
+			continue
+		}
+		if limit > 0 && len(items) == limit {
+			remaining := 0
+			for _, rk := range keys[i:] {
+				if f.matches(objs[rk]) {
+					remaining++
+				}
+			}
+			listMeta["continue"] = encodeContinue(listRV, last)
+			if !f.hasSelectors() {
+				listMeta["remainingItemCount"] = remaining
+			}
+			break
+		}
+		items = append(items, listItem(objs[k]))
+		last = k
+	}
+	return map[string]any{"kind": ri.ListKind(), "apiVersion": ri.GroupVersion(), "metadata": listMeta, "items": items}, nil
+}
+
+// listItem drops apiVersion and kind, as the real server does for list items.
+func listItem(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "apiVersion" && k != "kind" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// decodeBody decodes a JSON request body into an object.
+func decodeBody(req *apiRequest) (map[string]any, *apiError) {
+	if len(req.body) == 0 {
+		return nil, errBadRequest("the request body is empty")
+	}
+	obj, err := decodeObject(req.body)
+	if err != nil {
+		return nil, errBadRequest("couldn't get version/kind; json parse error: " + err.Error())
+	}
+	return obj, nil
+}
+
+func mediaType(r *http.Request) string {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return r.Header.Get("Content-Type")
+	}
+	return mt
+}
+
+func requireJSONBody(req *apiRequest) *apiError {
+	switch mt := mediaType(req.r); mt {
+	case "application/json", "":
+		return nil
+	default:
+		return errUnsupportedMediaType(mt)
+	}
+}
+
+// checkTypeMeta fills in or checks apiVersion and kind.
+func checkTypeMeta(ri *resourceInfo, obj map[string]any, required bool) *apiError {
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if required && (av == "" || kind == "") {
+		return errBadRequest(fmt.Sprintf("Object 'Kind' is missing in '%s'", truncate(string(mustJSON(obj)), 200)))
+	}
+	if av != "" && av != ri.GroupVersion() {
+		return errBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, ri.GroupVersion()))
+	}
+	if kind != "" && kind != ri.Kind {
+		return errBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", kind, ri.Kind))
+	}
+	obj["apiVersion"], obj["kind"] = ri.GroupVersion(), ri.Kind
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// schemaCauses validates obj against the resource's OpenAPI schema.
+func (s *Server) schemaCauses(ri *resourceInfo, obj any, partial bool) []statusCause {
+	var causes []statusCause
+	if ri.SchemaName == "" || s.schema == nil {
+		return nil
+	}
+	s.schema.validateAt(obj, s.schema.rootSchema(ri.SchemaName), "", &causes, partial)
+	return causes
+}
+
+func (s *Server) rootSchema(ri *resourceInfo) map[string]any {
+	if ri.SchemaName == "" {
+		return nil
+	}
+	return s.schema.rootSchema(ri.SchemaName)
+}
+
+// prepare applies what the server does to every stored object: drop fields of
+// disabled features, canonicalize quantities and times.
+func (s *Server) prepare(ri *resourceInfo, obj map[string]any) {
+	for _, p := range s.dropPaths() {
+		p.apply(obj)
+	}
+	s.schema.normalize(obj, s.rootSchema(ri))
+}
+
+const maxGeneratedBaseLength = 63 - 5
+
+func (s *Server) handleCreate(req *apiRequest) (any, int, error) {
+	ri := req.pp.ri
+	if aerr := requireJSONBody(req); aerr != nil {
+		return nil, 0, aerr
+	}
+	obj, aerr := decodeBody(req)
+	if aerr != nil {
+		return nil, 0, aerr
+	}
+	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
+		return nil, 0, aerr
+	}
+	causes := s.schemaCauses(ri, obj, false)
+	md := meta(obj)
+	if ri.Namespaced {
+		if ns := str(md, "namespace"); ns != "" && ns != req.pp.namespace {
+			return nil, 0, errBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		md["namespace"] = req.pp.namespace
+	} else {
+		delete(md, "namespace")
+	}
+	if str(md, "resourceVersion") != "" {
+		return nil, 0, errInternal("resourceVersion should not be set on objects to be created")
+	}
+	if str(md, "name") == "" {
+		if base := str(md, "generateName"); base != "" {
+			if len(base) > maxGeneratedBaseLength {
+				base = base[:maxGeneratedBaseLength]
+			}
+			md["name"] = base + randomString(5, nameSuffixAlphabet)
+		}
+	}
+	name := str(md, "name")
+	if len(causes) > 0 {
+		if name != "" {
+			causes = append(causes, checkDNSSubdomain("metadata.name", name, 253)...)
+		}
+		return nil, 0, errInvalid(ri, name, causes)
+	}
+	prepareForCreate(ri, obj)
+	s.prepare(ri, obj)
+	if causes := validateRules(ri, obj, nil); len(causes) > 0 {
+		return nil, 0, errInvalid(ri, name, causes)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	key := ri.key(req.pp.namespace, name)
+	if s.st.objects[ri][key] != nil {
+		return nil, 0, errAlreadyExists(ri, name)
+	}
+	out, err := s.commit(ri, key, nil, obj, writeOp{manager: req.fieldManager(), operation: "Update"}, req.dryRun())
+	return out, http.StatusCreated, err
+}
+
+// prepareForCreate sets the server-owned metadata of a new object.
+func prepareForCreate(ri *resourceInfo, obj map[string]any) {
+	md := meta(obj)
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "selfLink", "generation"} {
+		delete(md, f)
+	}
+	md["uid"] = newUID()
+	md["creationTimestamp"] = nowTimestamp()
+	if ri.HasGeneration {
+		md["generation"] = json.Number("1")
+	}
+	if ri == resResourceClaims {
+		delete(obj, "status") // ResourceClaim status is reset on create
+	}
+}
+
+func (s *Server) handleUpdate(req *apiRequest) (any, int, error) {
+	ri := req.pp.ri
+	if aerr := requireJSONBody(req); aerr != nil {
+		return nil, 0, aerr
+	}
+	obj, aerr := decodeBody(req)
+	if aerr != nil {
+		return nil, 0, aerr
+	}
+	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
+		return nil, 0, aerr
+	}
+	if n := objName(obj); n != req.pp.name {
+		return nil, 0, errBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, req.pp.name))
+	}
+	causes := s.schemaCauses(ri, obj, false)
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rec := s.st.objects[ri][req.key()]
+	if rec == nil {
+		return nil, 0, errNotFound(ri, req.pp.name)
+	}
+	out, err := s.updateFrom(req, rec, obj, causes, writeOp{manager: req.fieldManager(), operation: "Update",
+		subresource: req.pp.subresource})
+	return out, http.StatusOK, err
+}
+
+// updateFrom turns a full object sent by the client (PUT body or patch
+// result) into the stored object. Caller holds the store lock.
+func (s *Server) updateFrom(req *apiRequest, rec *record, obj map[string]any, causes []statusCause, op writeOp) (any, error) {
+	ri, name := req.pp.ri, req.pp.name
+	old := rec.obj
+	md := meta(obj)
+	if n := str(md, "name"); n != name {
+		return nil, errBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, name))
+	}
+	if ri.Namespaced {
+		if ns := str(md, "namespace"); ns != "" && ns != req.pp.namespace {
+			return nil, errBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	}
+	oldMD := child(old, "metadata")
+	if rv := str(md, "resourceVersion"); rv != "" && rv != str(oldMD, "resourceVersion") {
+		return nil, errConflict(ri, name, errModified)
+	}
+	if uid := str(md, "uid"); uid != "" && uid != str(oldMD, "uid") {
+		return nil, errConflict(ri, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, str(oldMD, "uid")))
+	}
+	if len(causes) > 0 {
+		return nil, errInvalid(ri, name, causes)
+	}
+	var next map[string]any
+	if op.subresource == "status" {
+		next = copyObj(old)
+		if st, ok := obj["status"]; ok && st != nil {
+			next["status"] = deepCopy(st)
+		} else {
+			delete(next, "status")
+		}
+	} else {
+		next = obj
+		if ri.HasStatus {
+			if st, ok := old["status"]; ok {
+				next["status"] = deepCopy(st)
+			} else {
+				delete(next, "status")
+			}
+		}
+		nmd := meta(next)
+		for _, f := range []string{"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"} {
+			if v, ok := oldMD[f]; ok {
+				nmd[f] = v
+			} else {
+				delete(nmd, f)
+			}
+		}
+		delete(nmd, "managedFields")
+		delete(nmd, "selfLink")
+	}
+	s.prepare(ri, next)
+	if causes := validateRules(ri, next, old); len(causes) > 0 {
+		return nil, errInvalid(ri, name, causes)
+	}
+	if ri.HasGeneration && !deepEqual(next["spec"], old["spec"]) {
+		g, _ := strconv.ParseInt(fmt.Sprint(oldMD["generation"]), 10, 64)
+		meta(next)["generation"] = json.Number(strconv.FormatInt(g+1, 10))
+	}
+	return s.commit(ri, req.key(), rec, next, op, req.dryRun())
+}
+
+func (s *Server) handlePatch(req *apiRequest) (any, int, error) {
+	ri := req.pp.ri
+	mt := mediaType(req.r)
+	var patch any
+	switch mt {
+	case "application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml":
+		v, err := decodeJSON(req.body)
+		if err != nil {
+			if mt == "application/apply-patch+yaml" {
+				return nil, 0, errBadRequest("the fake apiserver accepts apply bodies in JSON only: " + err.Error())
+			}
+			return nil, 0, errBadRequest("error decoding patch: " + err.Error())
+		}
+		patch = v
+	case "application/strategic-merge-patch+json":
+		return nil, 0, &apiError{Code: 415, Reason: "UnsupportedMediaType",
+			Message: "the fake apiserver does not implement strategic merge patch; use application/merge-patch+json, application/json-patch+json or application/apply-patch+yaml"}
+	default:
+		return nil, 0, errUnsupportedMediaType(mt)
+	}
+	if mt == "application/apply-patch+yaml" {
+		return s.handleApply(req, patch)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rec := s.st.objects[ri][req.key()]
+	if rec == nil {
+		return nil, 0, errNotFound(ri, req.pp.name)
+	}
+	var patched any
+	if mt == "application/merge-patch+json" {
+		if _, ok := patch.(map[string]any); !ok {
+			return nil, 0, errBadRequest("a merge patch must be a JSON object")
+		}
+		patched = mergePatch(rec.obj, patch)
+	} else {
+		var err error
+		if patched, err = jsonPatch(rec.obj, patch); err != nil {
+			return nil, 0, &apiError{Code: 422, Reason: "Invalid", Message: "the server rejected our request due to an error in our request: " + err.Error()}
+		}
+	}
+	obj, ok := patched.(map[string]any)
+	if !ok {
+		return nil, 0, errBadRequest("the patch result is not an object")
+	}
+	obj = copyObj(obj)
+	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
+		return nil, 0, aerr
+	}
+	causes := s.schemaCauses(ri, obj, false)
+	out, err := s.updateFrom(req, rec, obj, causes, writeOp{manager: req.fieldManager(), operation: "Update",
+		subresource: req.pp.subresource})
+	return out, http.StatusOK, err
+}
+
+// handleApply implements a small server-side apply: the applied
+// configuration is merged into the live object (list-maps by key), fields
+// this manager applied before and omits now are removed unless another
+// manager owns them, and managedFields records the manager. Conflicts are
+// not detected (every apply behaves as force=true).
+func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
+	ri := req.pp.ri
+	cfg, ok := patch.(map[string]any)
+	if !ok {
+		return nil, 0, errBadRequest("an apply configuration must be a JSON object")
+	}
+	manager := req.query().Get("fieldManager")
+	if manager == "" {
+		return nil, 0, errBadRequest("PATCH request with apply content type requires fieldManager")
+	}
+	if aerr := checkTypeMeta(ri, cfg, true); aerr != nil {
+		return nil, 0, aerr
+	}
+	md := meta(cfg)
+	if n := str(md, "name"); n != "" && n != req.pp.name {
+		return nil, 0, errBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, req.pp.name))
+	}
+	if ns := str(md, "namespace"); ri.Namespaced && ns != "" && ns != req.pp.namespace {
+		return nil, 0, errBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if causes := s.schemaCauses(ri, cfg, true); len(causes) > 0 {
+		return nil, 0, errInvalid(ri, req.pp.name, causes)
+	}
+	// The part of the configuration this endpoint may change.
+	scoped := map[string]any{}
+	for k, v := range ownableView(cfg) {
+		switch {
+		case req.pp.subresource == "status" && k != "status":
+		case req.pp.subresource == "" && ri.HasStatus && k == "status":
+		default:
+			scoped[k] = v
+		}
+	}
+	root := s.rootSchema(ri)
+	applied := s.schema.diffSet(nil, scoped, root)
+	op := writeOp{manager: manager, operation: "Apply", subresource: req.pp.subresource, applied: applied}
+
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rec := s.st.objects[ri][req.key()]
+	if rec == nil {
+		if req.pp.subresource != "" {
+			return nil, 0, errNotFound(ri, req.pp.name)
+		}
+		obj := s.schema.applyMerge(map[string]any{}, scoped, root).(map[string]any)
+		obj["apiVersion"], obj["kind"] = ri.GroupVersion(), ri.Kind
+		nmd := meta(obj)
+		nmd["name"] = req.pp.name
+		if ri.Namespaced {
+			nmd["namespace"] = req.pp.namespace
+		}
+		if causes := s.schemaCauses(ri, obj, false); len(causes) > 0 {
+			return nil, 0, errInvalid(ri, req.pp.name, causes)
+		}
+		prepareForCreate(ri, obj)
+		s.prepare(ri, obj)
+		if causes := validateRules(ri, obj, nil); len(causes) > 0 {
+			return nil, 0, errInvalid(ri, req.pp.name, causes)
+		}
+		out, err := s.commit(ri, req.key(), nil, obj, op, req.dryRun())
+		return out, http.StatusCreated, err
+	}
+	if rv := str(md, "resourceVersion"); rv != "" && rv != objRV(rec.obj) {
+		return nil, 0, errConflict(ri, req.pp.name, errModified)
+	}
+	var prev *fieldSet
+	var others []*fieldSet
+	for _, e := range rec.managers {
+		if e.Manager == manager && e.Operation == "Apply" && e.Subresource == req.pp.subresource {
+			prev = e.Set
+		} else {
+			others = append(others, e.Set)
+		}
+	}
+	merged := s.schema.applyMerge(copyObj(rec.obj), scoped, root).(map[string]any)
+	merged = s.schema.removeDropped(merged, root, prev, applied, others).(map[string]any)
+	causes := s.schemaCauses(ri, merged, false)
+	out, err := s.updateFrom(req, rec, merged, causes, op)
+	return out, http.StatusOK, err
+}
+
+// writeOp says who writes and how, for managedFields.
+type writeOp struct {
+	manager, operation, subresource string
+	applied                         *fieldSet // for Apply
+}
+
+// commit stores next (old == nil: create) and emits the event. Caller holds
+// the store lock. A write that changes nothing returns the old object
+// without a new resourceVersion, as the real server does.
+func (s *Server) commit(ri *resourceInfo, key string, rec *record, next map[string]any, op writeOp, dryRun bool) (map[string]any, error) {
+	var old map[string]any
+	var oldManagers []*managerEntry
+	if rec != nil {
+		old, oldManagers = rec.obj, rec.managers
+	}
+	root := s.rootSchema(ri)
+	managers := s.updateManagers(ri, oldManagers, old, next, op, root)
+	if old != nil {
+		a, b := copyObj(old), copyObj(next)
+		delete(meta(a), "managedFields")
+		delete(meta(a), "resourceVersion")
+		delete(meta(b), "managedFields")
+		delete(meta(b), "resourceVersion")
+		if deepEqual(a, b) && managersEqual(oldManagers, managers) {
+			return old, nil
+		}
+	}
+	md := meta(next)
+	if len(managers) > 0 {
+		md["managedFields"] = renderManagedFields(managers)
+	} else {
+		delete(md, "managedFields")
+	}
+	if dryRun {
+		if old != nil {
+			md["resourceVersion"] = objRV(old)
+		}
+		return next, nil
+	}
+	rv := s.st.nextRV()
+	md["resourceVersion"] = strconv.FormatUint(rv, 10)
+	if old != nil && md["deletionTimestamp"] != nil && len(asList(md["finalizers"])) == 0 {
+		delete(s.st.objects[ri], key)
+		s.st.recordEvent(&event{rv: rv, ri: ri, key: key, typ: "DELETED", obj: next, prev: old})
+		return next, nil
+	}
+	s.st.objects[ri][key] = &record{obj: next, managers: managers}
+	typ := "MODIFIED"
+	if old == nil {
+		typ = "ADDED"
+	}
+	s.st.recordEvent(&event{rv: rv, ri: ri, key: key, typ: typ, obj: next, prev: old})
+	return next, nil
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// updateManagers computes the managedFields after a write.
+func (s *Server) updateManagers(ri *resourceInfo, old []*managerEntry, oldObj, newObj map[string]any, op writeOp, root map[string]any) []*managerEntry {
+	var oldView map[string]any
+	if oldObj != nil {
+		oldView = ownableView(oldObj)
+	}
+	newView := ownableView(newObj)
+	changed := s.schema.diffSet(oldView, newView, root)
+	now := nowTimestamp()
+	var out []*managerEntry
+	var mine *managerEntry
+	for _, e := range old {
+		c := *e
+		if c.Manager == op.manager && c.Operation == op.operation && c.Subresource == op.subresource {
+			mine = &c
+			continue
+		}
+		c.Set = subtractSets(c.Set, changed)
+		out = append(out, &c)
+	}
+	switch op.operation {
+	case "Apply":
+		if mine == nil {
+			mine = &managerEntry{Manager: op.manager, Operation: "Apply", Subresource: op.subresource, APIVersion: ri.GroupVersion()}
+		}
+		if changed != nil || !mine.Set.equal(op.applied) {
+			mine.Time = now
+		}
+		mine.Set = op.applied
+	default:
+		if changed != nil {
+			if mine == nil {
+				mine = &managerEntry{Manager: op.manager, Operation: "Update", Subresource: op.subresource, APIVersion: ri.GroupVersion()}
+			}
+			mine.Set = unionSets(mine.Set, changed)
+			mine.Time = now
+		}
+	}
+	if mine != nil {
+		out = append(out, mine)
+	}
+	var kept []*managerEntry
+	for _, e := range out {
+		if e.Set = s.schema.pruneSet(e.Set, newView, root); e.Set != nil {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+func managersEqual(a, b []*managerEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Manager != y.Manager || x.Operation != y.Operation || x.Subresource != y.Subresource || !x.Set.equal(y.Set) {
+			return false
+		}
+	}
+	return true
+}
+
+type deleteOptions struct {
+	Preconditions *struct {
+		UID             *string `json:"uid"`
+		ResourceVersion *string `json:"resourceVersion"`
+	} `json:"preconditions"`
+	DryRun []string `json:"dryRun"`
+}
+
+func (s *Server) handleDelete(req *apiRequest) (any, error) {
+	ri := req.pp.ri
+	var opts deleteOptions
+	if len(req.body) > 0 {
+		if err := json.Unmarshal(req.body, &opts); err != nil {
+			return nil, errBadRequest("couldn't decode DeleteOptions: " + err.Error())
+		}
+	}
+	dry := req.dryRun() || contains(opts.DryRun, "All")
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rec := s.st.objects[ri][req.key()]
+	if rec == nil {
+		return nil, errNotFound(ri, req.pp.name)
+	}
+	md := child(rec.obj, "metadata")
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != str(md, "uid") {
+			return nil, errConflict(ri, req.pp.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, str(md, "uid")))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != str(md, "resourceVersion") {
+			return nil, errConflict(ri, req.pp.name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, str(md, "resourceVersion")))
+		}
+	}
+	return s.deleteLocked(ri, req.key(), rec, dry), nil
+}
+
+// deleteLocked deletes an object, or marks it for deletion when it has
+// finalizers. Caller holds the store lock.
+func (s *Server) deleteLocked(ri *resourceInfo, key string, rec *record, dryRun bool) map[string]any {
+	md := child(rec.obj, "metadata")
+	if len(asList(md["finalizers"])) > 0 {
+		if md["deletionTimestamp"] != nil || dryRun {
+			return rec.obj
+		}
+		next := copyObj(rec.obj)
+		nmd := meta(next)
+		nmd["deletionTimestamp"] = nowTimestamp()
+		nmd["deletionGracePeriodSeconds"] = json.Number("0")
+		rv := s.st.nextRV()
+		nmd["resourceVersion"] = strconv.FormatUint(rv, 10)
+		s.st.objects[ri][key] = &record{obj: next, managers: rec.managers}
+		s.st.recordEvent(&event{rv: rv, ri: ri, key: key, typ: "MODIFIED", obj: next, prev: rec.obj})
+		return next
+	}
+	if dryRun {
+		return rec.obj
+	}
+	rv := s.st.nextRV()
+	gone := copyObj(rec.obj)
+	meta(gone)["resourceVersion"] = strconv.FormatUint(rv, 10)
+	delete(s.st.objects[ri], key)
+	s.st.recordEvent(&event{rv: rv, ri: ri, key: key, typ: "DELETED", obj: gone, prev: rec.obj})
+	return gone
+}
+
+func (s *Server) handleDeleteCollection(req *apiRequest) (any, error) {
+	ri := req.pp.ri
+	f, aerr := s.buildFilter(req)
+	if aerr != nil {
+		return nil, aerr
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	items := []any{}
+	objs, _, _ := s.st.snapshot(ri, 0)
+	for _, k := range sortedKeys(objs) {
+		if f.matches(objs[k]) {
+			items = append(items, listItem(s.deleteLocked(ri, k, s.st.objects[ri][k], req.dryRun())))
+		}
+	}
+	return map[string]any{"kind": ri.ListKind(), "apiVersion": ri.GroupVersion(),
+		"metadata": map[string]any{"resourceVersion": strconv.FormatUint(s.st.rv, 10)}, "items": items}, nil
+}
