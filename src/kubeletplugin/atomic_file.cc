@@ -74,9 +74,14 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return SyncDirectory(dir);
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, struct stat* info) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, "open", path);
+  if (info != nullptr && ::fstat(fd, info) != 0) {
+    const int error_number = errno;
+    ::close(fd);
+    return SyscallError(error_number, "fstat", path);
+  }
   std::string content;
   std::vector<char> buffer(64 * 1024);
   absl::Status status;

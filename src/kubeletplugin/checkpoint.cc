@@ -1,12 +1,17 @@
 #include "checkpoint.h"
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
 #include <utility>
 
-#include <openssl/sha.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "atomic_file.h"
 #include "nlohmann/json.hpp"
 
@@ -15,45 +20,101 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kVersion = 1;
+constexpr int64_t kVersion = 2;
 constexpr mode_t kFileMode = 0600;
 constexpr char kPrepareStarted[] = "PrepareStarted";
 constexpr char kPrepared[] = "Prepared";
+constexpr size_t kCrcDigits = 8;
 
-// Compact and deterministic (object keys are sorted), so the checksum of the
-// data re-serialized after parsing equals the one computed when writing.
-// Invalid UTF-8 in a driver-supplied string is replaced instead of throwing.
-std::string Dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+// More change records than this and the next commit compacts the file.
+size_t MaxChangeRecords(size_t live_entries) { return std::max<size_t>(64, 4 * live_entries); }
 
-std::string Sha256Hex(absl::string_view bytes) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+// "<crc32c hex> <json>\n"
+std::string Line(const std::string& text) {
+  char crc[kCrcDigits + 2];
+  std::snprintf(crc, sizeof(crc), "%08x ", Crc32c(text));
+  std::string line;
+  line.reserve(kCrcDigits + 1 + text.size() + 1);
+  line.append(crc, kCrcDigits + 1).append(text).push_back('\n');
+  return line;
 }
 
-json EncodeDevice(const Device& device) {
-  json out = json::object();
-  out["requests"] = device.requests;
-  out["poolName"] = device.pool_name;
-  out["deviceName"] = device.device_name;
-  out["cdiDeviceIDs"] = device.cdi_device_ids;
-  if (device.share_id) out["shareID"] = *device.share_id;
-  return out;
+// The JSON of a line (without its newline) whose checksum matches.
+absl::StatusOr<absl::string_view> Verify(absl::string_view line) {
+  const absl::Status not_a_record = absl::DataLossError("not a checksummed record (8 hex digits, a space, JSON)");
+  if (line.size() <= kCrcDigits || line[kCrcDigits] != ' ') return not_a_record;
+  uint32_t crc = 0;
+  for (const char c : line.substr(0, kCrcDigits)) {
+    const bool digit = c >= '0' && c <= '9';
+    if (!digit && !(c >= 'a' && c <= 'f')) return not_a_record;
+    crc = crc << 4 | static_cast<uint32_t>(digit ? c - '0' : c - 'a' + 10);
+  }
+  const absl::string_view text = line.substr(kCrcDigits + 1);
+  if (Crc32c(std::string_view(text.data(), text.size())) != crc) return absl::DataLossError("checksum mismatch");
+  return text;
 }
 
-json EncodeEntry(const CheckpointEntry& entry) {
-  json devices = json::array();
-  for (const Device& device : entry.devices) devices.push_back(EncodeDevice(device));
-  json out = json::object();
-  out["namespace"] = entry.claim.namespace_;
-  out["name"] = entry.claim.name;
-  out["state"] = entry.state == ClaimState::kPrepared ? kPrepared : kPrepareStarted;
-  out["devices"] = std::move(devices);
-  return out;
+// Records are written directly rather than built as nlohmann::json values,
+// which took most of a commit's time; they are read with nlohmann.
+
+// Appends `value` as a JSON string. Printable ASCII without quote or
+// backslash is copied; anything else goes through nlohmann, which escapes it
+// (a newline too, keeping records on one line) and replaces invalid UTF-8.
+void AppendString(std::string& out, const std::string& value) {
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out.append("\"").append(value).append("\"");
+  } else {
+    out.append(json(value).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+}
+
+void AppendStrings(std::string& out, const std::vector<std::string>& values) {
+  out.push_back('[');
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendString(out, values[i]);
+  }
+  out.push_back(']');
+}
+
+void AppendDevice(std::string& out, const Device& device) {
+  out.append("{\"requests\":");
+  AppendStrings(out, device.requests);
+  out.append(",\"poolName\":");
+  AppendString(out, device.pool_name);
+  out.append(",\"deviceName\":");
+  AppendString(out, device.device_name);
+  out.append(",\"cdiDeviceIDs\":");
+  AppendStrings(out, device.cdi_device_ids);
+  if (device.share_id) {
+    out.append(",\"shareID\":");
+    AppendString(out, *device.share_id);
+  }
+  out.push_back('}');
+}
+
+// "<uid>":{...}
+void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry& entry) {
+  AppendString(out, uid);
+  out.append(":{\"namespace\":");
+  AppendString(out, entry.claim.namespace_);
+  out.append(",\"name\":");
+  AppendString(out, entry.claim.name);
+  out.append(",\"state\":\"").append(entry.state == ClaimState::kPrepared ? kPrepared : kPrepareStarted);
+  out.append("\",\"devices\":[");
+  for (size_t i = 0; i < entry.devices.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendDevice(out, entry.devices[i]);
+  }
+  out.append("]}");
 }
 
 // Reads typed fields out of parsed JSON, keeping the first problem found
-// (named by its location, e.g. "data.claims.<uid>.devices[0].poolName"); after a
+// (named by its location, e.g. "claims.<uid>.devices[0].poolName"); after a
 // problem every read returns an empty value.
 class FieldReader {
  public:
@@ -106,8 +167,9 @@ Device DecodeDevice(FieldReader& reader, const json& in, const std::string& wher
   return device;
 }
 
-CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& uid, const json& in) {
-  const std::string where = absl::StrCat("data.claims.", uid, ".");
+CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, const std::string& uid,
+                            const json& in) {
+  const std::string where = absl::StrCat(where_map, uid, ".");
   CheckpointEntry entry;
   entry.claim.uid = uid;
   entry.claim.namespace_ = reader.String(in, where, "namespace");
@@ -127,62 +189,187 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& uid, const j
   return entry;
 }
 
-// Returns the entries in `content`, or an error saying what is wrong with it.
-absl::StatusOr<std::map<std::string, CheckpointEntry>> Decode(const std::string& content) {
-  const json file = json::parse(content, nullptr, /*allow_exceptions=*/false);
-  if (file.is_discarded()) return absl::DataLossError("not valid JSON");
-  if (!file.is_object()) return absl::DataLossError("not a JSON object");
 
-  const auto version = file.find("version");
-  if (version == file.end() || !version->is_number_integer()) {
+// What a file holds.
+struct Log {
+  std::map<std::string, CheckpointEntry> entries;
+  uint64_t seq = 0;      // of the last line
+  uint64_t changes = 0;  // change records
+  bool torn = false;     // the last line was a torn change record, ignored
+};
+
+absl::Status DecodeHeader(const json& record) {
+  const auto version = record.find("version");
+  if (version == record.end() || !version->is_number_integer()) {
     return absl::DataLossError("version: missing or not an integer");
   }
   if (version->get<int64_t>() != kVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("unsupported version ", version->dump(), " (this build reads version ", kVersion, ")"));
   }
+  return absl::OkStatus();
+}
 
+uint64_t Seq(FieldReader& reader, const json& record) {
+  const json* seq = reader.Field(record, "", "seq", json::value_t::number_unsigned, "a non-negative integer");
+  return seq ? seq->get<uint64_t>() : 0;
+}
+
+absl::Status DecodeSnapshot(const json& record, Log& log) {
   FieldReader reader;
-  const std::string checksum = reader.String(file, "", "checksum");
-  const json* data = reader.Field(file, "", "data", json::value_t::object, "an object");
-  if (!reader.status().ok()) return reader.status();
-  if (Sha256Hex(Dump(*data)) != checksum) {
-    return absl::DataLossError("checksum mismatch: file was modified or corrupted");
-  }
-
-  const json* claims = reader.Field(*data, "data.", "claims", json::value_t::object, "an object");
-  std::map<std::string, CheckpointEntry> entries;
+  log.seq = Seq(reader, record);
+  const json* claims = reader.Field(record, "", "claims", json::value_t::object, "an object");
   if (claims == nullptr) return reader.status();
-  for (const auto& [uid, claim] : claims->items()) entries.emplace(uid, DecodeEntry(reader, uid, claim));
+  for (const auto& [uid, claim] : claims->items()) log.entries.emplace(uid, DecodeEntry(reader, "claims.", uid, claim));
+  return reader.status();
+}
+
+absl::Status ApplyChange(const json& record, Log& log) {
+  FieldReader reader;
+  const uint64_t seq = Seq(reader, record);
+  const json* set = reader.Field(record, "", "set", json::value_t::object, "an object");
+  const std::vector<std::string> erase = reader.Strings(record, "", "erase");
   if (!reader.status().ok()) return reader.status();
-  return entries;
+  if (seq != log.seq + 1) return absl::DataLossError(absl::StrCat("seq ", seq, " does not follow seq ", log.seq));
+  std::vector<CheckpointEntry> entries;
+  for (const auto& [uid, claim] : set->items()) entries.push_back(DecodeEntry(reader, "set.", uid, claim));
+  if (!reader.status().ok()) return reader.status();
+  for (const std::string& uid : erase) log.entries.erase(uid);
+  for (CheckpointEntry& entry : entries) log.entries.insert_or_assign(entry.claim.uid, std::move(entry));
+  log.seq = seq;
+  ++log.changes;
+  return absl::OkStatus();
 }
 
-// The entries in the file at `path`; none when it does not exist.
-absl::StatusOr<std::map<std::string, CheckpointEntry>> Load(const std::string& path) {
-  absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(path);
-  if (absl::IsNotFound(content.status())) return std::map<std::string, CheckpointEntry>();
-  if (!content.ok()) return content.status();
-
-  absl::StatusOr<std::map<std::string, CheckpointEntry>> entries = Decode(*content);
-  if (!entries.ok()) {
-    return absl::Status(entries.status().code(),
-                        absl::StrCat("checkpoint ", path, ": ", entries.status().message(),
-                                     "; it has been left in place, move it away to start with an empty checkpoint"));
+// The state in `content`, or an error naming the line that is wrong.
+absl::StatusOr<Log> Decode(absl::string_view content) {
+  Log log;
+  size_t pos = 0;
+  for (uint64_t number = 1; pos < content.size() || number <= 2; ++number) {
+    auto at_line = [number](const absl::Status& problem) {
+      return absl::Status(problem.code(), absl::StrCat("line ", number, ": ", problem.message()));
+    };
+    if (pos == content.size()) {
+      return at_line(absl::DataLossError(number == 1 ? "missing header (empty file)" : "missing snapshot"));
+    }
+    const size_t newline = content.find('\n', pos);
+    const bool complete = newline != absl::string_view::npos;
+    const absl::string_view line = content.substr(pos, complete ? newline - pos : absl::string_view::npos);
+    pos = complete ? newline + 1 : content.size();
+    absl::StatusOr<absl::string_view> text = Verify(line);
+    // Only change records are appended, so only they can be torn by a crash
+    // (or be seen half-written by a reader).
+    if (number >= 3 && pos == content.size() && (!complete || !text.ok())) {
+      log.torn = true;
+      break;
+    }
+    if (!text.ok()) return at_line(text.status());
+    if (!complete) return at_line(absl::DataLossError("truncated (no newline)"));
+    const json record = json::parse(text->begin(), text->end(), nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object()) return at_line(absl::DataLossError("not a JSON object"));  // also when discarded
+    const absl::Status status = number == 1   ? DecodeHeader(record)
+                                : number == 2 ? DecodeSnapshot(record, log)
+                                              : ApplyChange(record, log);
+    if (!status.ok()) return at_line(status);
   }
-  return entries;
+  return log;
 }
+
+absl::Status SyscallError(absl::string_view syscall, const std::string& path) {
+  return absl::ErrnoToStatus(errno, absl::StrCat(syscall, " ", path));
+}
+
+// One write of `line` (more only after a short write), then fdatasync.
+absl::Status Append(int fd, absl::string_view line, const std::string& path) {
+  while (!line.empty()) {
+    const ssize_t n = ::write(fd, line.data(), line.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SyscallError("write", path);
+    if (n == 0) return absl::InternalError(absl::StrCat("write ", path, ": no progress"));
+    line.remove_prefix(static_cast<size_t>(n));
+  }
+  if (::fdatasync(fd) != 0) return SyscallError("fdatasync", path);
+  return absl::OkStatus();
+}
+
+bool SameFile(int fd, const struct stat& other) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_dev == other.st_dev && st.st_ino == other.st_ino;
+}
+
+// An append descriptor on the file at `path`, if that is the file `expected`
+// describes; -1 otherwise (then the next write replaces the file).
+int OpenForAppend(const std::string& path, const struct stat& expected) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd >= 0 && !SameFile(fd, expected)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+constexpr std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t crc = i;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1) ? 0x82F63B78u : 0);
+    table[i] = crc;
+  }
+  return table;
+}
+
+constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
 }  // namespace
 
+uint32_t Crc32c(std::string_view data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (const char c : data) crc = kCrcTable[(crc ^ static_cast<unsigned char>(c)) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
 Checkpoint::Checkpoint(std::string path) : path_(std::move(path)) {}
+
+Checkpoint::~Checkpoint() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) {
   std::unique_ptr<Checkpoint> checkpoint(new Checkpoint(std::move(path)));
-  absl::StatusOr<std::map<std::string, CheckpointEntry>> entries = Load(checkpoint->path_);
-  if (!entries.ok()) return entries.status();
-  checkpoint->entries_ = *std::move(entries);
+  std::lock_guard lock(checkpoint->mu_);
+  if (absl::Status status = checkpoint->Load(); !status.ok()) return status;
   return checkpoint;
+}
+
+absl::Status Checkpoint::Load() {
+  struct stat file {};
+  absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(path_, &file);
+  if (!content.ok() && !absl::IsNotFound(content.status())) return content.status();
+  Log log;
+  if (content.ok()) {
+    absl::StatusOr<Log> decoded = Decode(*content);
+    if (!decoded.ok()) {
+      return absl::Status(decoded.status().code(),
+                          absl::StrCat("checkpoint ", path_, ": ", decoded.status().message(),
+                                       "; it has been left in place, move it away to start with an empty checkpoint"));
+    }
+    log = *std::move(decoded);
+  }
+
+  entries_ = std::move(log.entries);
+  dirty_.clear();
+  record_seq_ = log.seq;
+  log_changes_ = log.changes;
+  // Appending after a torn line would bury later records behind garbage.
+  if (log.torn) rewrite_ = true;
+  // Keep appending where we did unless the file was replaced (another
+  // instance compacted it) or removed.
+  if (fd_ >= 0 && !(content.ok() && SameFile(fd_, file))) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (fd_ < 0 && content.ok()) fd_ = OpenForAppend(path_, file);
+  return absl::OkStatus();
 }
 
 absl::Status Checkpoint::Reload() {
@@ -190,10 +377,7 @@ absl::Status Checkpoint::Reload() {
   // A commit is in flight until its batch is durable or its write failed.
   // Replacing the entries under it would drop its change from the file.
   cv_.wait(lock, [&] { return applied_seq_ <= std::max(durable_seq_, last_failed_seq_); });
-  absl::StatusOr<std::map<std::string, CheckpointEntry>> entries = Load(path_);
-  if (!entries.ok()) return entries.status();
-  entries_ = *std::move(entries);
-  return absl::OkStatus();
+  return Load();
 }
 
 std::optional<CheckpointEntry> Checkpoint::Get(const std::string& uid) const {
@@ -231,6 +415,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     } else {
       entries_.erase(change.uid);
     }
+    dirty_.insert(std::move(change.uid));
   }
   const uint64_t seq = ++applied_seq_;
 
@@ -244,34 +429,76 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   }
   writing_ = true;
   const uint64_t covered = applied_seq_;
-  const std::string content = Serialize();
+  const uint64_t record_seq = record_seq_ + 1;
+  // Replace the file rather than append: to create it, to compact it, or
+  // because its end may be garbage.
+  const bool replace = fd_ < 0 || rewrite_ || log_changes_ >= MaxChangeRecords(entries_.size());
+  const std::string content = replace ? Snapshot(record_seq) : ChangeRecord(record_seq);
+  std::set<std::string> written = std::exchange(dirty_, {});
+  const int fd = fd_;
   lock.unlock();
 
-  absl::Status status = dra::internal::WriteFileAtomically(path_, content, kFileMode);
+  absl::Status status;
+  int new_fd = -1;
+  if (replace) {
+    status = dra::internal::WriteFileAtomically(path_, content, kFileMode);
+    // The file just written (only one process writes at a time). Without
+    // it, the next write replaces the file again.
+    if (status.ok()) new_fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  } else {
+    status = Append(fd, content, path_);
+  }
 
   lock.lock();
   writing_ = false;
   if (status.ok()) {
     durable_seq_ = covered;
     ++writes_;
+    record_seq_ = record_seq;
+    if (replace) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = new_fd;
+      log_changes_ = 0;
+      rewrite_ = false;
+    } else {
+      ++log_changes_;
+    }
   } else {
     last_failed_seq_ = covered;
     last_write_status_ = status;
+    dirty_.merge(written);  // written with the next commit
+    // A failed append may have left part of its line.
+    rewrite_ = true;
   }
   cv_.notify_all();
   return status;
 }
 
-std::string Checkpoint::Serialize() const {
-  json claims = json::object();
-  for (const auto& [uid, entry] : entries_) claims[uid] = EncodeEntry(entry);
-  json data = json::object();
-  data["claims"] = std::move(claims);
-  json file = json::object();
-  file["version"] = kVersion;
-  file["checksum"] = Sha256Hex(Dump(data));
-  file["data"] = std::move(data);
-  return Dump(file);
+std::string Checkpoint::Snapshot(uint64_t seq) const {
+  std::string snapshot = absl::StrCat("{\"seq\":", seq, ",\"claims\":{");
+  const char* separator = "";
+  for (const auto& [uid, entry] : entries_) {
+    snapshot.append(std::exchange(separator, ","));
+    AppendEntry(snapshot, uid, entry);
+  }
+  snapshot.append("}}");
+  return Line(absl::StrCat("{\"version\":", kVersion, "}")) + Line(snapshot);
+}
+
+std::string Checkpoint::ChangeRecord(uint64_t seq) const {
+  std::string set;
+  std::string erase;
+  for (const std::string& uid : dirty_) {
+    const auto it = entries_.find(uid);
+    if (it != entries_.end()) {
+      if (!set.empty()) set.push_back(',');
+      AppendEntry(set, uid, it->second);
+    } else {
+      if (!erase.empty()) erase.push_back(',');
+      AppendString(erase, uid);
+    }
+  }
+  return Line(absl::StrCat("{\"seq\":", seq, ",\"set\":{", set, "},\"erase\":[", erase, "]}"));
 }
 
 }  // namespace dra::kubeletplugin::internal

@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,21 +39,49 @@ struct CheckpointChange {
   std::optional<CheckpointEntry> entry;
 };
 
-// File format (JSON): {"version":1,"checksum":"<sha256 hex of data>","data":{"claims":{uid:{...}}}}.
+// The file is an append-only log of lines, each "<crc> <json>\n" where <crc>
+// is the CRC-32C of the <json> bytes as 8 lowercase hex digits:
+//   line 1   header     {"version":2}
+//   line 2   snapshot   {"seq":S,"claims":{"<uid>":<entry>,...}}
+//   line 3.. change     {"seq":S+1,"set":{"<uid>":<entry>,...},"erase":["<uid>",...]}
+// with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
+//   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}]}
+// ("shareID" only when set). "seq" grows by one per line. Replaying the
+// changes over the snapshot, in order, gives the entries.
+//
+// Each durable write is one line plus fdatasync: a change record carries the
+// net effect of one (group) commit on every claim it touched, so a commit is
+// on disk whole or not at all. Header and snapshot are only written together,
+// as a new file that replaces the old one (temp file, fsync, rename, directory
+// fsync; mode 0600): by the first commit of a new checkpoint, and instead of
+// appending when the log would hold more than max(64, 4 x live entries)
+// change records (compaction), after a write error, or when the file was
+// loaded with a torn tail.
+//
+// Only change records are ever appended, so only the last line can be torn:
+// a last line (3 or later) without its newline or with a wrong checksum is a
+// commit that never returned and is ignored. Anything else that does not
+// verify or decode is corruption.
+//
 // Thread-safe. Concurrent Commit calls share durable writes (group commit):
 // a caller returns once a write that includes its change has reached disk.
 class Checkpoint {
  public:
-  // Loads `path` or starts empty if it does not exist. A file that does not
-  // parse, has an unknown version or a wrong checksum is an error naming the
-  // file; the file is left as it is.
+  // Loads `path` or starts empty if it does not exist; never writes. A file
+  // with a line that does not verify or decode (other than a torn last
+  // change), an unknown version or no header and snapshot is an error naming
+  // the file and the line; the file is left as it is.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path);
+  ~Checkpoint();
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
 
   // Replaces the entries in memory with the file's, for a file that another
-  // process (the other instance in a rolling update) may have rewritten; the
-  // caller holds the lock both processes write under. Waits for commits in
-  // flight first; changes whose write failed are dropped with the rest of
-  // memory. On error the entries in memory stay as they were.
+  // process (the other instance in a rolling update) may have appended to or
+  // replaced; the caller holds the lock both processes write under. Waits for
+  // commits in flight first; changes whose write failed are dropped with the
+  // rest of memory. When the file was replaced, later commits append to the
+  // new one. On error the entries in memory stay as they were.
   absl::Status Reload();
 
   std::optional<CheckpointEntry> Get(const std::string& uid) const;
@@ -63,24 +93,38 @@ class Checkpoint {
   // nothing is applied.
   absl::Status Commit(std::vector<CheckpointChange> changes);
 
-  // Durable writes made since Open (each is one temp-file + fsync + rename).
+  // Durable writes made since Open: appends of a change record, and file
+  // replacements (creation, compaction), each in place of an append.
   uint64_t writes() const;
   const std::string& path() const { return path_; }
 
  private:
   explicit Checkpoint(std::string path);
-  std::string Serialize() const;  // needs mu_
+  absl::Status Load();                                  // needs mu_, no commit in flight
+  std::string Snapshot(uint64_t seq) const;             // needs mu_: header and snapshot lines
+  std::string ChangeRecord(uint64_t seq) const;         // needs mu_: the line for dirty_
 
   const std::string path_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, CheckpointEntry> entries_;
-  uint64_t applied_seq_ = 0;   // last change batch applied in memory
-  uint64_t durable_seq_ = 0;   // last batch known to be on disk
+  std::set<std::string> dirty_;  // claims changed in memory since the last durable write
+  uint64_t applied_seq_ = 0;     // last change batch applied in memory
+  uint64_t durable_seq_ = 0;     // last batch known to be on disk
   bool writing_ = false;
   uint64_t writes_ = 0;
   absl::Status last_write_status_;
   uint64_t last_failed_seq_ = 0;
+
+  // The log file. Changed under mu_ by the writer after its write, or by
+  // Load with no commit in flight.
+  int fd_ = -1;                // O_APPEND on the file at path_; -1: the next write replaces the file
+  uint64_t record_seq_ = 0;    // "seq" of the file's last line
+  uint64_t log_changes_ = 0;   // change records in the file
+  bool rewrite_ = false;       // the file may end in garbage: replace it rather than append
 };
+
+// CRC-32C (Castagnoli), the checksum of each line; exposed for tests.
+uint32_t Crc32c(std::string_view data);
 
 }  // namespace dra::kubeletplugin::internal

@@ -1,21 +1,24 @@
 #include "kubeletplugin/checkpoint.h"
 
 #include <atomic>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <latch>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <openssl/sha.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kubeletplugin/atomic_file.h"
 #include "support/temp_dir.h"
 
@@ -27,6 +30,9 @@ using dra::internal::WriteFileAtomically;
 using dra::testing::ReadFile;
 using dra::testing::TempDir;
 using dra::testing::WriteFile;
+using nlohmann::json;
+
+constexpr char kLeftInPlace[] = "; it has been left in place, move it away to start with an empty checkpoint";
 
 CheckpointEntry Entry(const std::string& uid, ClaimState state, std::vector<Device> devices = {}) {
   return CheckpointEntry{.claim = {.namespace_ = "ns-" + uid, .name = "claim-" + uid, .uid = uid},
@@ -65,20 +71,69 @@ mode_t Mode(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-// Re-signs edited data the way the checkpoint does, so that decoding gets past the checksum.
-std::string Resign(nlohmann::json file) {
-  const std::string data = file["data"].dump();
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  file["checksum"] = absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-  return file.dump();
+ino_t Inode(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_ino;
 }
 
-// Writes a valid checkpoint holding one prepared claim and returns its bytes.
+// The file's lines without their newlines (a last line without one included).
+std::vector<std::string> Lines(const std::string& path) {
+  const std::string content = ReadFile(path);
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < content.size()) {
+    const size_t newline = content.find('\n', pos);
+    if (newline == std::string::npos) {
+      lines.push_back(content.substr(pos));
+      break;
+    }
+    lines.push_back(content.substr(pos, newline - pos));
+    pos = newline + 1;
+  }
+  return lines;
+}
+
+std::string Join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += line + "\n";
+  return out;
+}
+
+// A line the way the checkpoint writes it (without the newline), so that
+// edited records get past the checksum.
+std::string Sign(const json& record) {
+  const std::string text = record.dump();
+  return absl::StrFormat("%08x %s", Crc32c(text), text);
+}
+
+// The JSON of a line, after checking its checksum.
+json Record(const std::string& line) {
+  REQUIRE(line.size() > 9);
+  const std::string text = line.substr(9);
+  CHECK(line.substr(0, 9) == absl::StrFormat("%08x ", Crc32c(text)));
+  return json::parse(text);
+}
+
+void AppendToFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
+// Writes a valid checkpoint: header, snapshot holding uid-a (prepared), one
+// change adding uid-b (started). Returns its bytes.
 std::string WriteValidCheckpoint(const std::string& path) {
   auto checkpoint = MustOpen(path);
   REQUIRE(checkpoint->Commit({Set(Entry("uid-a", ClaimState::kPrepared, {MakeDevice("gpu-0")}))}).ok());
+  REQUIRE(checkpoint->Commit({Set(Entry("uid-b", ClaimState::kPrepareStarted))}).ok());
+  REQUIRE(Lines(path).size() == 3);
   return ReadFile(path);
+}
+
+TEST_CASE("Crc32c is CRC-32C (Castagnoli)") {
+  CHECK(Crc32c("") == 0);
+  CHECK(Crc32c("123456789") == 0xE3069283u);
 }
 
 TEST_CASE("Checkpoint starts empty when the file does not exist") {
@@ -122,15 +177,62 @@ TEST_CASE("Checkpoint commits survive a reopen") {
   CHECK(reopened->writes() == 0);
 
   SECTION("the file has the documented format") {
-    const auto file = nlohmann::json::parse(ReadFile(path));
-    CHECK(file["version"] == 1);
-    CHECK(file["checksum"].get<std::string>().size() == 64);
-    const auto& devices = file["data"]["claims"]["uid-b"]["devices"];
-    CHECK(file["data"]["claims"]["uid-a"]["state"] == "PrepareStarted");
-    CHECK(file["data"]["claims"]["uid-b"]["state"] == "Prepared");
+    const std::vector<std::string> lines = Lines(path);
+    REQUIRE(lines.size() == 3);
+    CHECK(ReadFile(path).back() == '\n');
+    CHECK(Record(lines[0]) == json{{"version", 2}});
+
+    // The first commit created the file: header and snapshot.
+    const json snapshot = Record(lines[1]);
+    CHECK(snapshot["seq"] == 1);
+    const json& claims = snapshot["claims"];
+    CHECK(claims.size() == 3);
+    CHECK(claims["uid-a"]["namespace"] == "ns-uid-a");
+    CHECK(claims["uid-a"]["name"] == "claim-uid-a");
+    CHECK(claims["uid-a"]["state"] == "PrepareStarted");
+    CHECK(claims["uid-b"]["state"] == "Prepared");
+    const json& devices = claims["uid-b"]["devices"];
+    CHECK(devices[0]["requests"] == json{"gpu", "nic/vf"});
+    CHECK(devices[0]["poolName"] == "node-1");
+    CHECK(devices[0]["deviceName"] == "gpu-0");
     CHECK(devices[0]["shareID"] == "0a1b2c3d-share");
     CHECK(devices[0]["cdiDeviceIDs"][1] == "example.com/gpu=common");
     CHECK_FALSE(devices[1].contains("shareID"));
+
+    // The second was appended: only what it changed.
+    const json change = Record(lines[2]);
+    CHECK(change["seq"] == 2);
+    CHECK(change["set"] == json::object());
+    CHECK(change["erase"] == json{"uid-c", "uid-never-there"});
+  }
+}
+
+TEST_CASE("Checkpoint strings that need escaping survive, in snapshots and in changes") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  const std::string odd = "quote \" backslash \\ newline \n tab \t nul " + std::string(1, '\0') + " \xc3\xa9 \x7f";
+  CheckpointEntry entry = Entry("uid-odd", ClaimState::kPrepared,
+                                {Device{.requests = {odd, ""},
+                                        .pool_name = odd,
+                                        .device_name = "{\"not\":\"json\"}",
+                                        .cdi_device_ids = {odd},
+                                        .share_id = odd}});
+  entry.claim.namespace_ = odd;
+  entry.claim.name = "";
+  CheckpointEntry other = entry;
+  other.claim.uid = odd;
+
+  auto checkpoint = MustOpen(path);
+  REQUIRE(checkpoint->Commit({Set(entry)}).ok());  // the snapshot
+  REQUIRE(checkpoint->Commit({Set(other)}).ok());  // a change
+  CHECK(Lines(path).size() == 3);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{other, entry});
+
+  SECTION("invalid UTF-8 is replaced, not refused") {
+    CheckpointEntry bad = Entry("uid-bad", ClaimState::kPrepared);
+    bad.claim.name = "x\xff\xfey";
+    REQUIRE(checkpoint->Commit({Set(bad)}).ok());
+    CHECK(MustOpen(path)->Get("uid-bad")->claim.name == "x\xef\xbf\xbd\xef\xbf\xbdy");
   }
 }
 
@@ -144,65 +246,123 @@ TEST_CASE("Checkpoint rejects a change whose entry names another UID") {
   CHECK(checkpoint->writes() == 0);
 }
 
-TEST_CASE("Checkpoint file has mode 0600") {
+TEST_CASE("Checkpoint file has mode 0600, also after appends and compaction") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   WriteValidCheckpoint(path);
   CHECK(Mode(path) == 0600);
+  auto checkpoint = MustOpen(path);
+  const ino_t created = Inode(path);
+  for (int i = 0; i < 70; ++i) REQUIRE(checkpoint->Commit({Erase("uid-x")}).ok());
+  CHECK(Inode(path) != created);
+  CHECK(Mode(path) == 0600);
 }
 
-TEST_CASE("Checkpoint refuses a damaged file and leaves it in place") {
+TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in place") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   const std::string valid = WriteValidCheckpoint(path);
+  std::vector<std::string> lines = Lines(path);
+  const json header = Record(lines[0]);
+  const json snapshot = Record(lines[1]);
+  const json change = Record(lines[2]);
   std::string damaged;
   absl::StatusCode code = absl::StatusCode::kDataLoss;
   std::string problem;
 
-  SECTION("not JSON") {
-    damaged = valid.substr(0, valid.size() / 2);
-    problem = "not valid JSON";
+  SECTION("a line without a checksum") {
+    lines[1] = snapshot.dump();
+    damaged = Join(lines);
+    problem = "line 2: not a checksummed record";
   }
-  SECTION("a byte inside data changed") {
-    damaged = valid;
-    const size_t pos = damaged.find("gpu-0");
+  SECTION("the version 1 format") {
+    damaged = R"({"version":1,"checksum":"00","data":{"claims":{}}})";
+    problem = "line 1: not a checksummed record";
+  }
+  SECTION("a byte inside the snapshot changed") {
+    const size_t pos = lines[1].find("gpu-0");
     REQUIRE(pos != std::string::npos);
-    damaged[pos + 4] = '1';
-    problem = "checksum mismatch: file was modified or corrupted";
+    lines[1][pos + 4] = '1';
+    damaged = Join(lines);
+    problem = "line 2: checksum mismatch";
   }
-  SECTION("unknown version") {
-    auto file = nlohmann::json::parse(valid);
-    file["version"] = 2;
-    damaged = file.dump();
+  SECTION("the checksum changed") {
+    lines[0][0] = lines[0][0] == '0' ? '1' : '0';
+    damaged = Join(lines);
+    problem = "line 1: checksum mismatch";
+  }
+  SECTION("unknown version, correctly checksummed") {
+    lines[0] = Sign(json{{"version", 3}});
+    damaged = Join(lines);
     code = absl::StatusCode::kFailedPrecondition;
-    problem = "unsupported version 2";
+    problem = "line 1: unsupported version 3 (this build reads version 2)";
   }
-  SECTION("no checksum") {
-    auto file = nlohmann::json::parse(valid);
-    file.erase("checksum");
-    damaged = file.dump();
-    problem = "checksum: missing or not a string";
+  SECTION("a header without version") {
+    lines[0] = Sign(json::object());
+    damaged = Join(lines);
+    problem = "line 1: version: missing or not an integer";
+  }
+  SECTION("a line that is not a JSON object, correctly checksummed") {
+    lines[0] = Sign(json::array());
+    damaged = Join(lines);
+    problem = "line 1: not a JSON object";
   }
   SECTION("a claim without state, correctly checksummed") {
-    auto file = nlohmann::json::parse(valid);
-    file["data"]["claims"]["uid-a"].erase("state");
-    damaged = Resign(file);
-    problem = "data.claims.uid-a.state: missing or not a string";
+    json edited = snapshot;
+    edited["claims"]["uid-a"].erase("state");
+    lines[1] = Sign(edited);
+    damaged = Join(lines);
+    problem = "line 2: claims.uid-a.state: missing or not a string";
   }
   SECTION("an unknown state, correctly checksummed") {
-    auto file = nlohmann::json::parse(valid);
-    file["data"]["claims"]["uid-a"]["state"] = "Unprepared";
-    damaged = Resign(file);
-    problem = R"(data.claims.uid-a.state: "Unprepared" is neither "PrepareStarted" nor "Prepared")";
+    json edited = snapshot;
+    edited["claims"]["uid-a"]["state"] = "Unprepared";
+    lines[1] = Sign(edited);
+    damaged = Join(lines);
+    problem = R"(line 2: claims.uid-a.state: "Unprepared" is neither "PrepareStarted" nor "Prepared")";
   }
-  SECTION("a device field of the wrong type, correctly checksummed") {
-    auto file = nlohmann::json::parse(valid);
-    file["data"]["claims"]["uid-a"]["devices"][0]["cdiDeviceIDs"][0] = 7;
-    damaged = Resign(file);
-    problem = "data.claims.uid-a.devices[0].cdiDeviceIDs[0]: not a string";
+  SECTION("a snapshot without seq, correctly checksummed") {
+    json edited = snapshot;
+    edited.erase("seq");
+    lines[1] = Sign(edited);
+    damaged = Join(lines);
+    problem = "line 2: seq: missing or not a non-negative integer";
+  }
+  SECTION("a device field of the wrong type in the last change, correctly checksummed") {
+    json edited = change;
+    edited["set"]["uid-b"]["devices"] = json::array({MakeDevice("x").device_name});
+    lines[2] = Sign(edited);
+    damaged = Join(lines);
+    problem = "line 3: set.uid-b.devices[0].requests: missing or not an array";
+  }
+  SECTION("a change out of sequence, correctly checksummed") {
+    json edited = change;
+    edited["seq"] = 7;
+    lines[2] = Sign(edited);
+    damaged = Join(lines);
+    problem = "line 3: seq 7 does not follow seq 1";
+  }
+  SECTION("a change whose erase is not a list of strings, correctly checksummed") {
+    json edited = change;
+    edited["erase"] = json{1};
+    lines[2] = Sign(edited);
+    damaged = Join(lines);
+    problem = "line 3: erase[0]: not a string";
+  }
+  SECTION("the header only") {
+    damaged = lines[0] + "\n";
+    problem = "line 2: missing snapshot";
+  }
+  SECTION("the snapshot without its newline (only a change can be torn)") {
+    damaged = lines[0] + "\n" + lines[1];
+    problem = "line 2: truncated (no newline)";
+  }
+  SECTION("half a snapshot (only a change can be torn)") {
+    damaged = lines[0] + "\n" + lines[1].substr(0, lines[1].size() / 2);
+    problem = "line 2: checksum mismatch";
   }
   SECTION("empty file") {
-    problem = "not valid JSON";
+    problem = "line 1: missing header (empty file)";
   }
 
   WriteFile(path, damaged);
@@ -211,14 +371,93 @@ TEST_CASE("Checkpoint refuses a damaged file and leaves it in place") {
   const std::string message(checkpoint.status().message());
   INFO(message);
   CHECK(checkpoint.status().code() == code);
-  CHECK_THAT(message, Catch::StartsWith("checkpoint " + path + ": "));
-  CHECK_THAT(message, Catch::Contains(problem));
-  CHECK_THAT(message, Catch::EndsWith("move it away to start with an empty checkpoint"));
+  CHECK_THAT(message, Catch::StartsWith("checkpoint " + path + ": " + problem));
+  CHECK_THAT(message, Catch::EndsWith(kLeftInPlace));
   CHECK(ReadFile(path) == damaged);
   CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
 }
 
-TEST_CASE("Concurrent commits share writes and are all durable when they return") {
+TEST_CASE("A bad checksum on a line before the last is corruption, named by its line") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  {
+    auto checkpoint = MustOpen(path);
+    for (int i = 0; i < 6; ++i) {
+      REQUIRE(checkpoint->Commit({Set(Entry(absl::StrCat("uid-", i), ClaimState::kPrepared))}).ok());
+    }
+  }
+  std::vector<std::string> lines = Lines(path);
+  REQUIRE(lines.size() == 7);
+  const size_t pos = lines[3].find("claim-uid-2");
+  REQUIRE(pos != std::string::npos);
+  lines[3][pos] = 'C';
+  const std::string damaged = Join(lines);
+  WriteFile(path, damaged);
+
+  const auto checkpoint = Checkpoint::Open(path);
+  REQUIRE_FALSE(checkpoint.ok());
+  CHECK(absl::IsDataLoss(checkpoint.status()));
+  CHECK(std::string(checkpoint.status().message()) ==
+        "checkpoint " + path + ": line 4: checksum mismatch" + kLeftInPlace);
+  CHECK(ReadFile(path) == damaged);
+  CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
+
+  SECTION("also when a torn line follows") {
+    AppendToFile(path, lines[6].substr(0, 20));
+    const std::string torn = ReadFile(path);
+    const auto again = Checkpoint::Open(path);
+    REQUIRE_FALSE(again.ok());
+    CHECK_THAT(std::string(again.status().message()), Catch::Contains(": line 4: checksum mismatch"));
+    CHECK(ReadFile(path) == torn);
+  }
+}
+
+TEST_CASE("A torn last line is a commit that never returned: dropped, and the next write replaces the file") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  const CheckpointEntry a = Entry("uid-a", ClaimState::kPrepared, {MakeDevice("gpu-0")});
+  const CheckpointEntry b = Entry("uid-b", ClaimState::kPrepareStarted);
+  {
+    auto checkpoint = MustOpen(path);
+    REQUIRE(checkpoint->Commit({Set(a)}).ok());
+    REQUIRE(checkpoint->Commit({Set(b)}).ok());
+  }
+  // The record a crashed commit was appending: uid-c prepared, uid-a erased.
+  const std::string record = Sign(json{{"seq", 3},
+                                       {"set", {{"uid-c", {{"namespace", "ns"}, {"name", "c"},
+                                                           {"state", "Prepared"}, {"devices", json::array()}}}}},
+                                       {"erase", {"uid-a"}}});
+  std::string tail;
+  SECTION("half a record") { tail = record.substr(0, record.size() / 2); }
+  SECTION("a whole record without its newline") { tail = record; }
+  SECTION("a record with its newline but a wrong checksum (garbage from a crash)") {
+    tail = record;
+    tail[tail.size() - 5] ^= 0x20;
+    tail += "\n";
+  }
+  SECTION("zeroes") { tail = std::string(40, '\0'); }
+  AppendToFile(path, tail);
+  const std::string torn = ReadFile(path);
+  const ino_t inode = Inode(path);
+
+  auto checkpoint = MustOpen(path);
+  CHECK(checkpoint->Entries() == std::vector<CheckpointEntry>{a, b});
+  CHECK(ReadFile(path) == torn);  // Open never writes
+
+  const CheckpointEntry d = Entry("uid-d", ClaimState::kPrepareStarted);
+  REQUIRE(checkpoint->Commit({Set(d)}).ok());
+  CHECK(checkpoint->writes() == 1);
+  CHECK(Inode(path) != inode);    // replaced, not appended after the garbage
+  CHECK(Lines(path).size() == 2);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a, b, d});
+
+  // Appends follow again.
+  REQUIRE(checkpoint->Commit({Erase("uid-b")}).ok());
+  CHECK(Lines(path).size() == 3);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a, d});
+}
+
+TEST_CASE("Concurrent commits share appends and are all durable when they return") {
   constexpr int kThreads = 16;
   constexpr int kCommitsPerThread = 8;
   TempDir dir;
@@ -248,6 +487,13 @@ TEST_CASE("Concurrent commits share writes and are all durable when they return"
   CHECK(failures == 0);
   CHECK(writes >= 1);
   CHECK(writes < kCommits);
+  // One line per write (the first, creating the file, wrote two): some lines
+  // carry several commits.
+  const std::vector<std::string> lines = Lines(path);
+  CHECK(lines.size() == writes + 1);
+  size_t shared = 0;
+  for (size_t i = 2; i < lines.size(); ++i) shared += Record(lines[i])["set"].size() > 1 ? 1 : 0;
+  CHECK(shared > 0);
 
   auto reopened = MustOpen(path);
   CHECK(reopened->Entries().size() == kCommits);
@@ -255,6 +501,118 @@ TEST_CASE("Concurrent commits share writes and are all durable when they return"
     for (int i = 0; i < kCommitsPerThread; ++i) CHECK(reopened->Get(absl::StrCat("uid-", t, "-", i)).has_value());
   }
   CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
+}
+
+TEST_CASE("Each serialized commit is exactly one durable write, compaction included") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto checkpoint = MustOpen(path);
+  int compactions = 0;
+  size_t lines = 0;
+  for (int i = 0; i < 200; ++i) {
+    // A prepare: started, then prepared; an unprepare now and then.
+    const std::string uid = absl::StrCat("uid-", i % 5);
+    const uint64_t before = checkpoint->writes();
+    REQUIRE(checkpoint->Commit({Set(Entry(uid, ClaimState::kPrepareStarted))}).ok());
+    CHECK(checkpoint->writes() == before + 1);
+    REQUIRE(checkpoint->Commit({Set(Entry(uid, ClaimState::kPrepared, {MakeDevice("gpu")}))}).ok());
+    CHECK(checkpoint->writes() == before + 2);
+    if (i % 7 == 6) {
+      REQUIRE(checkpoint->Commit({Erase(uid)}).ok());
+      CHECK(checkpoint->writes() == before + 3);
+    }
+    const size_t now = Lines(path).size();
+    if (now < lines) ++compactions;
+    lines = now;
+  }
+  CHECK(compactions >= 5);
+}
+
+TEST_CASE("Compaction replaces a long log with a snapshot and keeps every entry") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto checkpoint = MustOpen(path);
+  std::vector<CheckpointChange> fill;
+  for (int i = 0; i < 10; ++i) fill.push_back(Set(Entry(absl::StrCat("uid-", i), ClaimState::kPrepared)));
+  REQUIRE(checkpoint->Commit(std::move(fill)).ok());
+  const ino_t created = Inode(path);
+
+  // 10 entries: up to max(64, 4 x 10) = 64 change records.
+  for (int i = 1; i <= 64; ++i) {
+    const ClaimState state = i % 2 ? ClaimState::kPrepareStarted : ClaimState::kPrepared;
+    REQUIRE(checkpoint->Commit({Set(Entry("uid-0", state, {MakeDevice(absl::StrCat("v", i))}))}).ok());
+  }
+  CHECK(Lines(path).size() == 2 + 64);
+  CHECK(Inode(path) == created);
+
+  REQUIRE(checkpoint->Commit({Set(Entry("uid-0", ClaimState::kPrepared, {MakeDevice("v65")}))}).ok());
+  const std::vector<std::string> lines = Lines(path);
+  REQUIRE(lines.size() == 2);
+  CHECK(Inode(path) != created);
+  CHECK(Record(lines[1])["seq"] == 66);
+  CHECK(checkpoint->writes() == 66);
+  CHECK(MustOpen(path)->Entries() == checkpoint->Entries());
+  CHECK(checkpoint->Get("uid-0")->devices.at(0).device_name == "v65");
+  CHECK(checkpoint->Entries().size() == 10);
+  CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
+
+  // More entries allow a longer log: 20 entries, 80 records.
+  fill.clear();
+  for (int i = 10; i < 20; ++i) fill.push_back(Set(Entry(absl::StrCat("uid-", i), ClaimState::kPrepared)));
+  REQUIRE(checkpoint->Commit(std::move(fill)).ok());
+  for (int i = 0; i < 79; ++i) REQUIRE(checkpoint->Commit({Erase("uid-none")}).ok());
+  CHECK(Lines(path).size() == 2 + 80);
+  REQUIRE(checkpoint->Commit({Erase("uid-none")}).ok());
+  CHECK(Lines(path).size() == 2);
+  CHECK(MustOpen(path)->Entries() == checkpoint->Entries());
+}
+
+TEST_CASE("A file loaded with more change records than allowed is compacted by the next commit") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  const CheckpointEntry a = Entry("uid-a", ClaimState::kPrepared);
+  std::string content = Sign(json{{"version", 2}}) + "\n" +
+                        Sign(json{{"seq", 10}, {"claims", json::object()}}) + "\n";
+  for (int i = 0; i < 100; ++i) {
+    content += Sign(json{{"seq", 11 + i}, {"set", json::object()}, {"erase", {"uid-x"}}}) + "\n";
+  }
+  WriteFile(path, content);
+  auto checkpoint = MustOpen(path);
+  CHECK(ReadFile(path) == content);
+  REQUIRE(checkpoint->Commit({Set(a)}).ok());
+  const std::vector<std::string> lines = Lines(path);
+  REQUIRE(lines.size() == 2);
+  CHECK(Record(lines[1])["seq"] == 111);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a});
+}
+
+TEST_CASE("A reopen after many commits equals the state in memory") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto checkpoint = MustOpen(path);
+  std::mt19937 random(42);
+  for (int commit = 1; commit <= 1000; ++commit) {
+    std::vector<CheckpointChange> changes;
+    const int count = 1 + static_cast<int>(random() % 3);
+    for (int c = 0; c < count; ++c) {
+      const std::string uid = absl::StrCat("uid-", random() % 30);
+      switch (random() % 3) {
+        case 0:
+          changes.push_back(Erase(uid));
+          break;
+        case 1:
+          changes.push_back(Set(Entry(uid, ClaimState::kPrepareStarted)));
+          break;
+        default:
+          changes.push_back(
+              Set(Entry(uid, ClaimState::kPrepared, {MakeDevice(absl::StrCat("d", commit)), MakeDevice("e")})));
+      }
+    }
+    REQUIRE(checkpoint->Commit(std::move(changes)).ok());
+    if (commit % 97 == 0) REQUIRE(MustOpen(path)->Entries() == checkpoint->Entries());
+  }
+  CHECK(checkpoint->writes() == 1000);
+  CHECK(MustOpen(path)->Entries() == checkpoint->Entries());
 }
 
 TEST_CASE("A failed checkpoint write is reported and retried by the next commit") {
@@ -279,6 +637,44 @@ TEST_CASE("A failed checkpoint write is reported and retried by the next commit"
   CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a, b});
 }
 
+TEST_CASE("A short append is not followed: the next commit replaces the file") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto checkpoint = MustOpen(path);
+  const CheckpointEntry a = Entry("uid-a", ClaimState::kPrepared);
+  const CheckpointEntry b = Entry("uid-b", ClaimState::kPrepareStarted, {MakeDevice("gpu-0")});
+  const CheckpointEntry c = Entry("uid-c", ClaimState::kPrepared);
+  REQUIRE(checkpoint->Commit({Set(a)}).ok());
+  REQUIRE(checkpoint->Commit({Erase("uid-x")}).ok());
+  const std::string before = ReadFile(path);
+  const ino_t inode = Inode(path);
+
+  // The file may grow by 10 bytes only: the append writes part of its line.
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = before.size() + 10;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  const absl::Status failed = checkpoint->Commit({Set(b)});
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &saved) == 0);
+  std::signal(SIGXFSZ, old_handler);
+
+  REQUIRE_FALSE(failed.ok());
+  CHECK_THAT(std::string(failed.message()), Catch::Contains("write " + path));
+  CHECK(checkpoint->writes() == 2);
+  CHECK(checkpoint->Get("uid-b") == b);
+  const std::string torn = ReadFile(path);
+  CHECK(torn.size() == before.size() + 10);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a});  // the torn line is dropped
+
+  REQUIRE(checkpoint->Commit({Set(c)}).ok());
+  CHECK(checkpoint->writes() == 3);
+  CHECK(Inode(path) != inode);
+  CHECK(Lines(path).size() == 2);
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a, b, c});
+}
+
 TEST_CASE("Reload picks up what another instance wrote") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
@@ -293,22 +689,61 @@ TEST_CASE("Reload picks up what another instance wrote") {
   CHECK(mine->Entries() == std::vector<CheckpointEntry>{a, b});
 
   REQUIRE(mine->Commit({Erase("uid-a")}).ok());
+  CHECK(Lines(path).size() == 3);  // appended to their file
   REQUIRE(theirs->Reload().ok());
   CHECK(theirs->Entries() == std::vector<CheckpointEntry>{b});
+  REQUIRE(theirs->Commit({Set(a)}).ok());
+  CHECK(Lines(path).size() == 4);
+  REQUIRE(mine->Reload().ok());
+  CHECK(mine->Entries() == std::vector<CheckpointEntry>{a, b});
 
   SECTION("a damaged file is an error and the entries in memory stay") {
     WriteFile(path, "{");
     const absl::Status status = mine->Reload();
     CHECK(absl::IsDataLoss(status));
-    CHECK_THAT(std::string(status.message()), Catch::StartsWith("checkpoint " + path + ": not valid JSON"));
-    CHECK(mine->Entries() == std::vector<CheckpointEntry>{b});
+    CHECK_THAT(std::string(status.message()),
+               Catch::StartsWith("checkpoint " + path + ": line 1: not a checksummed record"));
+    CHECK(mine->Entries() == std::vector<CheckpointEntry>{a, b});
     CHECK(ReadFile(path) == "{");
   }
-  SECTION("a removed file means no entries") {
+  SECTION("a removed file means no entries, and the next commit creates it") {
     std::filesystem::remove(path);
     REQUIRE(mine->Reload().ok());
     CHECK(mine->Entries().empty());
+    REQUIRE(mine->Commit({Set(b)}).ok());
+    CHECK(Lines(path).size() == 2);
+    CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{b});
   }
+}
+
+TEST_CASE("Reload after the other instance compacted appends to the new file") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto mine = MustOpen(path);
+  auto theirs = MustOpen(path);
+  REQUIRE(theirs->Commit({Set(Entry("uid-a", ClaimState::kPrepared))}).ok());
+  REQUIRE(mine->Reload().ok());
+  const ino_t first = Inode(path);
+
+  // They compact (and append a little after that).
+  for (int i = 0; i < 70; ++i) {
+    REQUIRE(theirs->Commit({Set(Entry("uid-t", ClaimState::kPrepared, {MakeDevice(absl::StrCat("v", i))}))}).ok());
+  }
+  const ino_t second = Inode(path);
+  REQUIRE(second != first);
+  const size_t lines = Lines(path).size();
+  REQUIRE(lines > 2);
+
+  REQUIRE(mine->Reload().ok());
+  CHECK(mine->Entries() == theirs->Entries());
+  const CheckpointEntry c = Entry("uid-c", ClaimState::kPrepareStarted);
+  REQUIRE(mine->Commit({Set(c)}).ok());
+  CHECK(Inode(path) == second);  // appended to their new file, not replaced
+  CHECK(Lines(path).size() == lines + 1);
+  CHECK(MustOpen(path)->Get("uid-c") == c);
+  CHECK(MustOpen(path)->Entries() == mine->Entries());
+  REQUIRE(theirs->Reload().ok());
+  CHECK(theirs->Entries() == mine->Entries());
 }
 
 TEST_CASE("Reload during concurrent commits loses none of them") {
@@ -354,13 +789,14 @@ TEST_CASE("Readers never see a partially written checkpoint") {
   std::atomic<int> bad_reads{0};
   std::thread reader([&] {
     while (!done) {
-      // Open parses the file and verifies its checksum.
+      // Open verifies every line's checksum.
       if (!Checkpoint::Open(path).ok()) ++bad_reads;
       ++reads;
     }
   });
 
-  // The file grows with every write so a torn read could not go unnoticed.
+  // Records grow with every write so a torn read could not go unnoticed;
+  // compactions happen along the way.
   std::vector<Device> devices;
   for (int i = 0; i < 100; ++i) {
     for (int d = 0; d < 3; ++d) devices.push_back(MakeDevice(absl::StrCat("device-", i, "-", d)));
@@ -373,6 +809,65 @@ TEST_CASE("Readers never see a partially written checkpoint") {
   CHECK(reads > 0);
   CHECK(bad_reads == 0);
   CHECK(MustOpen(path)->Get("uid-0")->devices.size() == 300);
+}
+
+TEST_CASE("Readers never see half of a commit, alone or grouped") {
+  constexpr int kWriters = 3;
+  constexpr int kCommits = 150;
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  auto checkpoint = MustOpen(path);
+  REQUIRE(checkpoint->Commit({Erase("uid-none")}).ok());
+
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::atomic<int> bad_reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      auto snapshot = Checkpoint::Open(path);
+      ++reads;
+      if (!snapshot.ok()) {
+        ++bad_reads;
+        continue;
+      }
+      // Each commit sets (or erases) a writer's two claims together.
+      for (int w = 0; w < kWriters; ++w) {
+        const auto a = (*snapshot)->Get(absl::StrCat("w", w, "-a"));
+        const auto b = (*snapshot)->Get(absl::StrCat("w", w, "-b"));
+        if (a.has_value() != b.has_value() ||
+            (a && a->devices.at(0).device_name != b->devices.at(0).device_name)) {
+          ++bad_reads;
+        }
+      }
+    }
+  });
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      const std::string a = absl::StrCat("w", w, "-a");
+      const std::string b = absl::StrCat("w", w, "-b");
+      for (int i = 0; i < kCommits; ++i) {
+        std::vector<CheckpointChange> changes;
+        if (i % 10 == 9) {
+          changes = {Erase(a), Erase(b)};
+        } else {
+          const Device device = MakeDevice(absl::StrCat("v", i));
+          changes = {Set(Entry(a, ClaimState::kPrepared, {device})), Set(Entry(b, ClaimState::kPrepared, {device}))};
+        }
+        if (!checkpoint->Commit(std::move(changes)).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& writer : writers) writer.join();
+  done = true;
+  reader.join();
+
+  INFO("reads: " << reads << ", writes: " << checkpoint->writes());
+  CHECK(failures == 0);
+  CHECK(reads > 0);
+  CHECK(bad_reads == 0);
+  CHECK(MustOpen(path)->Entries() == checkpoint->Entries());
 }
 
 TEST_CASE("WriteFileAtomically replaces the file and leaves no temp files") {
@@ -408,6 +903,13 @@ TEST_CASE("ReadWholeFile") {
   const auto content = ReadWholeFile(dir.Join("big"));
   REQUIRE(content.ok());
   CHECK(*content == big);
+
+  struct stat info {};
+  struct stat direct {};
+  REQUIRE(ReadWholeFile(dir.Join("big"), &info).ok());
+  REQUIRE(::stat(dir.Join("big").c_str(), &direct) == 0);
+  CHECK(info.st_ino == direct.st_ino);
+  CHECK(info.st_size == static_cast<off_t>(big.size()));
 
   const auto missing = ReadWholeFile(dir.Join("missing"));
   CHECK(absl::IsNotFound(missing.status()));
