@@ -465,8 +465,9 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   absl::StatusOr<std::unique_ptr<kp::CallSerializer>> serializer = kp::CallSerializer::Create(serialize, "");
   if (!serializer.ok()) Die("CallSerializer::Create: " + serializer.status().ToString());
   const dra::Logger logger(std::make_shared<QuietSink>());
+  kp::HelperMetrics metrics;
   kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false,
-                             **serializer, logger);
+                             **serializer, logger, metrics);
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -623,7 +624,8 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   absl::StatusOr<std::unique_ptr<kp::Checkpoint>> checkpoint = kp::Checkpoint::Open(dir + "/checkpoint.json");
   Check(checkpoint.status(), "Checkpoint::Open");
   for (kp::Checkpoint* ckpt : {checkpoint->get(), static_cast<kp::Checkpoint*>(nullptr)}) {
-    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, logger);
+    kp::HelperMetrics metrics;
+    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, logger, metrics);
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
       const ClaimRef ref = Ref(series, i);

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -37,14 +38,16 @@ std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
 std::string BaseRequestName(const std::string& request) { return request.substr(0, request.find('/')); }
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                             bool checkpoint_shared, CallSerializer& serializer, const Logger& logger)
+                             bool checkpoint_shared, CallSerializer& serializer, const Logger& logger,
+                             HelperMetrics& metrics)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
       claims_(claims),
       checkpoint_(checkpoint),
       checkpoint_shared_(checkpoint_shared),
       serializer_(serializer),
-      logger_(logger) {}
+      logger_(logger),
+      metrics_(metrics) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
@@ -77,33 +80,41 @@ absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::Cla
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims) {
+  const absl::Time start = absl::Now();
   absl::StatusOr<ClaimOutcomes> outcomes = PrepareClaims(claims);
-  LogOutcomes("NodePrepareResources", claims, outcomes);
+  Report(HelperMetrics::Method::kPrepare, claims, outcomes, absl::Now() - start);
   return outcomes;
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims) {
+  const absl::Time start = absl::Now();
   absl::StatusOr<ClaimOutcomes> outcomes = UnprepareClaims(claims);
-  LogOutcomes("NodeUnprepareResources", claims, outcomes);
+  Report(HelperMetrics::Method::kUnprepare, claims, outcomes, absl::Now() - start);
   return outcomes;
 }
 
-void ClaimPreparer::LogOutcomes(const std::string& method, std::span<const k8s::ClaimRef> claims,
-                                const absl::StatusOr<ClaimOutcomes>& outcomes) const {
+void ClaimPreparer::Report(HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
+                           const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const {
+  const std::string method_name =
+      method == HelperMetrics::Method::kPrepare ? "NodePrepareResources" : "NodeUnprepareResources";
   if (!outcomes.ok()) {
-    logger_.Error("Call failed", {{"method", method}, {"err", outcomes.status().ToString()}});
+    metrics_.ObserveCall(method, /*call_failed=*/true, 0, 0, duration);
+    logger_.Error("Call failed", {{"method", method_name}, {"err", outcomes.status().ToString()}});
     return;
   }
+  int failed = 0;
   for (const k8s::ClaimRef& ref : DistinctByUid(claims)) {
     const ClaimOutcome& outcome = outcomes->at(ref.uid);
     if (!outcome.error.empty()) {
-      logger_.Error("Claim failed", {{"method", method}, {"claim", ref.ToString()}, {"uid", ref.uid},
+      ++failed;
+      logger_.Error("Claim failed", {{"method", method_name}, {"claim", ref.ToString()}, {"uid", ref.uid},
                                      {"err", outcome.error}});
     } else {
-      logger_.InfoV(2, "Claim done", {{"method", method}, {"claim", ref.ToString()}, {"uid", ref.uid},
+      logger_.InfoV(2, "Claim done", {{"method", method_name}, {"claim", ref.ToString()}, {"uid", ref.uid},
                                       {"devices", std::to_string(outcome.devices.size())}});
     }
   }
+  metrics_.ObserveCall(method, /*call_failed=*/false, static_cast<int>(outcomes->size()), failed, duration);
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::ClaimRef> requested) {

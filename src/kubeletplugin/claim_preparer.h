@@ -15,6 +15,7 @@
 #include "dra/log.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/metrics.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -33,7 +34,7 @@ class ClaimPreparer {
   // serializer's file lock, so it is reloaded after taking the lock and not
   // trusted before. Everything must outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                bool checkpoint_shared, CallSerializer& serializer, const Logger& logger);
+                bool checkpoint_shared, CallSerializer& serializer, const Logger& logger, HelperMetrics& metrics);
 
   // An error status fails the whole call (the kubelet retries all claims).
   absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims);
@@ -45,9 +46,9 @@ class ClaimPreparer {
   absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref);
   absl::StatusOr<ClaimOutcomes> PrepareClaims(std::span<const k8s::ClaimRef> claims);
   absl::StatusOr<ClaimOutcomes> UnprepareClaims(std::span<const k8s::ClaimRef> claims);
-  // Failures at level 0, successes at -v 2.
-  void LogOutcomes(const std::string& method, std::span<const k8s::ClaimRef> claims,
-                   const absl::StatusOr<ClaimOutcomes>& outcomes) const;
+  // Logs failures at level 0 and successes at -v 2, and counts them.
+  void Report(HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
+              const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const;
   absl::Status Commit(std::vector<CheckpointChange> changes);
   // Takes the serialization lock and, for a shared checkpoint, reloads it.
   absl::StatusOr<CallSerializer::Guard> Serialize();
@@ -59,6 +60,7 @@ class ClaimPreparer {
   const bool checkpoint_shared_;
   CallSerializer& serializer_;
   const Logger& logger_;
+  HelperMetrics& metrics_;
 };
 
 // "gpu/large" -> "gpu": the kubelet matches devices to requests by name.

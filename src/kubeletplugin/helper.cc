@@ -20,6 +20,8 @@
 #include "kubeletplugin/claim_preparer.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
+#include "kubeletplugin/http_server.h"
+#include "kubeletplugin/metrics.h"
 #include "kubeletplugin/socket_paths.h"
 #include "kubeletplugin/unix_socket.h"
 
@@ -98,6 +100,7 @@ class Helper::Impl {
 
   absl::Status Start();
   void Stop();
+  internal::HttpResponse ServeHttp(const std::string& path);
 
   Driver& driver_;
   Options options_;
@@ -106,6 +109,8 @@ class Helper::Impl {
   std::unique_ptr<CallSerializer> serializer_;
   std::unique_ptr<ClaimPreparer> preparer_;
   HealthBroadcaster health_;
+  internal::HelperMetrics metrics_;
+  std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
   std::unique_ptr<grpc::Server> dra_server_;
@@ -142,7 +147,7 @@ absl::Status Helper::Impl::Start() {
   serializer_ = *std::move(serializer);
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, options_.logger);
+                                              *serializer_, options_.logger, metrics_);
 
   // Supported versions in the Go helper's order: DRA first, then health.
   std::vector<std::string> versions;
@@ -200,11 +205,47 @@ absl::Status Helper::Impl::Start() {
   if (!registration_server.ok()) return registration_server.status();
   registration_server_ = *std::move(registration_server);
 
+  if (!options_.http_endpoint.empty()) {
+    absl::StatusOr<std::unique_ptr<internal::HttpServer>> http =
+        internal::HttpServer::Start(options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
+    if (!http.ok()) return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
+    http_server_ = *std::move(http);
+  }
+
   options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
                                               {"registrar", paths_.registrar},
                                               {"endpoint", paths_.dra},
                                               {"versions", absl::StrJoin(versions, ",")}});
   return absl::OkStatus();
+}
+
+internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
+  RegistrationStatus registration;
+  bool stopped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    registration = registration_;
+    stopped = stopped_;
+  }
+  if (path == "/metrics") {
+    internal::HelperMetrics::Gauges gauges;
+    if (checkpoint_ != nullptr) {
+      for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
+        if (entry.state == internal::ClaimState::kPrepared) ++gauges.prepared_claims;
+      }
+      gauges.checkpoint_writes = checkpoint_->writes();
+    }
+    gauges.registered = registration.registered;
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render(gauges)};
+  }
+  if (path == "/healthz") {
+    if (stopped) return {503, "text/plain; charset=utf-8", "stopped\n"};
+    if (registration.notified && !registration.registered) {
+      return {503, "text/plain; charset=utf-8", "kubelet refused registration: " + registration.error + "\n"};
+    }
+    return {200, "text/plain; charset=utf-8", "ok\n"};
+  }
+  return {404, "text/plain; charset=utf-8", "not found\n"};
 }
 
 void Helper::Impl::Stop() {
@@ -227,6 +268,7 @@ void Helper::Impl::Stop() {
     dra_server_->Wait();
   }
   if (!paths_.dra.empty()) internal::RemoveSocket(paths_.dra);
+  http_server_.reset();
 }
 
 absl::StatusOr<std::unique_ptr<Helper>> Helper::Start(Driver& driver, Options options) {
@@ -253,6 +295,8 @@ RegistrationStatus Helper::WaitForRegistration(absl::Duration timeout) const {
 }
 
 void Helper::PublishHealth(std::vector<DeviceHealth> devices) { impl_->health_.Publish(std::move(devices)); }
+
+int Helper::http_port() const { return impl_->http_server_ ? impl_->http_server_->port() : 0; }
 
 const std::string& Helper::registrar_socket_path() const { return impl_->paths_.registrar; }
 const std::string& Helper::dra_socket_path() const { return impl_->paths_.dra; }

@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -583,6 +584,67 @@ TEST_CASE("the kubelet may drop its connection and come back; the helper may res
   CHECK(restarted.prepare_calls() == 1);
 }
 
+// A plain HTTP/1.1 GET on loopback; returns the status line and body.
+std::pair<std::string, std::string> HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  REQUIRE(send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+  close(fd);
+  const size_t head_end = response.find("\r\n\r\n");
+  REQUIRE(head_end != std::string::npos);
+  return {response.substr(0, response.find("\r\n")), response.substr(head_end + 4)};
+}
+
+TEST_CASE("/metrics counts calls and claims; /healthz follows the registration", "[helper]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  auto helper = Fixture::Start(driver, options);
+  REQUIRE(helper->http_port() > 0);
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  auto client = DraClient::Create(helper->dra_socket_path());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}, {"ns", "gone", "uid-2"}})).ok());
+  REQUIRE(kubeletclient::RegisterPlugin(helper->registrar_socket_path()).status.ok());
+  REQUIRE(helper->WaitForRegistration(absl::Seconds(10)).registered);
+
+  auto [status_line, metrics] = HttpGet(helper->http_port(), "/metrics");
+  CHECK(status_line == "HTTP/1.1 200 OK");
+  CHECK_THAT(metrics, Catch::Contains("dra_kubelet_calls_total{method=\"NodePrepareResources\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_claims_total{method=\"NodePrepareResources\"} 2\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_claim_errors_total{method=\"NodePrepareResources\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains(
+                          "dra_kubelet_call_duration_seconds_count{method=\"NodePrepareResources\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_prepared_claims 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_checkpoint_writes_total 2\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_registered 1\n"));
+
+  CHECK(HttpGet(helper->http_port(), "/healthz") == std::make_pair(std::string("HTTP/1.1 200 OK"), std::string("ok\n")));
+  CHECK(HttpGet(helper->http_port(), "/nothing").first == "HTTP/1.1 404 Not Found");
+
+  // The kubelet changes its mind (for example after a restart).
+  auto stub = pluginregistration::Registration::NewStub(
+      grpc::CreateChannel("unix:" + helper->registrar_socket_path(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  pluginregistration::RegistrationStatus refusal;
+  refusal.set_plugin_registered(false);
+  refusal.set_error("no supported version");
+  pluginregistration::RegistrationStatusResponse response;
+  stub->NotifyRegistrationStatus(&context, refusal, &response);
+  auto [code, body] = HttpGet(helper->http_port(), "/healthz");
+  CHECK(code == "HTTP/1.1 503 Service Unavailable");
+  CHECK(body == "kubelet refused registration: no supported version\n");
+}
+
 TEST_CASE("bad options stop start-up with a message naming the field", "[helper]") {
   Fixture f;
   TestDriver driver;
@@ -611,6 +673,9 @@ TEST_CASE("bad options stop start-up with a message naming the field", "[helper]
   options = f.MakeOptions();
   options.services.dra_v1 = options.services.dra_v1beta1 = false;
   expect_error(options, "no supported DRA gRPC API");
+  options = f.MakeOptions();
+  options.http_endpoint = "no-port-here";
+  expect_error(options, "options.http_endpoint: HTTP endpoint \"no-port-here\"");
   options = f.MakeOptions();
   options.rolling_update_uid = "uid";
   options.serialize = false;

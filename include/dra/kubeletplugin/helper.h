@@ -34,6 +34,11 @@
 // PublishHealth; every NodeWatchResources stream gets the current list at
 // once and each later one.
 //
+// Observability. With Options::http_endpoint, /metrics serves Prometheus
+// counters of kubelet calls and claims, a call-duration histogram, the number
+// of prepared claims and checkpoint writes; /healthz answers 200 while the
+// DRA server runs and the kubelet has not refused the registration.
+//
 // Threads. gRPC calls arrive on gRPC threads. With Options::serialize (the
 // default) the driver sees one call at a time. Stop() (also run by the
 // destructor) stops both servers, removes both sockets and is idempotent.
@@ -79,6 +84,9 @@ class Helper {
 
   // Replaces the complete health list and sends it to every watcher.
   void PublishHealth(std::vector<DeviceHealth> devices);
+
+  // The port of the /metrics and /healthz server; 0 when it is off.
+  int http_port() const;
 
   // Absolute socket paths, after rolling-update naming and shortening.
   const std::string& registrar_socket_path() const;

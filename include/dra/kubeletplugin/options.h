@@ -68,6 +68,11 @@ struct Options {
   // Default: 5 s.
   absl::Duration shutdown_grace = absl::Seconds(5);
 
+  // "host:port", "[v6]:port" or ":port" on which to serve Prometheus
+  // /metrics and /healthz over plain HTTP; port 0 picks one (see
+  // Helper::http_port). Default: empty, no HTTP server.
+  std::string http_endpoint;
+
   // Where the Helper logs. Default: klog text on stderr, verbosity 0.
   Logger logger;
 };
