@@ -1,0 +1,862 @@
+#include "dra/k8s/client.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "auth.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "http_util.h"
+
+namespace dra::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+// Retry-After beyond this is cut short: a node agent should rather fail and
+// let its caller decide.
+constexpr absl::Duration kMaxRetryAfter = absl::Seconds(60);
+// Idle easy handles kept for reuse (each keeps its connection alive).
+constexpr size_t kMaxPooledHandles = 16;
+// Error bodies beyond this are cut.
+constexpr size_t kMaxErrorBody = 1 << 20;
+
+std::once_flag g_curl_once;
+CURLcode g_curl_init = CURLE_OK;
+
+void GlobalInit() {
+  std::call_once(g_curl_once, [] { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct HttpRequest {
+  std::string method;  // GET, POST, PUT, PATCH, DELETE
+  std::string path;    // from the API root, without the query
+  std::string query;   // "" or "?..."
+  std::string body;
+  std::string content_type;
+
+  std::string Context() const { return absl::StrCat(method, " ", path); }
+};
+
+struct HttpResponse {
+  CURLcode curl_code = CURLE_OK;
+  std::string curl_error;
+  long http_code = 0;
+  std::string body;
+  std::string retry_after;
+  bool request_sent = false;
+};
+
+size_t AppendBody(char* data, size_t size, size_t count, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  out->append(data, size * count);
+  return size * count;
+}
+
+// Keeps the Retry-After header of the final response.
+size_t CaptureHeader(char* data, size_t size, size_t count, void* user) {
+  auto* response = static_cast<HttpResponse*>(user);
+  absl::string_view line(data, size * count);
+  if (absl::StartsWith(line, "HTTP/")) {
+    response->retry_after.clear();  // a new response (after 100 Continue)
+  } else if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
+    response->retry_after = std::string(absl::StripAsciiWhitespace(line.substr(12)));
+  }
+  return size * count;
+}
+
+bool IsTlsAlert(const std::string& curl_error) { return absl::StrContains(curl_error, "alert"); }
+
+// Transport errors worth retrying for idempotent requests.
+bool RetriableTransport(CURLcode code, const std::string& curl_error) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+      return !IsTlsAlert(curl_error);  // the server rejected our client certificate
+    default:
+      return false;
+  }
+}
+
+// Transport errors after which a POST certainly did not reach the server.
+bool NotSent(CURLcode code) {
+  return code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT;
+}
+
+bool RetriableHttp(long code) { return code == 429 || (code >= 500 && code <= 599 && code != 501 && code != 505); }
+
+// `status` with its message replaced, payloads kept.
+absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::string message) {
+  absl::Status out(code, message);
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+std::string StringAt(const json& object, const char* a, const char* b) {
+  if (!object.is_object()) return "";
+  auto it = object.find(a);
+  if (it == object.end() || !it->is_object()) return "";
+  auto jt = it->find(b);
+  return jt != it->end() && jt->is_string() ? jt->get<std::string>() : std::string();
+}
+
+absl::Status CheckScope(const ResourceRef& ref, const std::string& ns, bool all_namespaces_allowed) {
+  if (!ref.namespaced && !ns.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ref.resource, " are cluster-scoped: namespace must be empty, got \"", ns, "\""));
+  }
+  if (ref.namespaced && ns.empty() && !all_namespaces_allowed) {
+    return absl::InvalidArgumentError(absl::StrCat(ref.resource, " are namespaced: a namespace is required"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckName(const ResourceRef& ref, const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(ref.resource, ": a name is required"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// WatchHandle
+
+struct WatchHandle::State {
+  std::atomic<bool> stop{false};
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  absl::Status status;
+  CURLM* multi = nullptr;  // while a transfer runs; guarded by mu
+
+  void Finish(absl::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(s);
+    done = true;
+    cv.notify_all();
+  }
+};
+
+WatchHandle::WatchHandle(std::shared_ptr<State> state, std::thread thread)
+    : state_(std::move(state)), thread_(std::move(thread)) {}
+
+WatchHandle::~WatchHandle() {
+  Stop();
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();  // destroyed from its own callback: let it wind down
+    } else {
+      thread_.join();
+    }
+  }
+}
+
+void WatchHandle::Stop() {
+  state_->stop = true;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->multi != nullptr) curl_multi_wakeup(state_->multi);
+  state_->cv.notify_all();
+}
+
+absl::Status WatchHandle::Wait() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->done; });
+  return state_->status;
+}
+
+bool WatchHandle::Done() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+bool WatchHandle::Stopped() const { return state_->stop; }
+
+// ---------------------------------------------------------------------------
+// Client::Impl
+
+struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
+  explicit Impl(ClientConfig c) : config(std::move(c)), auth(config), limiter(config.qps, config.burst) {}
+  ~Impl() {
+    for (CURL* handle : pool) curl_easy_cleanup(handle);
+  }
+
+  absl::Status Init();
+  CURL* Acquire();
+  void Release(CURL* handle);
+  // Sets every option but the write target for one request.
+  void Configure(CURL* handle, const HttpRequest& request, const internal::Credentials& creds, curl_slist** headers,
+                 curl_slist** connect_to, absl::Duration timeout);
+  HttpResponse Perform(const HttpRequest& request, const internal::Credentials& creds);
+  absl::Status TransportError(const HttpResponse& response, const std::string& context) const;
+  void Throttle() {
+    absl::Duration wait = limiter.Reserve(absl::Now());
+    if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+  }
+
+  struct Result {
+    absl::StatusOr<json> value;
+    bool uncertain = false;  // a POST that may have reached the server
+  };
+  Result Execute(const HttpRequest& request);
+  absl::StatusOr<json> Run(const HttpRequest& request) { return Execute(request).value; }
+  absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object);
+  void RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request, int64_t timeout_seconds,
+                const std::function<void(const WatchEvent&)>& on_event);
+
+  ClientConfig config;
+  internal::Authenticator auth;
+  internal::TokenBucket limiter;
+  std::string base_url;       // scheme://host:port[/prefix], host replaced by tls_server_name
+  std::string connect_to;     // "tls_server_name:port:host:port" when tls_server_name is set
+  std::string host_header;    // "Host: host:port" when tls_server_name is set
+  std::string user_agent;
+
+  std::mutex pool_mu;
+  std::vector<CURL*> pool;
+};
+
+absl::Status Client::Impl::Init() {
+  if (g_curl_init != CURLE_OK) {
+    return absl::InternalError(absl::StrCat("curl_global_init: ", curl_easy_strerror(g_curl_init)));
+  }
+  std::string server = config.server;
+  if (server.empty()) return absl::InvalidArgumentError("client config: server is empty");
+  if (server.find("://") == std::string::npos) server = "https://" + server;
+
+  CURLU* url = curl_url();
+  auto free_url = [&] { curl_url_cleanup(url); };
+  if (curl_url_set(url, CURLUPART_URL, server.c_str(), 0) != CURLUE_OK) {
+    free_url();
+    return absl::InvalidArgumentError(absl::StrCat("client config: server \"", config.server, "\" is not a URL"));
+  }
+  auto part = [&](CURLUPart which, unsigned flags) -> std::string {
+    char* text = nullptr;
+    if (curl_url_get(url, which, &text, flags) != CURLUE_OK || text == nullptr) return "";
+    std::string out(text);
+    curl_free(text);
+    return out;
+  };
+  std::string scheme = absl::AsciiStrToLower(part(CURLUPART_SCHEME, 0));
+  std::string host = part(CURLUPART_HOST, 0);
+  std::string port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  std::string prefix = part(CURLUPART_PATH, 0);
+  free_url();
+  if (scheme != "https" && scheme != "http") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client config: server \"", config.server, "\": scheme must be https or http"));
+  }
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!config.tls_server_name.empty() && scheme == "https") {
+    base_url = absl::StrCat(scheme, "://", config.tls_server_name, ":", port, prefix);
+    connect_to = absl::StrCat(config.tls_server_name, ":", port, ":", host, ":", port);
+    host_header = absl::StrCat("Host: ", host, ":", port);
+  } else {
+    base_url = absl::StrCat(scheme, "://", host, ":", port, prefix);
+  }
+  user_agent = config.user_agent.empty() ? DefaultUserAgent() : config.user_agent;
+
+  if (config.insecure_skip_tls_verify && (!config.ca_file.empty() || !config.ca_data.empty())) {
+    return absl::InvalidArgumentError(
+        "client config: specifying a root certificates file with the insecure flag is not allowed");
+  }
+  const bool has_cert = !config.client_cert_file.empty() || !config.client_cert_data.empty();
+  const bool has_key = !config.client_key_file.empty() || !config.client_key_data.empty();
+  if (has_cert != has_key) {
+    return absl::InvalidArgumentError("client config: client certificate and client key must be given together");
+  }
+  for (const auto& [what, path] : {std::pair<const char*, const std::string&>{"ca_file", config.ca_file},
+                                   {"client_cert_file", config.client_cert_file},
+                                   {"client_key_file", config.client_key_file}}) {
+    if (!path.empty() && ::access(path.c_str(), R_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("client config: ", what, ": cannot read ", path, ": ", std::strerror(errno)));
+    }
+  }
+  if (config.max_retries < 0) config.max_retries = 0;
+  if (auth.token_file() != nullptr) {
+    if (absl::StatusOr<std::string> token = auth.token_file()->Token(); !token.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("client config: ", token.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+CURL* Client::Impl::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (!pool.empty()) {
+      CURL* handle = pool.back();
+      pool.pop_back();
+      return handle;
+    }
+  }
+  return curl_easy_init();
+}
+
+void Client::Impl::Release(CURL* handle) {
+  curl_easy_reset(handle);  // keeps the live connection
+  std::lock_guard<std::mutex> lock(pool_mu);
+  if (pool.size() < kMaxPooledHandles) {
+    pool.push_back(handle);
+  } else {
+    curl_easy_cleanup(handle);
+  }
+}
+
+void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal::Credentials& creds,
+                             curl_slist** headers, curl_slist** connect_to_list, absl::Duration timeout) {
+  std::string url = absl::StrCat(base_url, request.path, request.query);
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());  // curl copies strings
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (timeout > absl::ZeroDuration()) {
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
+  }
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
+
+  *headers = curl_slist_append(*headers, "Accept: application/json");
+  *headers = curl_slist_append(*headers, "Expect:");
+  if (!request.content_type.empty()) {
+    *headers = curl_slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
+  }
+  if (!creds.bearer_token.empty()) {
+    *headers = curl_slist_append(*headers, absl::StrCat("Authorization: Bearer ", creds.bearer_token).c_str());
+  }
+  if (!host_header.empty()) *headers = curl_slist_append(*headers, host_header.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
+  if (!connect_to.empty()) {
+    *connect_to_list = curl_slist_append(*connect_to_list, connect_to.c_str());
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to_list);
+  }
+  if (!config.proxy_url.empty()) curl_easy_setopt(h, CURLOPT_PROXY, config.proxy_url.c_str());
+
+  // TLS.
+  if (config.insecure_skip_tls_verify) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  } else if (!config.ca_data.empty()) {
+    curl_blob blob{const_cast<char*>(config.ca_data.data()), config.ca_data.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    curl_easy_setopt(h, CURLOPT_CAINFO, nullptr);  // only this CA, not the system's
+    curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
+  } else if (!config.ca_file.empty()) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, config.ca_file.c_str());
+    curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
+  }
+  const std::string& cert = !creds.client_cert_pem.empty() ? creds.client_cert_pem : config.client_cert_data;
+  const std::string& key = !creds.client_key_pem.empty() ? creds.client_key_pem : config.client_key_data;
+  if (!cert.empty()) {
+    curl_blob blob{const_cast<char*>(cert.data()), cert.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+  } else if (!config.client_cert_file.empty()) {
+    curl_easy_setopt(h, CURLOPT_SSLCERT, config.client_cert_file.c_str());
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!key.empty()) {
+    curl_blob blob{const_cast<char*>(key.data()), key.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+  } else if (!config.client_key_file.empty()) {
+    curl_easy_setopt(h, CURLOPT_SSLKEY, config.client_key_file.c_str());
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+
+  // Method and body.
+  if (request.method == "GET") {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  } else {
+    if (request.method != "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    if (!request.body.empty() || request.method == "POST") {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
+    }
+  }
+}
+
+HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::Credentials& creds) {
+  HttpResponse response;
+  CURL* h = Acquire();
+  if (h == nullptr) {
+    response.curl_code = CURLE_OUT_OF_MEMORY;
+    return response;
+  }
+  curl_slist* headers = nullptr;
+  curl_slist* connect_to_list = nullptr;
+  char error[CURL_ERROR_SIZE] = {0};
+  Configure(h, request, creds, &headers, &connect_to_list, config.timeout);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
+  response.curl_code = curl_easy_perform(h);
+  response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl_code);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
+  curl_off_t pretransfer = 0;
+  curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+  long request_size = 0;
+  curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
+  response.request_sent = pretransfer > 0 || request_size > 0 || response.http_code != 0;
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  Release(h);
+  curl_slist_free_all(headers);
+  curl_slist_free_all(connect_to_list);
+  return response;
+}
+
+absl::Status Client::Impl::TransportError(const HttpResponse& response, const std::string& context) const {
+  const std::string where = absl::StrCat(" [", context, " to ", config.server, "]");
+  switch (response.curl_code) {
+    case CURLE_PEER_FAILED_VERIFICATION: {
+      std::string trust = !config.ca_data.empty()  ? std::string("certificate-authority-data (ca_data)")
+                          : !config.ca_file.empty() ? absl::StrCat("CA file ", config.ca_file)
+                                                    : std::string("the system trust store");
+      std::string name = config.tls_server_name.empty() ? "" : absl::StrCat(", expected name ", config.tls_server_name);
+      return absl::UnavailableError(absl::StrCat("TLS verification of the API server's certificate failed (trusted: ",
+                                                 trust, name, "): ", response.curl_error, where));
+    }
+    case CURLE_SSL_CACERT_BADFILE:
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot load the CA certificates for TLS verification: ", response.curl_error, where));
+    case CURLE_SSL_CERTPROBLEM:
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot use the client certificate: ", response.curl_error, where));
+    case CURLE_OPERATION_TIMEDOUT:
+      return absl::DeadlineExceededError(absl::StrCat("request timed out (timeout ",
+                                                      absl::FormatDuration(config.timeout), "): ",
+                                                      response.curl_error, where));
+    case CURLE_SSL_CONNECT_ERROR:
+      return absl::UnavailableError(absl::StrCat("TLS handshake with the API server failed: ", response.curl_error,
+                                                 where));
+    default:
+      if (IsTlsAlert(response.curl_error)) {
+        return absl::UnavailableError(absl::StrCat(
+            "the API server ended the TLS connection (was the client certificate rejected?): ", response.curl_error,
+            where));
+      }
+      return absl::UnavailableError(absl::StrCat("cannot reach the API server: ", response.curl_error, where));
+  }
+}
+
+Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
+  const bool is_post = request.method == "POST";
+  const std::string context = request.Context();
+  bool refreshed = false;
+  for (int attempt = 0;; ++attempt) {
+    Throttle();
+    absl::StatusOr<internal::Credentials> creds = auth.Get();
+    if (!creds.ok()) {
+      return {Rewrap(creds.status(), creds.status().code(),
+                     absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")),
+              false};
+    }
+    HttpResponse response = Perform(request, *creds);
+    const bool more = attempt < config.max_retries;
+
+    if (response.curl_code != CURLE_OK) {
+      absl::Status status = TransportError(response, context);
+      if (!RetriableTransport(response.curl_code, response.curl_error)) return {status, false};
+      if (is_post && !NotSent(response.curl_code) && response.request_sent) return {status, true};
+      if (!more) return {status, false};
+      absl::SleepFor(internal::Backoff(attempt));
+      continue;
+    }
+    const long code = response.http_code;
+    if (code >= 200 && code < 300) {
+      if (response.body.empty()) return {json::object(), false};
+      json doc = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_discarded()) {
+        return {absl::InternalError(absl::StrCat("response is not JSON [", context, ": HTTP ", code, "]")), false};
+      }
+      return {std::move(doc), false};
+    }
+    if (code == 401 && !refreshed && auth.Refresh()) {
+      refreshed = true;  // new credentials get one more try, not counted as a retry
+      --attempt;
+      continue;
+    }
+    absl::Status status = internal::StatusFromResponse(static_cast<int>(code), response.body, context);
+    if (RetriableHttp(code)) {
+      if (is_post && code != 429) return {status, true};
+      if (!more) return {status, false};
+      std::optional<absl::Duration> after = internal::ParseRetryAfter(response.retry_after, absl::Now());
+      absl::SleepFor(after.has_value() ? std::min(*after, kMaxRetryAfter) : internal::Backoff(attempt));
+      continue;
+    }
+    return {status, false};
+  }
+}
+
+absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const std::string& ns, const json& object) {
+  HttpRequest request{"POST", internal::ResourcePath(ref, ns), "", object.dump(), "application/json"};
+  const std::string name = StringAt(object, "metadata", "name");
+  for (int round = 0;; ++round) {
+    Result result = Execute(request);
+    if (!result.uncertain) return std::move(result.value);
+    const absl::Status& cause = result.value.status();
+    if (name.empty()) {
+      return Rewrap(cause, absl::StatusCode::kUnavailable,
+                    absl::StrCat("create with generateName may have happened; not retried to avoid a duplicate: ",
+                                 cause.message()));
+    }
+    // Did it land? A GET settles it for a fixed name.
+    absl::StatusOr<json> existing = Run(HttpRequest{"GET", internal::ResourcePath(ref, ns, name), "", "", ""});
+    if (existing.ok()) return existing;
+    if (!absl::IsNotFound(existing.status())) {
+      return Rewrap(cause, absl::StatusCode::kUnavailable,
+                    absl::StrCat("create of \"", name, "\" may have happened, and checking failed (",
+                                 existing.status().message(), "): ", cause.message()));
+    }
+    if (round >= config.max_retries) return Rewrap(cause, cause.code(), std::string(cause.message()));
+    absl::SleepFor(internal::Backoff(round));
+  }
+}
+
+// Watch: one transfer on a multi handle, so that Stop() can wake it at once.
+namespace {
+
+struct WatchWriter {
+  CURL* handle = nullptr;
+  WatchHandle::State* state = nullptr;
+  const std::function<void(const WatchEvent&)>* on_event = nullptr;
+  std::string context;
+  long http_code = 0;
+  std::string error_body;
+  internal::LineDecoder decoder;
+  std::optional<absl::Status> error;  // ends the watch with this
+
+  absl::Status OnLine(std::string_view line) {
+    if (state->stop) return absl::CancelledError("watch stopped");  // no events after Stop()
+    json doc = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return absl::InternalError(absl::StrCat("watch stream: an event is not a JSON object [", context, "]"));
+    }
+    WatchEvent event;
+    if (auto it = doc.find("type"); it != doc.end() && it->is_string()) event.type = it->get<std::string>();
+    if (auto it = doc.find("object"); it != doc.end()) event.object = std::move(*it);
+    if (event.type == "ERROR") return internal::StatusFromMetaStatus(event.object, 500, context);
+    try {
+      (*on_event)(event);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("watch callback threw: ", e.what()));
+    } catch (...) {
+      return absl::InternalError("watch callback threw");
+    }
+    return absl::OkStatus();
+  }
+
+  static size_t Write(char* data, size_t size, size_t count, void* user) {
+    auto* self = static_cast<WatchWriter*>(user);
+    const size_t n = size * count;
+    if (self->state->stop) return 0;
+    if (self->http_code == 0) curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
+    if (self->http_code != 200) {
+      if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
+      return n;
+    }
+    absl::Status status = self->decoder.Feed(std::string_view(data, n),
+                                              [self](std::string_view line) { return self->OnLine(line); });
+    if (!status.ok()) {
+      self->error = std::move(status);
+      return 0;
+    }
+    return self->state->stop ? 0 : n;
+  }
+};
+
+}  // namespace
+
+void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request,
+                            int64_t timeout_seconds, const std::function<void(const WatchEvent&)>& on_event) {
+  const std::string context = request.Context();
+  {
+    absl::Duration wait = limiter.Reserve(absl::Now());
+    std::unique_lock<std::mutex> lock(state->mu);
+    state->cv.wait_for(lock, absl::ToChronoNanoseconds(wait), [&] { return state->stop.load(); });
+  }
+  bool refreshed = false;
+  while (true) {
+    if (state->stop) return state->Finish(absl::OkStatus());
+    absl::StatusOr<internal::Credentials> creds = auth.Get();
+    if (!creds.ok()) {
+      return state->Finish(Rewrap(creds.status(), creds.status().code(),
+                                  absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")));
+    }
+    CURL* h = curl_easy_init();
+    CURLM* multi = curl_multi_init();
+    if (h == nullptr || multi == nullptr) {
+      if (h != nullptr) curl_easy_cleanup(h);
+      if (multi != nullptr) curl_multi_cleanup(multi);
+      return state->Finish(absl::ResourceExhaustedError("watch: cannot allocate a curl handle"));
+    }
+    curl_slist* headers = nullptr;
+    curl_slist* connect_to_list = nullptr;
+    char error[CURL_ERROR_SIZE] = {0};
+    const absl::Duration timeout =
+        timeout_seconds > 0 ? absl::Seconds(timeout_seconds) + absl::Seconds(60) : absl::ZeroDuration();
+    Configure(h, request, *creds, &headers, &connect_to_list, timeout);
+    WatchWriter writer;
+    writer.handle = h;
+    writer.state = state.get();
+    writer.on_event = &on_event;
+    writer.context = context;
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &WatchWriter::Write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &writer);
+    curl_multi_add_handle(multi, h);
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->multi = multi;
+    }
+    int running = 1;
+    while (running > 0 && !state->stop) {
+      if (curl_multi_perform(multi, &running) != CURLM_OK) break;
+      if (running == 0) break;
+      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->multi = nullptr;
+    }
+    CURLcode result = CURLE_OK;
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg == CURLMSG_DONE) result = msg->data.result;
+    }
+    if (writer.http_code == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
+    HttpResponse transport;
+    transport.curl_code = result;
+    transport.curl_error = error[0] != '\0' ? error : curl_easy_strerror(result);
+    curl_multi_remove_handle(multi, h);
+    curl_easy_cleanup(h);
+    curl_multi_cleanup(multi);
+    curl_slist_free_all(headers);
+    curl_slist_free_all(connect_to_list);
+
+    if (state->stop) return state->Finish(absl::OkStatus());
+    if (writer.error.has_value()) return state->Finish(*writer.error);
+    if (writer.http_code == 401 && !refreshed && auth.Refresh()) {
+      refreshed = true;
+      continue;
+    }
+    if (writer.http_code != 0 && writer.http_code != 200) {
+      return state->Finish(
+          internal::StatusFromResponse(static_cast<int>(writer.http_code), writer.error_body, context));
+    }
+    if (result != CURLE_OK) return state->Finish(TransportError(transport, context));
+    return state->Finish(absl::OkStatus());  // the server ended the stream
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Client
+
+Client::Client(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+absl::StatusOr<std::shared_ptr<Client>> Client::Create(ClientConfig config) {
+  GlobalInit();
+  auto impl = std::make_shared<Impl>(std::move(config));
+  if (absl::Status status = impl->Init(); !status.ok()) return status;
+  return std::shared_ptr<Client>(new Client(std::move(impl)));
+}
+
+const ClientConfig& Client::config() const { return impl_->config; }
+
+absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name) {
+  if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
+  if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
+  return impl_->Run(HttpRequest{"GET", internal::ResourcePath(ref, ns, name), "", "", ""});
+}
+
+absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::string& ns, const ListOptions& options) {
+  if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) return s;
+  std::string query = internal::Query({
+      {"labelSelector", options.label_selector},
+      {"fieldSelector", options.field_selector},
+      {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
+      {"continue", options.continue_token},
+      {"resourceVersion", options.resource_version},
+  });
+  absl::StatusOr<json> doc = impl_->Run(HttpRequest{"GET", internal::ResourcePath(ref, ns), query, "", ""});
+  if (!doc.ok()) return doc.status();
+  ListResult result;
+  result.resource_version = StringAt(*doc, "metadata", "resourceVersion");
+  result.continue_token = StringAt(*doc, "metadata", "continue");
+  std::string kind = doc->value("kind", "");
+  if (absl::EndsWith(kind, "List")) kind.resize(kind.size() - 4);
+  std::string api_version = doc->value("apiVersion", "");
+  auto items = doc->find("items");
+  if (items != doc->end() && items->is_array()) {
+    result.items.reserve(items->size());
+    for (json& item : *items) {
+      if (item.is_object()) {
+        if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
+        if (!item.contains("apiVersion") && !api_version.empty()) item["apiVersion"] = api_version;
+      }
+      result.items.push_back(std::move(item));
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<ListResult> Client::ListAll(const ResourceRef& ref, const std::string& ns, ListOptions options) {
+  if (options.limit <= 0) options.limit = 500;
+  ListResult all;
+  while (true) {
+    absl::StatusOr<ListResult> page = List(ref, ns, options);
+    if (!page.ok()) {
+      if (IsGone(page.status()) && !options.continue_token.empty()) {
+        // The continue token expired: one consistent list without paging.
+        options.continue_token.clear();
+        options.limit = 0;
+        return List(ref, ns, options);
+      }
+      return page.status();
+    }
+    for (json& item : page->items) all.items.push_back(std::move(item));
+    all.resource_version = page->resource_version;
+    if (page->continue_token.empty()) break;
+    options.continue_token = page->continue_token;
+    options.resource_version.clear();  // not allowed together with continue
+  }
+  return all;
+}
+
+absl::StatusOr<json> Client::Create(const ResourceRef& ref, const std::string& ns, const json& object) {
+  std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
+  if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
+  return impl_->CreateObject(ref, namespace_, object);
+}
+
+absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& ns, const json& object) {
+  std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
+  if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
+  std::string name = StringAt(object, "metadata", "name");
+  if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
+  return impl_->Run(
+      HttpRequest{"PUT", internal::ResourcePath(ref, namespace_, name), "", object.dump(), "application/json"});
+}
+
+absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::string& ns, const json& object) {
+  std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
+  if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
+  std::string name = StringAt(object, "metadata", "name");
+  if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
+  return impl_->Run(HttpRequest{"PUT", internal::ResourcePath(ref, namespace_, name, "status"), "", object.dump(),
+                                "application/json"});
+}
+
+absl::StatusOr<json> Client::Patch(const ResourceRef& ref, const std::string& ns, const std::string& name,
+                                   PatchType type, const json& body, const PatchOptions& options) {
+  if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
+  if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
+  std::string content_type;
+  switch (type) {
+    case PatchType::kMerge:
+      content_type = "application/merge-patch+json";
+      break;
+    case PatchType::kJson:
+      content_type = "application/json-patch+json";
+      break;
+    case PatchType::kStrategicMerge:
+      content_type = "application/strategic-merge-patch+json";
+      break;
+    case PatchType::kApply:
+      content_type = "application/apply-patch+yaml";  // JSON is YAML
+      if (options.field_manager.empty()) {
+        return absl::InvalidArgumentError("server-side apply needs PatchOptions::field_manager");
+      }
+      break;
+  }
+  std::string query = internal::Query({
+      {"fieldManager", options.field_manager},
+      {"force", options.force ? "true" : ""},
+  });
+  return impl_->Run(HttpRequest{"PATCH", internal::ResourcePath(ref, ns, name, options.subresource), query,
+                                body.dump(), content_type});
+}
+
+absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,
+                            const Preconditions& preconditions) {
+  if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
+  if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
+  std::string body;
+  if (!preconditions.uid.empty() || !preconditions.resource_version.empty()) {
+    json pre = json::object();
+    if (!preconditions.uid.empty()) pre["uid"] = preconditions.uid;
+    if (!preconditions.resource_version.empty()) pre["resourceVersion"] = preconditions.resource_version;
+    body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", pre}}.dump();
+  }
+  absl::StatusOr<json> result = impl_->Run(HttpRequest{"DELETE", internal::ResourcePath(ref, ns, name), "", body,
+                                                       body.empty() ? "" : "application/json"});
+  return result.status();
+}
+
+std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
+                                           std::function<void(const WatchEvent&)> on_event) {
+  auto state = std::make_shared<WatchHandle::State>();
+  if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) {
+    state->Finish(s);
+    return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::thread()));
+  }
+  std::string query = internal::Query({
+      {"watch", "true"},
+      {"resourceVersion", options.resource_version},
+      {"labelSelector", options.label_selector},
+      {"fieldSelector", options.field_selector},
+      {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+      {"timeoutSeconds", options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
+  });
+  HttpRequest request{"GET", internal::ResourcePath(ref, ns), query, "", ""};
+  std::shared_ptr<Impl> impl = impl_;
+  std::thread thread([impl, state, request = std::move(request), timeout = options.timeout_seconds,
+                      on_event = std::move(on_event)]() mutable {
+    impl->RunWatch(state, std::move(request), timeout, on_event);
+  });
+  return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::move(thread)));
+}
+
+absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, const std::string& name) {
+  absl::StatusOr<json> doc = Get(kResourceClaims, ns, name);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<ResourceClaim> claim = ResourceClaimFromJson(*doc);
+  if (!claim.ok()) {
+    return absl::Status(claim.status().code(), absl::StrCat("resourceclaim ", ns, "/", name, " from the API server: ",
+                                                            claim.status().message()));
+  }
+  return claim;
+}
+
+absl::StatusOr<ResourceClaim> Client::UpdateResourceClaimStatus(const ResourceClaim& claim) {
+  absl::StatusOr<json> doc = UpdateStatus(kResourceClaims, claim.metadata.namespace_, ToJson(claim));
+  if (!doc.ok()) return doc.status();
+  return ResourceClaimFromJson(*doc);
+}
+
+}  // namespace dra::k8s
