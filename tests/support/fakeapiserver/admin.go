@@ -173,6 +173,9 @@ func decodeAdminBody(r *http.Request, into any) *apiError {
 
 // serveAdmin handles /fake/*. It requires the admin token.
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	// Handlers that take no body must still drain it: an unread body makes
+	// HTTP/2 reset the stream, which the client sees as a framing error.
+	defer io.Copy(io.Discard, r.Body)
 	tok, ok := bearerToken(r)
 	if !ok {
 		writeError(w, errUnauthorized())
