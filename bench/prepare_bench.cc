@@ -16,8 +16,8 @@
 // timed; every --batch prepares are unprepared in one untimed call to keep
 // the checkpoint small. The servers are measured in interleaved rounds so
 // that drift on a shared machine hits all of them alike. Durable checkpoint
-// writes of the Helper runs are counted with inotify (each write renames a
-// temp file over checkpoint.json), for prepare calls only.
+// writes of the Helper runs are read from its /metrics, for prepare calls
+// only.
 //
 // Write-count part. ClaimPreparer + Checkpoint driven directly (no gRPC), so
 // Checkpoint::writes() is readable: 1 caller; 16 concurrent callers with
@@ -29,7 +29,8 @@
 //
 // Prints one Markdown table on stdout; progress and errors go to stderr.
 
-#include <sys/inotify.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -236,45 +237,42 @@ Stats Summarize(std::vector<double> samples_us) {
 
 double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-// Counts renames onto checkpoint.json in one directory (= durable writes).
+// Reads dra_checkpoint_writes_total from a Helper's /metrics (plain HTTP on
+// loopback), between timed sections only.
 class CheckpointWriteCounter {
  public:
-  explicit CheckpointWriteCounter(const std::string& dir) {
-    fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd_ < 0) Die(std::string("inotify_init1: ") + std::strerror(errno));
-    // IN_CREATE of each uniquely named temp file sits between two renames:
-    // the kernel merges an event identical to the last one queued, and
-    // renames onto checkpoint.json alone would all look identical.
-    if (inotify_add_watch(fd_, dir.c_str(), IN_MOVED_TO | IN_CREATE) < 0) {
-      Die("inotify_add_watch " + dir + ": " + std::strerror(errno));
-    }
-  }
-  ~CheckpointWriteCounter() { close(fd_); }
+  explicit CheckpointWriteCounter(int port) : port_(port), last_(Read()) {}
 
-  // Writes seen since the last call. The rename happens inside the call that
-  // writes, so everything a finished RPC did is queued by now.
+  // Durable writes since the last call.
   uint64_t Drain() {
-    uint64_t count = 0;
-    alignas(inotify_event) char buf[64 * 1024];
-    while (true) {
-      const ssize_t n = read(fd_, buf, sizeof(buf));
-      if (n <= 0) break;
-      for (ssize_t off = 0; off < n;) {
-        const auto* event = reinterpret_cast<const inotify_event*>(buf + off);
-        if (event->mask & IN_Q_OVERFLOW) overflowed_ = true;
-        if ((event->mask & IN_MOVED_TO) && event->len > 0 && std::strcmp(event->name, "checkpoint.json") == 0) {
-          ++count;
-        }
-        off += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
-      }
-    }
-    return count;
+    const uint64_t now = Read();
+    const uint64_t delta = now - last_;
+    last_ = now;
+    return delta;
   }
-  bool overflowed() const { return overflowed_; }
 
  private:
-  int fd_ = -1;
-  bool overflowed_ = false;
+  uint64_t Read() const {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port_);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("connect to /metrics");
+    const std::string request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    if (send(fd, request.data(), request.size(), 0) != static_cast<ssize_t>(request.size())) Die("send /metrics");
+    std::string response;
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+    close(fd);
+    const std::string key = "\ndra_checkpoint_writes_total ";
+    const size_t at = response.find(key);
+    if (at == std::string::npos) Die("no dra_checkpoint_writes_total in /metrics");
+    return std::stoull(response.substr(at + key.size()));
+  }
+
+  const int port_;
+  uint64_t last_;
 };
 
 // ---------------------------------------------------------------------------
@@ -410,13 +408,14 @@ void StartHelper(Target& t, const std::string& data_dir, const std::string& regi
   options.claim_source = t.claims;
   options.checkpoint = checkpoint;
   options.shutdown_grace = absl::Seconds(1);
+  options.http_endpoint = "127.0.0.1:0";
   options.logger = dra::Logger(std::make_shared<QuietSink>());
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(*t.driver, std::move(options));
   if (!helper.ok()) Die(t.label + ": Helper::Start: " + helper.status().ToString());
   t.helper = *std::move(helper);
   t.socket = t.helper->dra_socket_path();
-  if (checkpoint) t.writes = std::make_unique<CheckpointWriteCounter>(data_dir);
+  if (checkpoint) t.writes = std::make_unique<CheckpointWriteCounter>(t.helper->http_port());
 }
 
 // The Helper must answer byte for byte what the raw server answers, or the
@@ -845,10 +844,8 @@ int main(int argc, char** argv) {
     }
   }
   int driver_errors = 0;
-  bool overflow = false;
   for (auto& t : targets) {
     if (t->driver) driver_errors += t->driver->errors();
-    if (t->writes) overflow = overflow || t->writes->overflowed();
   }
 
   // The table.
@@ -888,7 +885,6 @@ int main(int argc, char** argv) {
               "rows: no gRPC, writes from Checkpoint::writes().\n",
               static_cast<unsigned long long>(flags.warmup), static_cast<unsigned long long>(flags.round),
               std::thread::hardware_concurrency(), load_before.c_str(), LoadAverage().c_str());
-  if (overflow) std::printf("WARNING: inotify queue overflowed; write counts of the Helper rows are low.\n");
   if (driver_errors > 0) std::printf("WARNING: %d driver errors (see stderr).\n", driver_errors);
 
   if (!phases.empty()) {
