@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "support/json_locations.h"
 #include "support/openapi_validator.h"
 
 namespace dra::k8s {
@@ -157,56 +158,10 @@ ResourceClaim MustDecode(const json& value) {
 
 Quantity Q(std::string_view text) { return *Quantity::Parse(text); }
 
-// A value the codec maps, with its location as a JSON pointer (to change it)
-// and as decode errors print it.
-struct Location {
-  json::json_pointer pointer;
-  std::string path;
-  json value;
-  bool is_quantity = false;
-};
-
-// Every location in `value` except the root and the insides of raw JSON
-// objects (opaque parameters, device data, node selectors).
-void CollectLocations(const json& value, const json::json_pointer& pointer, const std::string& path,
-                      std::vector<Location>& out) {
-  const std::string key = pointer.empty() ? "" : pointer.back();
-  if (key == "parameters" || key == "data" || key == "nodeSelector") return;
-  if (value.is_array()) {
-    for (size_t i = 0; i < value.size(); ++i) {
-      const std::string child_path = absl::StrCat(path, "[", i, "]");
-      out.push_back({pointer / i, child_path, value[i]});
-      CollectLocations(value[i], pointer / i, child_path, out);
-    }
-  } else if (value.is_object()) {
-    // String-keyed maps; capacity "requests" is the only object of that name.
-    const bool quantities = key == "consumedCapacity" || key == "requests";
-    const bool is_map = quantities || key == "labels" || key == "annotations";
-    for (auto it = value.begin(); it != value.end(); ++it) {
-      const std::string child_path = is_map          ? absl::StrCat(path, "[", it.key(), "]")
-                                     : path.empty() ? it.key()
-                                                    : absl::StrCat(path, ".", it.key());
-      out.push_back({pointer / it.key(), child_path, it.value(), quantities});
-      CollectLocations(it.value(), pointer / it.key(), child_path, out);
-    }
-  }
-}
-
-std::vector<Location> AllLocations(const json& document) {
-  std::vector<Location> locations;
-  CollectLocations(document, json::json_pointer(), "", locations);
-  return locations;
-}
-
-// A value of a type the location does not accept.
-json WrongTypeFor(const Location& location) {
-  const json& value = location.value;
-  if (value.is_string()) return location.is_quantity ? json(true) : json(42);  // quantities take numbers
-  if (value.is_number()) return "42";
-  if (value.is_boolean()) return "true";
-  if (value.is_object()) return json::array();
-  return json::object();
-}
+// Raw JSON objects (opaque parameters, device data) have no insides to check;
+// capacity "requests" is the only object of that name.
+const testing::JsonShape kClaimShape{{"consumedCapacity", "requests", "labels", "annotations"},
+                                     {"parameters", "data"}};
 
 json WithUnknownFields() {
   json document = json::parse(kClaim);
@@ -413,11 +368,11 @@ TEST_CASE("Unknown fields survive a read-modify-write at every level") {
 
 TEST_CASE("A wrong type anywhere is an error that names its path") {
   const json original = json::parse(kClaim);
-  const std::vector<Location> locations = AllLocations(original);
+  const std::vector<testing::JsonLocation> locations = AllLocations(original, kClaimShape);
   REQUIRE(locations.size() > 150);
-  for (const Location& location : locations) {
+  for (const testing::JsonLocation& location : locations) {
     json mutated = original;
-    mutated[location.pointer] = WrongTypeFor(location);
+    mutated[location.pointer] = testing::WrongTypeFor(location.value);
     const absl::StatusOr<ResourceClaim> claim = ResourceClaimFromJson(mutated);
     INFO(location.path << " = " << mutated[location.pointer].dump());
     REQUIRE_FALSE(claim.ok());
@@ -429,7 +384,7 @@ TEST_CASE("A wrong type anywhere is an error that names its path") {
 
 TEST_CASE("Null anywhere means unset, as in Go") {
   const json original = json::parse(kClaim);
-  for (const Location& location : AllLocations(original)) {
+  for (const testing::JsonLocation& location : AllLocations(original, kClaimShape)) {
     json mutated = original;
     mutated[location.pointer] = nullptr;
     const absl::StatusOr<ResourceClaim> claim = ResourceClaimFromJson(mutated);

@@ -12,6 +12,7 @@
 #include "dra/k8s/node_json.h"
 #include "dra/k8s/node_selector_json.h"
 #include "dra/k8s/status_json.h"
+#include "support/json_locations.h"
 #include "support/openapi_validator.h"
 
 namespace dra::k8s {
@@ -151,54 +152,8 @@ ResourceSlice MustDecode(const json& value) { return Must(ResourceSliceFromJson(
 
 Quantity Q(std::string_view text) { return *Quantity::Parse(text); }
 
-// A value the codec maps, with its location as a JSON pointer and as decode
-// errors print it.
-struct Location {
-  json::json_pointer pointer;
-  std::string path;
-  json value;
-};
-
-bool IsStringKeyedMap(const std::string& key) {
-  return key == "attributes" || key == "capacity" || key == "counters" || key == "nodeAllocatableResources" ||
-         key == "labels" || key == "annotations";
-}
-
-void CollectLocations(const json& value, const json::json_pointer& pointer, const std::string& path,
-                      std::vector<Location>& out) {
-  const std::string key = pointer.empty() ? "" : pointer.back();
-  if (value.is_array()) {
-    for (size_t i = 0; i < value.size(); ++i) {
-      const std::string child_path = absl::StrCat(path, "[", i, "]");
-      out.push_back({pointer / i, child_path, value[i]});
-      CollectLocations(value[i], pointer / i, child_path, out);
-    }
-  } else if (value.is_object()) {
-    const bool is_map = IsStringKeyedMap(key);
-    for (auto it = value.begin(); it != value.end(); ++it) {
-      const std::string child_path = is_map          ? absl::StrCat(path, "[", it.key(), "]")
-                                     : path.empty() ? it.key()
-                                                    : absl::StrCat(path, ".", it.key());
-      out.push_back({pointer / it.key(), child_path, it.value()});
-      CollectLocations(it.value(), pointer / it.key(), child_path, out);
-    }
-  }
-}
-
-std::vector<Location> AllLocations(const json& document) {
-  std::vector<Location> locations;
-  CollectLocations(document, json::json_pointer(), "", locations);
-  return locations;
-}
-
-// A value that neither a string, a quantity, an integer nor a boolean accepts
-// where `value` stands.
-json WrongTypeFor(const json& value) {
-  if (value.is_string()) return true;
-  if (value.is_number() || value.is_boolean()) return "42";
-  if (value.is_object()) return json::array();
-  return json::object();
-}
+const testing::JsonShape kSliceShape{
+    {"attributes", "capacity", "counters", "nodeAllocatableResources", "labels", "annotations"}, {}};
 
 TEST_CASE("A realistic slice decodes into typed fields") {
   const ResourceSlice slice = Must(ParseResourceSlice(kSlice));
@@ -394,11 +349,11 @@ TEST_CASE("Unknown fields are kept at every level and written back") {
 TEST_CASE("A wrong type anywhere in a slice is an error that names its path") {
   for (const char* text : {kSlice, kCounterSlice}) {
     const json original = json::parse(text);
-    const std::vector<Location> locations = AllLocations(original);
+    const std::vector<testing::JsonLocation> locations = AllLocations(original, kSliceShape);
     REQUIRE(locations.size() > 30);  // 147 in kSlice, 37 in kCounterSlice
-    for (const Location& location : locations) {
+    for (const testing::JsonLocation& location : locations) {
       json mutated = original;
-      mutated[location.pointer] = WrongTypeFor(location.value);
+      mutated[location.pointer] = testing::WrongTypeFor(location.value);
       const absl::StatusOr<ResourceSlice> slice = ResourceSliceFromJson(mutated);
       INFO(location.path << " = " << mutated[location.pointer].dump());
       REQUIRE_FALSE(slice.ok());
@@ -411,7 +366,7 @@ TEST_CASE("A wrong type anywhere in a slice is an error that names its path") {
 
 TEST_CASE("Null anywhere in a slice means unset") {
   const json original = json::parse(kSlice);
-  for (const Location& location : AllLocations(original)) {
+  for (const testing::JsonLocation& location : AllLocations(original, kSliceShape)) {
     json mutated = original;
     mutated[location.pointer] = nullptr;
     INFO(location.path);
