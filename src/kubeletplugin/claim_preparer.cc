@@ -1,7 +1,11 @@
 #include "kubeletplugin/claim_preparer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -11,6 +15,39 @@
 
 namespace dra::kubeletplugin::internal {
 namespace {
+
+// At most this many claims of one NodePrepareResources call are fetched at
+// once. A pod rarely has more than a few claims; the bound is for the odd
+// call with dozens, so that it opens neither dozens of threads nor dozens of
+// API connections at once. 16 is what the API client (k8s::Client) keeps
+// alive between requests, so every fetch can reuse a warm TLS connection
+// instead of a handshake, and it is below the client's default burst (20),
+// so one call's fetches are not paced by the client's own rate limiter.
+constexpr size_t kMaxConcurrentFetches = 16;
+
+// Runs fn(0) .. fn(n - 1), at most kMaxConcurrentFetches at a time. The
+// calling thread is one of the workers, so n == 1 runs inline; the others
+// are threads of this call only. fn must be safe to run concurrently. If a
+// thread cannot be created, the workers that exist take over its share.
+void ForEachBounded(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  };
+  std::vector<std::thread> helpers;
+  const size_t extra = std::min(n, kMaxConcurrentFetches) - 1;
+  helpers.reserve(extra);
+  for (size_t k = 0; k < extra; ++k) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // out of threads: fewer workers, same result
+    }
+  }
+  work();
+  for (std::thread& helper : helpers) helper.join();
+}
 
 // The kubelet may name a claim twice in one call; it gets one answer per UID.
 std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) {
@@ -128,16 +165,22 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     return true;
   };
 
-  // Slow fetches happen before serializing, as in the Go helper.
-  std::vector<k8s::ResourceClaim> pending;
+  // Slow fetches happen before serializing, as in the Go helper, and
+  // concurrently: the call costs about one round trip, not one per claim.
+  std::vector<k8s::ClaimRef> to_fetch;
   for (const k8s::ClaimRef& ref : DistinctByUid(requested)) {
-    if (answer_from_checkpoint(ref)) continue;
-    absl::StatusOr<k8s::ResourceClaim> claim = FetchForPrepare(ref);
-    if (!claim.ok()) {
-      outcomes[ref.uid].error = std::string(claim.status().message());
+    if (!answer_from_checkpoint(ref)) to_fetch.push_back(ref);
+  }
+  // One slot per claim, written by exactly one worker.
+  std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError("not fetched"));
+  ForEachBounded(to_fetch.size(), [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
+  std::vector<k8s::ResourceClaim> pending;
+  for (size_t i = 0; i < to_fetch.size(); ++i) {
+    if (!fetched[i].ok()) {
+      outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());
       continue;
     }
-    pending.push_back(*std::move(claim));
+    pending.push_back(*std::move(fetched[i]));
   }
   if (pending.empty()) return outcomes;
 
@@ -150,7 +193,13 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
   };
   // Another call may have prepared some of them while this one waited.
   std::erase_if(pending, [&](const k8s::ResourceClaim& claim) { return answer_from_checkpoint(ref_of(claim)); });
+  MarkPreparing(pending, outcomes);
   if (pending.empty()) return outcomes;
+  struct Unmark {
+    ClaimPreparer& preparer;
+    const std::vector<k8s::ResourceClaim>& pending;
+    ~Unmark() { preparer.UnmarkPreparing(pending); }
+  } unmark{*this, pending};
 
   std::vector<CheckpointChange> started;
   for (const k8s::ResourceClaim& claim : pending) {
@@ -190,6 +239,63 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     }
   }
   return outcomes;
+}
+
+void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
+  std::lock_guard<std::mutex> lock(in_flight_mu_);
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) {
+    const std::string& uid = claim.metadata.uid;
+    if (reaping_.count(uid) == 0) {
+      ++preparing_[uid];
+      return false;
+    }
+    outcomes[uid].error = absl::StrCat("claim ", claim.metadata.namespace_, "/", claim.metadata.name,
+                                       " is being unprepared as an orphan; try again");
+    return true;
+  });
+}
+
+void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending) {
+  std::lock_guard<std::mutex> lock(in_flight_mu_);
+  for (const k8s::ResourceClaim& claim : pending) {
+    auto it = preparing_.find(claim.metadata.uid);
+    if (it != preparing_.end() && --it->second == 0) preparing_.erase(it);
+  }
+}
+
+absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
+  if (checkpoint_ == nullptr) return false;
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  if (!guard.ok()) return guard.status();
+  // Checked again under the lock: a kubelet call may have finished it.
+  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  if (!entry.has_value() || entry->state != ClaimState::kPrepareStarted) return false;
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    if (preparing_.count(ref.uid) > 0) return false;
+    reaping_.insert(ref.uid);
+  }
+  struct Unmark {
+    ClaimPreparer& preparer;
+    const std::string& uid;
+    ~Unmark() {
+      std::lock_guard<std::mutex> lock(preparer.in_flight_mu_);
+      preparer.reaping_.erase(uid);
+    }
+  } unmark{*this, ref.uid};
+
+  const std::vector<k8s::ClaimRef> claims{entry->claim};
+  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(claims);
+  if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
+  auto it = results->find(ref.uid);
+  if (it == results->end()) {
+    return absl::InternalError(absl::StrCat("driver returned no result for claim ", entry->claim.ToString()));
+  }
+  if (!it->second.ok()) return it->second;
+  if (absl::Status status = Commit({{ref.uid, std::nullopt}}); !status.ok()) {
+    return Annotate(status, "remove claim from checkpoint");
+  }
+  return true;
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(std::span<const k8s::ClaimRef> requested) {

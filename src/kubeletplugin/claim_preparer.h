@@ -4,6 +4,8 @@
 #pragma once
 
 #include <map>
+#include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,8 +39,19 @@ class ClaimPreparer {
                 bool checkpoint_shared, CallSerializer& serializer, const Logger& logger, HelperMetrics& metrics);
 
   // An error status fails the whole call (the kubelet retries all claims).
+  // Prepare fetches the claims it needs concurrently (bounded; see
+  // kMaxConcurrentFetches in the .cc); ClaimSource is thread-safe.
   absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims);
   absl::StatusOr<ClaimOutcomes> Unprepare(std::span<const k8s::ClaimRef> claims);
+
+  // For the orphan reaper: under the serializer, if the checkpoint still
+  // records `ref.uid` as kPrepareStarted and no Prepare call is working on it,
+  // calls Driver::UnprepareResourceClaims for it and drops the entry. True
+  // when it did; false when the claim was no longer a candidate (prepared or
+  // dropped meanwhile, being prepared right now, no checkpoint). An error
+  // (driver or checkpoint) leaves the entry. While it runs, a Prepare call
+  // that names the claim fails that claim (only possible with serialize off).
+  absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
 
  private:
   // Fetches a claim and checks it is the allocated claim the kubelet means;
@@ -52,6 +65,11 @@ class ClaimPreparer {
   absl::Status Commit(std::vector<CheckpointChange> changes);
   // Takes the serialization lock and, for a shared checkpoint, reloads it.
   absl::StatusOr<CallSerializer::Guard> Serialize();
+  // Marks claims as being prepared by this call from the "started" record to
+  // the "prepared" one, so that the orphan reaper leaves them alone; drops
+  // (and fails in `outcomes`) those the reaper is unpreparing right now.
+  void MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes);
+  void UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending);
 
   Driver& driver_;
   const std::string driver_name_;
@@ -61,6 +79,12 @@ class ClaimPreparer {
   CallSerializer& serializer_;
   const Logger& logger_;
   HelperMetrics& metrics_;
+
+  // Only matter with serialize off: with it on, a Prepare call and the
+  // reaper never run at the same time.
+  std::mutex in_flight_mu_;
+  std::map<std::string, int> preparing_;  // claim UID -> Prepare calls working on it
+  std::set<std::string> reaping_;         // claim UIDs UnprepareOrphan is working on
 };
 
 // "gpu/large" -> "gpu": the kubelet matches devices to requests by name.

@@ -22,6 +22,7 @@
 #include "kubeletplugin/health_broadcaster.h"
 #include "kubeletplugin/http_server.h"
 #include "kubeletplugin/metrics.h"
+#include "kubeletplugin/orphan_reaper.h"
 #include "kubeletplugin/socket_paths.h"
 #include "kubeletplugin/unix_socket.h"
 
@@ -61,6 +62,11 @@ absl::Status ValidateOptions(const Options& options) {
     return absl::InvalidArgumentError("options.services: no supported DRA gRPC API is enabled");
   }
   if (options.claim_source == nullptr) return absl::InvalidArgumentError("options.claim_source: Required value");
+  if (options.orphan_check_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.orphan_check_interval: Invalid value: \"",
+                                                   absl::FormatDuration(options.orphan_check_interval),
+                                                   "\": must not be negative"));
+  }
   struct stat st;
   if (stat(options.registrar_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(
@@ -108,6 +114,7 @@ class Helper::Impl {
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<CallSerializer> serializer_;
   std::unique_ptr<ClaimPreparer> preparer_;
+  std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
   internal::HelperMetrics metrics_;
   std::unique_ptr<internal::HttpServer> http_server_;
@@ -212,6 +219,14 @@ absl::Status Helper::Impl::Start() {
     http_server_ = *std::move(http);
   }
 
+  if (checkpoint_ != nullptr && options_.orphan_check_interval > absl::ZeroDuration()) {
+    reaper_ = std::make_unique<internal::OrphanReaper>(
+        *checkpoint_, *options_.claim_source, driver_,
+        [this](const k8s::ClaimRef& ref) { return preparer_->UnprepareOrphan(ref); }, options_.orphan_check_interval,
+        options_.logger);
+    if (absl::Status status = reaper_->Start(); !status.ok()) return status;
+  }
+
   options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
                                               {"registrar", paths_.registrar},
                                               {"endpoint", paths_.dra},
@@ -254,6 +269,8 @@ void Helper::Impl::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  // No orphan is unprepared while the servers drain.
+  if (reaper_) reaper_->Stop();
   // The registration socket goes first so that the kubelet stops routing
   // calls here before the DRA endpoint disappears.
   const auto deadline = absl::ToChronoTime(absl::Now() + options_.shutdown_grace);

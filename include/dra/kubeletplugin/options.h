@@ -64,6 +64,18 @@ struct Options {
   // makes every prepare call the driver. Default: true.
   bool checkpoint = true;
 
+  // How often the Helper looks for orphans: claims whose preparation started
+  // (say, before a crash) that the kubelet never asks about again. A started
+  // claim first seen at least one interval ago whose ResourceClaim the
+  // ClaimSource reports gone (NotFound, or replaced by one with another UID)
+  // is handed to Driver::UnprepareResourceClaims, under the same
+  // serialization as kubelet calls, and dropped from the checkpoint. Other
+  // errors keep the claim and reach Driver::HandleError once. A claim that is
+  // being prepared is never unprepared. Checks run at Start and then every
+  // interval on one Helper thread. 0 disables them; so does checkpoint off.
+  // Must not be negative. Default: 1 minute.
+  absl::Duration orphan_check_interval = absl::Minutes(1);
+
   // How long Stop() lets in-flight calls finish before cancelling them.
   // Default: 5 s.
   absl::Duration shutdown_grace = absl::Seconds(5);

@@ -1,0 +1,133 @@
+#include "kubeletplugin/orphan_reaper.h"
+
+#include <algorithm>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/client.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+// Long enough to mean "never", short enough that now + interval cannot
+// overflow the clock (absl::InfiniteDuration converts to the maximum).
+constexpr std::chrono::hours kLongestInterval{24 * 365 * 100};
+
+OrphanReaper::Clock::duration ToInterval(absl::Duration interval) {
+  const std::chrono::nanoseconds ns = absl::ToChronoNanoseconds(interval);
+  return std::chrono::duration_cast<OrphanReaper::Clock::duration>(
+      std::clamp<std::chrono::nanoseconds>(ns, std::chrono::nanoseconds(1), kLongestInterval));
+}
+
+// NotFound from the ClaimSource means the claim is gone, unless an API
+// server's 404 did not come with a metav1.Status "NotFound": then the path
+// itself is unknown (say, resource.k8s.io/v1 not served), which says nothing
+// about the claim.
+bool ClaimIsGone(const absl::Status& status) {
+  if (!absl::IsNotFound(status)) return false;
+  return !k8s::HttpStatusCode(status).has_value() || k8s::StatusReason(status) == "NotFound";
+}
+
+}  // namespace
+
+OrphanReaper::OrphanReaper(const Checkpoint& checkpoint, ClaimSource& claims, Driver& driver, UnprepareFn unprepare,
+                           absl::Duration interval, const Logger& logger)
+    : checkpoint_(checkpoint),
+      claims_(claims),
+      driver_(driver),
+      unprepare_(std::move(unprepare)),
+      interval_(ToInterval(interval)),
+      logger_(logger) {}
+
+OrphanReaper::~OrphanReaper() { Stop(); }
+
+absl::Status OrphanReaper::Start() {
+  try {
+    thread_ = std::thread([this] { Run(); });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("start the orphan check thread: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+void OrphanReaper::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool OrphanReaper::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
+}
+
+void OrphanReaper::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    CheckOnce(Clock::now());
+    lock.lock();
+    cv_.wait_for(lock, interval_, [&] { return stop_; });
+  }
+}
+
+void OrphanReaper::Report(const k8s::ClaimRef& ref, const absl::Status& status) {
+  if (!reported_.insert(ref.uid).second) return;
+  logger_.Error("Orphan check failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", status.ToString()}});
+  driver_.HandleError(status, "orphan check");
+}
+
+std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {
+  std::vector<k8s::ClaimRef> due;
+  std::set<std::string> started;
+  for (const CheckpointEntry& entry : checkpoint_.Entries()) {
+    if (entry.state != ClaimState::kPrepareStarted) continue;
+    started.insert(entry.claim.uid);
+    auto [it, first_time] = first_seen_.try_emplace(entry.claim.uid, now);
+    if (!first_time && now - it->second >= interval_) due.push_back(entry.claim);
+  }
+  std::erase_if(first_seen_, [&](const auto& seen) { return started.count(seen.first) == 0; });
+  std::erase_if(reported_, [&](const std::string& uid) { return started.count(uid) == 0; });
+
+  std::vector<std::string> unprepared;
+  for (const k8s::ClaimRef& ref : due) {
+    if (stopping()) break;
+    absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref);
+    std::string reason;
+    if (claim.ok()) {
+      if (claim->metadata.uid == ref.uid) {
+        reported_.erase(ref.uid);  // still there: the kubelet may yet ask for it
+        continue;
+      }
+      reason = absl::StrCat("replaced by a claim with UID ", claim->metadata.uid);
+    } else if (ClaimIsGone(claim.status())) {
+      reason = "deleted";
+    } else {
+      Report(ref, absl::Status(claim.status().code(), absl::StrCat("check whether claim ", ref.ToString(), " (UID ",
+                                                                   ref.uid, ") still exists: ",
+                                                                   claim.status().message())));
+      continue;
+    }
+
+    logger_.Info("Unpreparing orphaned claim", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"reason", reason}});
+    absl::StatusOr<bool> done = unprepare_(ref);
+    if (!done.ok()) {
+      Report(ref, absl::Status(done.status().code(), absl::StrCat("unprepare orphaned claim ", ref.ToString(),
+                                                                  " (UID ", ref.uid, "): ", done.status().message())));
+      continue;
+    }
+    reported_.erase(ref.uid);
+    if (*done) {
+      first_seen_.erase(ref.uid);
+      unprepared.push_back(ref.uid);
+      logger_.Info("Unprepared orphaned claim", {{"claim", ref.ToString()}, {"uid", ref.uid}});
+    }
+  }
+  return unprepared;
+}
+
+}  // namespace dra::kubeletplugin::internal
