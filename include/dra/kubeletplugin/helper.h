@@ -28,7 +28,9 @@
 // Crash safety. The checkpoint (plugin_data_dir/checkpoint.json) records that
 // a claim's preparation started before the driver is called and that it
 // finished, with the result, before the kubelet is answered. After a crash,
-// a claim left "started" is prepared again on the kubelet's next call.
+// a claim left "started" is prepared again on the kubelet's next call; one
+// the kubelet never asks about again is handed to the driver's unprepare once
+// the ClaimSource says the claim is gone (Options::orphan_check_interval).
 //
 // Health. A driver that reports health publishes complete device lists with
 // PublishHealth; every NodeWatchResources stream gets the current list at
