@@ -12,8 +12,8 @@
 // counted (they open the client's connections).
 //
 // The Helper's API client has no client-side rate limit (qps 0): this
-// measures the fetch pipeline. With the client's defaults (qps 10, burst 20)
-// a 64-claim call would be paced by the token bucket instead.
+// measures the fetch pipeline. The client's default burst (64) lets one such
+// call through unpaced too, but not round after round at 10 QPS.
 //
 // Prints one Markdown table on stdout; progress and errors go to stderr.
 //

@@ -8,6 +8,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -28,8 +31,16 @@ namespace {
 // Retry-After beyond this is cut short: a node agent should rather fail and
 // let its caller decide.
 constexpr absl::Duration kMaxRetryAfter = absl::Seconds(60);
-// Idle easy handles kept for reuse (each keeps its connection alive).
+// Idle easy handles kept for reuse. Connections belong to the client's multi
+// handle, not to easy handles.
 constexpr size_t kMaxPooledHandles = 16;
+// Connections to the API server at once. Over HTTP/2 (negotiated by ALPN on
+// TLS) all requests are streams on one connection; this bounds HTTP/1.1
+// (plain http, or a server or proxy without h2), where further requests wait
+// for a free connection.
+constexpr long kMaxHostConnections = 16;
+// Idle connections the multi handle keeps open.
+constexpr long kMaxIdleConnections = 16;
 // Error bodies beyond this are cut.
 constexpr size_t kMaxErrorBody = 1 << 20;
 
@@ -195,13 +206,46 @@ bool WatchHandle::Stopped() const { return state_->stop; }
 // ---------------------------------------------------------------------------
 // Client::Impl
 
+// One request's transfer on the client's multi handle: the requesting thread
+// submits it and waits; the I/O thread runs it and completes it.
+struct Transfer {
+  CURL* easy = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  CURLcode result = CURLE_OK;
+
+  void Complete(CURLcode code) {
+    std::lock_guard<std::mutex> lock(mu);
+    result = code;
+    done = true;
+    cv.notify_one();  // under the lock: the waiter frees this right after
+  }
+};
+
 struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   explicit Impl(ClientConfig c) : config(std::move(c)), auth(config), limiter(config.qps, config.burst) {}
   ~Impl() {
+    if (io_thread.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(io_mu);
+        io_stop = true;
+      }
+      curl_multi_wakeup(multi);
+      io_thread.join();
+    }
+    if (multi != nullptr) curl_multi_cleanup(multi);
     for (CURL* handle : pool) curl_easy_cleanup(handle);
   }
 
   absl::Status Init();
+  // Creates the multi handle and starts the I/O thread.
+  absl::Status StartIo();
+  // The I/O thread: adds submitted transfers, drives the multi handle and
+  // completes finished transfers.
+  void IoLoop();
+  // Runs `easy` (fully configured) on the multi handle; returns its result.
+  CURLcode RunTransfer(CURL* easy);
   CURL* Acquire();
   void Release(CURL* handle);
   // Sets every option but the write target for one request.
@@ -234,7 +278,83 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 
   std::mutex pool_mu;
   std::vector<CURL*> pool;
+
+  // Every request but watches runs on `multi`, driven by `io_thread` alone,
+  // so that concurrent requests share connections: as HTTP/2 streams on one
+  // TLS connection when the server speaks h2, else over HTTP/1.1 connections.
+  CURLM* multi = nullptr;
+  std::thread io_thread;
+  std::mutex io_mu;
+  bool io_stop = false;                 // guarded by io_mu
+  std::vector<Transfer*> io_submitted;  // guarded by io_mu; not yet on `multi`
 };
+
+absl::Status Client::Impl::StartIo() {
+  multi = curl_multi_init();
+  if (multi == nullptr) return absl::ResourceExhaustedError("client: cannot allocate a curl multi handle");
+  curl_multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections);
+  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
+  try {
+    io_thread = std::thread([this] { IoLoop(); });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("client: cannot start the I/O thread: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+void Client::Impl::IoLoop() {
+  std::vector<Transfer*> adding;
+  size_t running_transfers = 0;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(io_mu);
+      // Callers hold the client while they wait, so nothing is in flight
+      // when it is destroyed.
+      if (io_stop) break;
+      adding.swap(io_submitted);
+    }
+    for (Transfer* transfer : adding) {
+      if (curl_multi_add_handle(multi, transfer->easy) != CURLM_OK) {
+        transfer->Complete(CURLE_FAILED_INIT);
+      } else {
+        ++running_transfers;
+      }
+    }
+    adding.clear();
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL* easy = msg->easy_handle;  // `msg` is gone once the handle is removed
+      const CURLcode result = msg->data.result;
+      Transfer* transfer = nullptr;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &transfer);
+      curl_multi_remove_handle(multi, easy);
+      --running_transfers;
+      if (transfer != nullptr) transfer->Complete(result);
+    }
+    // Sleeps until there is I/O, a curl timeout, or curl_multi_wakeup (a
+    // new transfer, or the destructor).
+    curl_multi_poll(multi, nullptr, 0, running_transfers > 0 ? 1000 : 60000, nullptr);
+  }
+}
+
+CURLcode Client::Impl::RunTransfer(CURL* easy) {
+  Transfer transfer;
+  transfer.easy = easy;
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
+  {
+    std::lock_guard<std::mutex> lock(io_mu);
+    io_submitted.push_back(&transfer);
+  }
+  curl_multi_wakeup(multi);
+  std::unique_lock<std::mutex> lock(transfer.mu);
+  transfer.cv.wait(lock, [&] { return transfer.done; });
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
+  return transfer.result;
+}
 
 absl::Status Client::Impl::Init() {
   if (g_curl_init != CURLE_OK) {
@@ -299,7 +419,7 @@ absl::Status Client::Impl::Init() {
       return absl::InvalidArgumentError(absl::StrCat("client config: ", token.status().message()));
     }
   }
-  return absl::OkStatus();
+  return StartIo();
 }
 
 CURL* Client::Impl::Acquire() {
@@ -414,7 +534,11 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
-  response.curl_code = curl_easy_perform(h);
+  // HTTP/2 when TLS negotiates it; wait for an existing connection to say
+  // whether it multiplexes rather than opening another one at once.
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  response.curl_code = RunTransfer(h);
   response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl_code);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
   curl_off_t pretransfer = 0;

@@ -1,11 +1,6 @@
 #include "kubeletplugin/claim_preparer.h"
 
-#include <algorithm>
-#include <atomic>
-#include <functional>
 #include <set>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -17,37 +12,15 @@ namespace dra::kubeletplugin::internal {
 namespace {
 
 // At most this many claims of one NodePrepareResources call are fetched at
-// once. A pod rarely has more than a few claims; the bound is for the odd
-// call with dozens, so that it opens neither dozens of threads nor dozens of
-// API connections at once. 16 is what the API client (k8s::Client) keeps
-// alive between requests, so every fetch can reuse a warm TLS connection
-// instead of a handshake, and it is below the client's default burst (20),
-// so one call's fetches are not paced by the client's own rate limiter.
-constexpr size_t kMaxConcurrentFetches = 16;
-
-// Runs fn(0) .. fn(n - 1), at most kMaxConcurrentFetches at a time. The
-// calling thread is one of the workers, so n == 1 runs inline; the others
-// are threads of this call only. fn must be safe to run concurrently. If a
-// thread cannot be created, the workers that exist take over its share.
-void ForEachBounded(size_t n, const std::function<void(size_t)>& fn) {
-  if (n == 0) return;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
-  };
-  std::vector<std::thread> helpers;
-  const size_t extra = std::min(n, kMaxConcurrentFetches) - 1;
-  helpers.reserve(extra);
-  for (size_t k = 0; k < extra; ++k) {
-    try {
-      helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // out of threads: fewer workers, same result
-    }
-  }
-  work();
-  for (std::thread& helper : helpers) helper.join();
-}
+// once, by the calling thread and the threads of the preparer's FetchPool
+// (which has kMaxConcurrentFetches - 1 threads, started on demand). A pod
+// rarely has more than a few claims; the bound is for the odd call with
+// dozens. 64 because the API client (k8s::Client) multiplexes concurrent
+// requests as HTTP/2 streams on one TLS connection, so a 64-claim call costs
+// about one round trip and no extra handshakes; and it is within the client's
+// default burst (64), so one call's fetches are not paced by the client's own
+// rate limiter.
+constexpr size_t kMaxConcurrentFetches = 64;
 
 // The kubelet may name a claim twice in one call; it gets one answer per UID.
 std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) {
@@ -84,7 +57,8 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       checkpoint_shared_(checkpoint_shared),
       serializer_(serializer),
       logger_(logger),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      fetch_pool_(kMaxConcurrentFetches - 1) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
@@ -173,7 +147,8 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
   }
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError("not fetched"));
-  ForEachBounded(to_fetch.size(), [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
+  fetch_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
+                          [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
   std::vector<k8s::ResourceClaim> pending;
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {

@@ -17,6 +17,7 @@
 #include "dra/log.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/fetch_pool.h"
 #include "kubeletplugin/metrics.h"
 
 namespace dra::kubeletplugin::internal {
@@ -85,6 +86,9 @@ class ClaimPreparer {
   std::mutex in_flight_mu_;
   std::map<std::string, int> preparing_;  // claim UID -> Prepare calls working on it
   std::set<std::string> reaping_;         // claim UIDs UnprepareOrphan is working on
+
+  // Threads for Prepare's concurrent fetches; last, so it is joined first.
+  FetchPool fetch_pool_;
 };
 
 // "gpu/large" -> "gpu": the kubelet matches devices to requests by name.

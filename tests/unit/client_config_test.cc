@@ -119,7 +119,7 @@ users:
   CHECK_FALSE(config->exec.has_value());
   // Defaults.
   CHECK(config->qps == 10);
-  CHECK(config->burst == 20);
+  CHECK(config->burst == 64);
   CHECK(config->timeout == absl::Seconds(30));
 }
 

@@ -7,6 +7,11 @@
 //   auto claim = (*client)->GetResourceClaim("default", "my-claim");
 //
 // Behaviour every verb shares:
+// - Requests from all threads run on one libcurl multi handle driven by the
+//   client's I/O thread: over HTTPS they are HTTP/2 streams multiplexed on
+//   one TLS connection (as client-go does); when h2 is not negotiated (plain
+//   http) they use up to 16 HTTP/1.1 connections, kept alive. Watches run on
+//   their own thread and connection.
 // - One client-side token bucket (ClientConfig::qps/burst) paces every
 //   request, retries included.
 // - Each request has ClientConfig::timeout; watches use their own.

@@ -100,12 +100,15 @@ struct ClientConfig {
   std::string user_agent;
   // Client-side rate limit shared by all requests of one Client: a token
   // bucket refilled at `qps` per second holding at most `burst` tokens. qps
-  // <= 0 disables it. Defaults 10 and 20: client-go's 5/10 is tuned for
-  // controllers, and a node agent that prepares a pod's claims wants a burst
-  // of GETs answered at once; but it runs on every node, so its steady rate
-  // stays a small fraction of the kubelet's 50/100.
+  // <= 0 disables it. Defaults 10 and 64: client-go's 5/10 is tuned for
+  // controllers, and a node agent that prepares a pod's claims wants them
+  // fetched at once: the burst covers one NodePrepareResources call's
+  // concurrent fetches (up to 64, multiplexed on one HTTP/2 connection), so
+  // even a 64-claim pod is not paced (with burst 20 it would wait ~4.4 s).
+  // But the agent runs on every node, so its steady rate stays at 10/s, a
+  // small fraction of the kubelet's 50/100.
   double qps = 10;
-  int burst = 20;
+  int burst = 64;
   // Per request, including connecting; watches use their own timeout_seconds
   // instead. Default 30 s, as kubectl's and a typical controller's.
   absl::Duration timeout = absl::Seconds(30);

@@ -1,0 +1,57 @@
+// FetchPool: a small persistent thread pool for ClaimPreparer's concurrent
+// claim fetches, so that a NodePrepareResources call with several claims
+// does not create (and join) threads of its own.
+//
+// ParallelFor(n, max_parallel, fn) runs fn(0) .. fn(n - 1) and returns when
+// all have run. The calling thread works too: it claims indices from the
+// call's own atomic counter, and idle pool threads help while indices are
+// left. So a call never waits for a pool thread to become free (calls from
+// many threads at once cannot deadlock each other), n == 1 runs inline, and
+// a busy pool only means less help. Threads start on demand, up to the
+// pool's size, and are joined by the destructor.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dra::kubeletplugin::internal {
+
+class FetchPool {
+ public:
+  // At most `max_threads` pool threads (the callers come on top).
+  explicit FetchPool(size_t max_threads);
+  // Joins the threads. No ParallelFor call may be running.
+  ~FetchPool();
+  FetchPool(const FetchPool&) = delete;
+  FetchPool& operator=(const FetchPool&) = delete;
+
+  // Runs fn(i) exactly once for every i in [0, n), at most `max_parallel`
+  // (>= 1) of them at the same time, the caller included. fn must be safe to
+  // run concurrently and must not throw. If no pool thread can be created,
+  // the caller does all the work.
+  void ParallelFor(size_t n, size_t max_parallel, const std::function<void(size_t)>& fn);
+
+  // Pool threads started so far (for tests).
+  size_t threads_started() const;
+
+ private:
+  struct Batch;
+  void WorkerLoop();
+  // Starts threads until there are `wanted` (capped by max_threads_).
+  void GrowLocked(size_t wanted);
+
+  const size_t max_threads_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<std::shared_ptr<Batch>> queue_;  // batches that may take a helper
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace dra::kubeletplugin::internal
