@@ -57,6 +57,9 @@ struct HttpRequest {
   std::string query;   // "" or "?..."
   std::string body;
   std::string content_type;
+  // A watch stream. It is never asked to be compressed: the API server
+  // closes one gzip member per flush, and libcurl decodes only the first.
+  bool stream = false;
 
   std::string Context() const { return absl::StrCat(method, " ", path); }
 };
@@ -451,7 +454,7 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+  if (!request.stream) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   if (timeout > absl::ZeroDuration()) {
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
@@ -957,7 +960,7 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
       {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
       {"timeoutSeconds", options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
   });
-  HttpRequest request{"GET", internal::ResourcePath(ref, ns), query, "", ""};
+  HttpRequest request{"GET", internal::ResourcePath(ref, ns), query, "", "", /*stream=*/true};
   std::shared_ptr<Impl> impl = impl_;
   std::thread thread([impl, state, request = std::move(request), timeout = options.timeout_seconds,
                       on_event = std::move(on_event)]() mutable {
