@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Builds the pinned Kubernetes components and etcd the e2e suite runs, from the
+# Go module proxy, into a cache outside the repository:
+#
+#   ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/k8s-v1.37.2/{etcd,kube-apiserver,kube-scheduler}
+#
+# and, on request, the kubelet peer (tests/e2e/kubeletpeer, built from this
+# repository's sources against the same Kubernetes modules).
+#
+# The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
+# their go.sum files, so every machine downloads exactly the same modules).
+# Only the first run compiles (about 15-25 minutes on 2 cores); later runs find
+# the binaries, check that each answers --version, and return at once.
+#
+# Usage: build-k8s.sh [--print-dir] [component...]
+#   component: etcd kube-apiserver kube-scheduler kube-controller-manager
+#              kubeletpeer (default: etcd kube-apiserver kube-scheduler)
+#   --print-dir: print only the binary directory on stdout (progress goes to
+#                stderr in every case).
+# Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
+#              GO (the go command; default: go on PATH, else /usr/local/go/bin/go).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The pinned version of module $2 in go.mod $1 (single-line or block require).
+pinned() {
+  awk -v m="$2" '$1 == "require" && $2 == m {print $3; exit} $1 == m && $2 ~ /^v/ {print $2; exit}' "$1"
+}
+K8S_VERSION="$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)"
+ETCD_VERSION="$(pinned "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
+if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd}/go.mod" >&2
+  exit 1
+fi
+cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
+bin_dir="$cache_root/k8s-$K8S_VERSION"
+
+print_dir=0
+components=()
+for arg in "$@"; do
+  case "$arg" in
+    --print-dir) print_dir=1 ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubeletpeer) components+=("$arg") ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+[ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-scheduler)
+
+log() { echo "build-k8s: $*" >&2; }
+
+if [ -z "${GO:-}" ]; then
+  if command -v go >/dev/null 2>&1; then GO="$(command -v go)"; else GO=/usr/local/go/bin/go; fi
+fi
+[ -x "$GO" ] || { log "no Go toolchain (looked for go on PATH and /usr/local/go/bin/go)"; exit 1; }
+
+# Builds run beside other work on a 2-core machine: be nice, and bounded.
+jobs="${DRA_GO_JOBS:-2}"
+export GOMAXPROCS="$jobs"
+export GOTOOLCHAIN=local
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+export GOCACHE="$cache_root/go-build"
+export GOMODCACHE="$cache_root/go-mod"
+export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+
+mkdir -p "$bin_dir"
+
+# A binary counts as built when it exists and answers --version; the kubelet
+# peer (our own source) when it is also newer than its sources.
+binary_ok() {
+  local bin="$bin_dir/$1"
+  [ -x "$bin" ] || return 1
+  if [ "$1" = kubeletpeer ]; then
+    [ -z "$(find "$here/kubeletpeer" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
+    "$bin" -h >/dev/null 2>&1
+    return
+  fi
+  "$bin" --version >/dev/null 2>&1
+}
+version_line() {
+  if [ "$1" = kubeletpeer ]; then echo "kubelet peer on Kubernetes $K8S_VERSION"; else "$bin_dir/$1" --version 2>&1 | head -1; fi
+}
+
+# component -> module dir, package
+module_dir() {
+  case "$1" in etcd) echo "$here/etcd" ;; kubeletpeer) echo "$here/kubeletpeer" ;; *) echo "$here/k8s" ;; esac
+}
+package_of() {
+  case "$1" in
+    etcd) echo "go.etcd.io/etcd/server/v3" ;;
+    kubeletpeer) echo "." ;;
+    *) echo "k8s.io/kubernetes/cmd/$1" ;;
+  esac
+}
+version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; *) echo "$K8S_VERSION" ;; esac; }
+
+# The Kubernetes build stamps its version through -ldflags (hack/lib/version.sh);
+# without it the binaries report v0.0.0 and the apiserver's /version is empty.
+ldflags_of() {
+  local c="$1"
+  case "$c" in
+    etcd) echo "-s -w" ;;
+    *)
+      local v="$K8S_VERSION" major minor
+      major="$(echo "${v#v}" | cut -d. -f1)"; minor="$(echo "${v#v}" | cut -d. -f2)"
+      local date; date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+      local p
+      for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+        printf -- '-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean -X %s.buildDate=%s ' \
+          "$p" "$v" "$p" "$major" "$p" "$minor" "$p" "$p" "$date"
+      done
+      echo "-s -w"
+      ;;
+  esac
+}
+
+total_start=$SECONDS
+log "Go: $("$GO" version | cut -d' ' -f3-), GOMAXPROCS=$GOMAXPROCS, cache $cache_root"
+log "Kubernetes $K8S_VERSION, etcd $ETCD_VERSION -> $bin_dir"
+
+downloaded=""
+for c in "${components[@]}"; do
+  if binary_ok "$c"; then
+    log "$c: cached ($(version_line "$c"))"
+    continue
+  fi
+  dir="$(module_dir "$c")"
+  if [[ " $downloaded " != *" $dir "* ]]; then
+    t=$SECONDS
+    log "downloading the modules pinned by ${dir#$here/}/go.sum ..."
+    (cd "$dir" && nice -n 10 "$GO" mod download) >&2
+    log "  modules ready in $((SECONDS - t)) s"
+    downloaded="$downloaded $dir"
+  fi
+  t=$SECONDS
+  log "compiling $c $(version_of "$c") ($(package_of "$c")); the first time this takes minutes ..."
+  tmp="$bin_dir/.$c.tmp.$$"
+  (cd "$dir" && nice -n 10 "$GO" build -p "$jobs" -trimpath -ldflags "$(ldflags_of "$c")" \
+      -o "$tmp" "$(package_of "$c")") >&2 || { rm -f "$tmp"; log "$c: go build failed"; exit 1; }
+  mv -f "$tmp" "$bin_dir/$c"
+  if ! binary_ok "$c"; then log "$c: built, but it does not run ('$c --version' or '-h' fails)"; exit 1; fi
+  log "  $c built in $((SECONDS - t)) s: $(version_line "$c")"
+done
+
+log "done in $((SECONDS - total_start)) s"
+if [ "$print_dir" = 1 ]; then echo "$bin_dir"; fi
