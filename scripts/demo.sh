@@ -22,23 +22,15 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/plugins_registry"
-uid=5f1c2d3e-0000-4000-8000-00000000demo
-cat >"$work/claims.json" <<JSON
-[{
-  "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-  "metadata": {"namespace": "default", "name": "gpu-claim", "uid": "$uid"},
-  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "minimal.example.com"}}]}},
-  "status": {"allocation": {"devices": {"results": [
-    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-0"},
-    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-1"}]}}}
-}]
-JSON
+# One allocated claim of the minimal driver, as the scheduler would leave it.
+claims="$root/examples/minimal/claims.json"
+uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "start the minimal driver (sockets under $work)"
 "$driver_bin" --registrar-dir "$work/plugins_registry" --plugin-data-dir "$work/plugins/minimal.example.com" \
-  --claims "$work/claims.json" 2>"$work/driver.log" &
+  --claims "$claims" 2>"$work/driver.log" &
 driver_pid=$!
 for _ in $(seq 1 500); do
   [ -S "$work/plugins_registry/minimal.example.com-reg.sock" ] && break

@@ -24,20 +24,11 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/plugins_registry"
-uid=5f1c2d3e-0000-4000-8000-0000000smoke
-cat > "$work/claims.json" <<JSON
-[{
-  "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-  "metadata": {"namespace": "default", "name": "gpu-claim", "uid": "$uid"},
-  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "minimal.example.com"}}]}},
-  "status": {"allocation": {"devices": {"results": [
-    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-0"},
-    {"request": "gpu", "driver": "minimal.example.com", "pool": "node-local", "device": "dev-1"}]}}}
-}]
-JSON
+claims="$here/../../examples/minimal/claims.json"
+uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 
 "$driver_bin" --registrar-dir "$work/plugins_registry" --plugin-data-dir "$work/plugins/minimal.example.com" \
-  --claims "$work/claims.json" 2> "$work/driver.log" &
+  --claims "$claims" 2> "$work/driver.log" &
 driver_pid=$!
 
 # The peer starts at once: it must find the socket whenever it appears.
