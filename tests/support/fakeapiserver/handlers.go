@@ -260,6 +260,22 @@ func requireJSONBody(req *apiRequest) *apiError {
 }
 
 // checkTypeMeta fills in or checks apiVersion and kind.
+// decodeObjectBody is the body of a create or an update: JSON, an object,
+// and of the request's kind if it names one.
+func decodeObjectBody(req *apiRequest) (map[string]any, *apiError) {
+	if aerr := requireJSONBody(req); aerr != nil {
+		return nil, aerr
+	}
+	obj, aerr := decodeBody(req)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := checkTypeMeta(req.pp.ri, obj, false); aerr != nil {
+		return nil, aerr
+	}
+	return obj, nil
+}
+
 func checkTypeMeta(ri *resourceInfo, obj map[string]any, required bool) *apiError {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
@@ -313,14 +329,8 @@ const maxGeneratedBaseLength = 63 - 5
 
 func (s *Server) handleCreate(req *apiRequest) (any, int, error) {
 	ri := req.pp.ri
-	if aerr := requireJSONBody(req); aerr != nil {
-		return nil, 0, aerr
-	}
-	obj, aerr := decodeBody(req)
+	obj, aerr := decodeObjectBody(req)
 	if aerr != nil {
-		return nil, 0, aerr
-	}
-	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
 		return nil, 0, aerr
 	}
 	causes := s.schemaCauses(ri, obj, false)
@@ -385,14 +395,8 @@ func prepareForCreate(ri *resourceInfo, obj map[string]any) {
 
 func (s *Server) handleUpdate(req *apiRequest) (any, int, error) {
 	ri := req.pp.ri
-	if aerr := requireJSONBody(req); aerr != nil {
-		return nil, 0, aerr
-	}
-	obj, aerr := decodeBody(req)
+	obj, aerr := decodeObjectBody(req)
 	if aerr != nil {
-		return nil, 0, aerr
-	}
-	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
 		return nil, 0, aerr
 	}
 	if n := objName(obj); n != req.pp.name {
