@@ -18,7 +18,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,75 +32,33 @@
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/resource_slice_json.h"
+#include "e2e/e2e_cluster.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 
 namespace dra::k8s {
 namespace {
 
+using dra::e2e::AdminConfig;
+using dra::e2e::ClusterDir;
+using dra::e2e::CreateNamespace;
+using dra::e2e::Eventually;
+using dra::e2e::MakeClient;
+using dra::e2e::UniqueName;
 using dra::testing::PollUntil;
 using dra::testing::ReadFile;
 using nlohmann::json;
 
-const ResourceRef kNamespaces{"", "v1", "namespaces", false};
-const ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};
-const ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", true};
-const ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
-const ResourceRef kClusterRoleBindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false};
-
 // The driver identity tests grant rights to, and its service account user.
 constexpr char kDriverIdentity[] = "gpu-driver";
-constexpr char kDriverUser[] = "system:serviceaccount:dra-system:gpu-driver";
 constexpr char kDriverName[] = "gpu.e2e.example.com";
+const std::string kDriverUser = e2e::DriverUser(kDriverIdentity);
 
-// The cluster directory: where DRA_E2E_KUBECONFIG lives. A missing variable
-// fails the test (it is set by tests/e2e/CMakeLists.txt; never skip).
-std::string ClusterDir() {
-  const char* kubeconfig = std::getenv("DRA_E2E_KUBECONFIG");
-  INFO("DRA_E2E_KUBECONFIG is not set: run the e2e tests through ctest (-L e2e), which starts the cluster "
-       "with tests/e2e/cluster.sh, or set it to DIR/admin.kubeconfig of `cluster.sh start DIR`");
-  REQUIRE(kubeconfig != nullptr);
-  std::string path = kubeconfig;
-  INFO("DRA_E2E_KUBECONFIG=" << path << " does not exist: is the cluster running?");
-  REQUIRE(access(path.c_str(), R_OK) == 0);
-  return path.substr(0, path.rfind('/'));
-}
+ClientConfig DriverConfig() { return e2e::DriverConfig(kDriverIdentity); }
+ClientConfig UnprivilegedConfig() { return e2e::LoadConfig("unprivileged.kubeconfig"); }
 
-ClientConfig LoadConfig(const std::string& file) {
-  absl::StatusOr<ClientConfig> config = LoadKubeconfig(ClusterDir() + "/" + file);
-  INFO(config.status().ToString());
-  REQUIRE(config.ok());
-  config->qps = 0;  // the tests pace themselves
-  config->timeout = absl::Seconds(30);
-  return *config;
-}
-
-ClientConfig AdminConfig() { return LoadConfig("admin.kubeconfig"); }
-ClientConfig DriverConfig() { return LoadConfig(absl::StrCat("driver-", kDriverIdentity, ".kubeconfig")); }
-ClientConfig UnprivilegedConfig() { return LoadConfig("unprivileged.kubeconfig"); }
-
-std::shared_ptr<Client> MakeClient(const ClientConfig& config) {
-  absl::StatusOr<std::shared_ptr<Client>> client = Client::Create(config);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return *client;
-}
-
-// A DNS label unique to this process and call: "<prefix>-<pid>-<random>".
-std::string UniqueName(const std::string& prefix) {
-  static std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(getpid()));
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  return absl::StrCat(prefix, "-", getpid(), "-", rng() % 1000000);
-}
-
-std::string CreateNamespace(Client& admin, const std::string& prefix) {
-  const std::string name = UniqueName(prefix);
-  absl::StatusOr<json> ns =
-      admin.Create(kNamespaces, "", json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
-  INFO(ns.status().ToString());
-  REQUIRE(ns.ok());
-  return name;
+void Grant(Client& admin, const std::string& ns, const json& rules, const std::function<bool()>& probe) {
+  e2e::Grant(admin, kDriverUser, ns, rules, probe);
 }
 
 json NewClaim(const std::string& ns, const std::string& name) {
@@ -138,17 +95,6 @@ json Allocation(const std::string& node) {
               {"nodeSelector", {{"nodeSelectorTerms", json::array({term})}}}};
 }
 
-// Polls `condition` every 50 ms (for conditions that send requests).
-bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(20)) {
-  return PollUntil(
-      [&] {
-        if (condition()) return true;
-        absl::SleepFor(absl::Milliseconds(50));
-        return false;
-      },
-      timeout);
-}
-
 ListOptions OnePage() {
   ListOptions options;
   options.limit = 1;
@@ -156,34 +102,6 @@ ListOptions OnePage() {
 }
 
 std::string Rv(const json& object) { return object["metadata"]["resourceVersion"].get<std::string>(); }
-
-// Grants `rules` to the driver identity in `ns` (a Role), or cluster-wide
-// when ns is empty (a ClusterRole), and waits until the authorizer sees it
-// (`probe` succeeds).
-void Grant(Client& admin, const std::string& ns, const json& rules, const std::function<bool()>& probe) {
-  const std::string name = UniqueName("e2e-driver");
-  const json subject = {{"kind", "User"}, {"apiGroup", "rbac.authorization.k8s.io"}, {"name", kDriverUser}};
-  json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"metadata", {{"name", name}}}, {"rules", rules}};
-  json binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                  {"metadata", {{"name", name}}},
-                  {"subjects", json::array({subject})}};
-  if (ns.empty()) {
-    role["kind"] = "ClusterRole";
-    binding["kind"] = "ClusterRoleBinding";
-    binding["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}};
-    REQUIRE(admin.Create(kClusterRoles, "", role).ok());
-    REQUIRE(admin.Create(kClusterRoleBindings, "", binding).ok());
-  } else {
-    role["kind"] = "Role";
-    role["metadata"]["namespace"] = ns;
-    binding["kind"] = "RoleBinding";
-    binding["metadata"]["namespace"] = ns;
-    binding["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", name}};
-    REQUIRE(admin.Create(kRoles, ns, role).ok());
-    REQUIRE(admin.Create(kRoleBindings, ns, binding).ok());
-  }
-  REQUIRE(Eventually(probe));
-}
 
 // Collects watch events for the test thread.
 struct EventLog {

@@ -1,15 +1,9 @@
 // dractl as a subprocess against a Helper serving in this process.
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -18,10 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dra/kubeletplugin/helper.h"
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
-
-extern char** environ;
 
 namespace dra {
 namespace {
@@ -32,64 +25,15 @@ using kubeletplugin::Options;
 using nlohmann::json;
 using testing::TestDriver;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
 // Runs dractl with `args` and collects its output and exit code.
-RunResult RunDractl(const std::vector<std::string>& args) {
-  std::vector<std::string> argv_storage = {DRACTL_PATH};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  int out_pipe[2];
-  int err_pipe[2];
-  REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0);
-  REQUIRE(pipe2(err_pipe, O_CLOEXEC) == 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, DRACTL_PATH, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  REQUIRE(spawned == 0);
-
-  // Both pipes are drained together so that neither can fill up and block dractl.
-  RunResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_pipes = 2;
-  while (open_pipes > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      FAIL("poll: " << std::strerror(errno));
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[4096];
-      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, n);
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  UNSCOPED_INFO("dractl exit " << result.exit_code << "\nstdout:\n" << result.out << "\nstderr:\n" << result.err);
-  return result;
+testing::ProcessResult RunDractl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {DRACTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<testing::ProcessResult> result = testing::RunProcess(argv);
+  INFO(result.status().ToString());
+  REQUIRE(result.ok());
+  UNSCOPED_INFO("dractl exit " << result->exit_code << "\nstdout:\n" << result->out << "\nstderr:\n" << result->err);
+  return *result;
 }
 
 std::vector<json> JsonLines(const std::string& text) {
@@ -138,7 +82,7 @@ TEST_CASE("dractl reports usage errors with exit code 2") {
            {"health", "--endpoint", "/tmp/x.sock", "--json=yes"},
            {"unprepare", "--endpoint", "/tmp/x.sock", "--claim", "ns/name/uid", "extra"},
        }) {
-    const RunResult result = RunDractl(args);
+    const testing::ProcessResult result = RunDractl(args);
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Catch::Contains("Usage: dractl"));
     CHECK(result.out.empty());
@@ -148,7 +92,7 @@ TEST_CASE("dractl reports usage errors with exit code 2") {
 TEST_CASE("dractl help prints the usage on stdout") {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"help"}, {"--help"}, {"prepare", "--help"}}) {
-    const RunResult result = RunDractl(args);
+    const testing::ProcessResult result = RunDractl(args);
     CHECK(result.exit_code == 0);
     CHECK_THAT(result.out, Catch::Contains("Usage: dractl") && Catch::Contains("register"));
   }
@@ -158,7 +102,7 @@ TEST_CASE("dractl register registers the plugin as the kubelet does") {
   Plugin plugin;
   REQUIRE_FALSE(plugin.helper->registration_status().notified);
 
-  const RunResult result = RunDractl({"register", "--registry-dir", plugin.registry});
+  const testing::ProcessResult result = RunDractl({"register", "--registry-dir", plugin.registry});
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.out, Catch::Contains(plugin.helper->registrar_socket_path()) &&
                              Catch::Contains(testing::kTestDriverName) && Catch::Contains("v1.DRAPlugin") &&
@@ -171,7 +115,7 @@ TEST_CASE("dractl register registers the plugin as the kubelet does") {
 
 TEST_CASE("dractl register --json describes each plugin") {
   Plugin plugin;
-  const RunResult result = RunDractl({"register", "--registry-dir", plugin.registry, "--json"});
+  const testing::ProcessResult result = RunDractl({"register", "--registry-dir", plugin.registry, "--json"});
   CHECK(result.exit_code == 0);
   const json out = json::parse(result.out);
   CHECK(out["registry_dir"] == plugin.registry);
@@ -200,7 +144,7 @@ TEST_CASE("dractl register fails on a socket nobody serves") {
     REQUIRE(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
     close(fd);
   }
-  const RunResult result = RunDractl({"register", "--registry-dir", dir.path()});
+  const testing::ProcessResult result = RunDractl({"register", "--registry-dir", dir.path()});
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.out, Catch::Contains(stale + ": connect:"));
 }
@@ -212,7 +156,7 @@ TEST_CASE("dractl prepare and unprepare print the claims' CDI devices") {
 
   for (const std::string api : {"v1", "v1beta1"}) {
     DYNAMIC_SECTION("DRA API " << api) {
-      const RunResult prepared = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", claim_arg,
+      const testing::ProcessResult prepared = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", claim_arg,
                                             "--api", api});
       CHECK(prepared.exit_code == 0);
       CHECK_THAT(prepared.out, Catch::Contains("default/claim-1 (uid-1): prepared") &&
@@ -220,7 +164,7 @@ TEST_CASE("dractl prepare and unprepare print the claims' CDI devices") {
                                    Catch::Contains(TestDriver::CdiId("uid-1", "gpu-1")) &&
                                    Catch::Contains("pool-a/gpu-0"));
 
-      const RunResult unprepared = RunDractl({"unprepare", "--endpoint", plugin.dra_socket(), "--claim",
+      const testing::ProcessResult unprepared = RunDractl({"unprepare", "--endpoint", plugin.dra_socket(), "--claim",
                                               claim_arg, "--api", api});
       CHECK(unprepared.exit_code == 0);
       CHECK_THAT(unprepared.out, Catch::Contains("default/claim-1 (uid-1): unprepared"));
@@ -232,7 +176,7 @@ TEST_CASE("dractl prepare and unprepare print the claims' CDI devices") {
 TEST_CASE("dractl prepare --json lists devices per claim") {
   Plugin plugin;
   plugin.claims->Put(testing::AllocatedClaim("default", "claim-1", "uid-1"));
-  const RunResult result = RunDractl(
+  const testing::ProcessResult result = RunDractl(
       {"prepare", "--endpoint", plugin.dra_socket(), "--claim", "default/claim-1/uid-1", "--json"});
   CHECK(result.exit_code == 0);
   const json out = json::parse(result.out);
@@ -258,7 +202,7 @@ TEST_CASE("dractl prepare exits 1 when one claim fails and reports each claim") 
   plugin.claims->Put(testing::AllocatedClaim("default", "bad", "uid-bad"));
   plugin.driver.FailClaim("uid-bad");
 
-  const RunResult result = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim",
+  const testing::ProcessResult result = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim",
                                       "default/good/uid-good", "--claim", "default/bad/uid-bad", "--json"});
   CHECK(result.exit_code == 1);
   const json out = json::parse(result.out);
@@ -272,12 +216,12 @@ TEST_CASE("dractl prepare exits 1 when one claim fails and reports each claim") 
 TEST_CASE("dractl prepare against a missing socket names the socket and the step") {
   testing::TempDir dir;
   const std::string missing = dir.Join("dra.sock");
-  const RunResult result = RunDractl({"prepare", "--endpoint", missing, "--claim", "default/claim-1/uid-1"});
+  const testing::ProcessResult result = RunDractl({"prepare", "--endpoint", missing, "--claim", "default/claim-1/uid-1"});
   CHECK(result.exit_code == 1);
   CHECK(result.out.empty());
   CHECK_THAT(result.err, Catch::Contains(missing + ": NodePrepareResources: UNAVAILABLE"));
 
-  const RunResult as_json =
+  const testing::ProcessResult as_json =
       RunDractl({"unprepare", "--endpoint", missing, "--claim", "default/claim-1/uid-1", "--json"});
   CHECK(as_json.exit_code == 1);
   CHECK_THAT(json::parse(as_json.out)["error"].get<std::string>(),
@@ -293,12 +237,12 @@ TEST_CASE("dractl health streams the published device health") {
 
   for (const std::string api : {"v1", "v1alpha1"}) {
     DYNAMIC_SECTION("health API " << api) {
-      const RunResult text = RunDractl({"health", "--endpoint", plugin.dra_socket(), "--api", api});
+      const testing::ProcessResult text = RunDractl({"health", "--endpoint", plugin.dra_socket(), "--api", api});
       CHECK(text.exit_code == 0);
       CHECK_THAT(text.out, Catch::Contains("pool-a/gpu-0: HEALTHY") && Catch::Contains("all good") &&
                                Catch::Contains("pool-a/gpu-1: UNHEALTHY") && Catch::Contains("too hot"));
 
-      const RunResult as_json =
+      const testing::ProcessResult as_json =
           RunDractl({"health", "--endpoint", plugin.dra_socket(), "--api", api, "--json", "--timeout", "10"});
       CHECK(as_json.exit_code == 0);
       const std::vector<json> lists = JsonLines(as_json.out);
@@ -320,7 +264,7 @@ TEST_CASE("dractl health times out when no further list arrives") {
   Plugin plugin(/*reports_health=*/true);
   plugin.helper->PublishHealth({{"pool-a", "gpu-0", kubeletplugin::HealthStatus::kHealthy, "",
                                  absl::FromUnixSeconds(1700000000), absl::ZeroDuration()}});
-  const RunResult result =
+  const testing::ProcessResult result =
       RunDractl({"health", "--endpoint", plugin.dra_socket(), "--count", "2", "--timeout", "0.3"});
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.out, Catch::Contains("health list 1: 1 device"));
