@@ -273,6 +273,8 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			s.st.mu.Unlock()
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"reset": true})
+	case r.URL.Path == "/fake/closewatches" && r.Method == http.MethodPost:
+		writeJSON(w, http.StatusOK, map[string]any{"closed": s.st.closeWatches()})
 	case r.URL.Path == "/fake/compact" && r.Method == http.MethodPost:
 		rv := s.st.compact()
 		writeJSON(w, http.StatusOK, map[string]any{"compactedResourceVersion": strconv.FormatUint(rv, 10)})

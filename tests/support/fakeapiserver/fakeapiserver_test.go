@@ -289,9 +289,10 @@ func TestQuantitiesAndTimesAreCanonicalized(t *testing.T) {
 	s["spec"].(map[string]any)["devices"] = []any{map[string]any{"name": "gpu-0",
 		"capacity": map[string]any{"memory": map[string]any{"value": "12x"}}}}
 	s["metadata"] = map[string]any{"name": "q2"}
-	st := statusOf(t, f.do("POST", slicesPath, s), 422, "Invalid")
-	if gets(st, "details", "causes", 0, "field") != "spec.devices[0].capacity[memory].value" {
-		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
+	// A Quantity the Go type cannot parse is a decoding error, as in the real server.
+	st := statusOf(t, f.do("POST", slicesPath, s), 400, "BadRequest")
+	if !strings.HasPrefix(gets(st, "message"), `ResourceSlice in version "v1" cannot be handled as a ResourceSlice: spec.devices[0].capacity[memory].value: `) {
+		t.Errorf("message %q", gets(st, "message"))
 	}
 }
 
@@ -420,11 +421,11 @@ func TestDeletePreconditions(t *testing.T) {
 	obj := f.must(f.do("POST", slicesPath, slice("s", "gpu.example.com", "node1")), 201)
 	uid, rv := gets(obj, "metadata", "uid"), gets(obj, "metadata", "resourceVersion")
 	st := statusOf(t, f.do("DELETE", slicesPath+"/s", map[string]any{"preconditions": map[string]any{"uid": "wrong"}}), 409, "Conflict")
-	if !strings.Contains(gets(st, "message"), "Precondition failed: UID in precondition: wrong, UID in object meta: "+uid) {
+	if gets(st, "message") != `Operation cannot be fulfilled on ResourceSlice.resource.k8s.io "s": the UID in the precondition (wrong) does not match the UID in record (`+uid+`). The object might have been deleted and then recreated` || gets(st, "details", "kind") != "ResourceSlice" {
 		t.Errorf("message %q", gets(st, "message"))
 	}
 	st = statusOf(t, f.do("DELETE", slicesPath+"/s", map[string]any{"preconditions": map[string]any{"resourceVersion": "999"}}), 409, "Conflict")
-	if !strings.Contains(gets(st, "message"), "Precondition failed: ResourceVersion in precondition: 999, ResourceVersion in object meta: "+rv) {
+	if gets(st, "message") != `Operation cannot be fulfilled on ResourceSlice.resource.k8s.io "s": the ResourceVersion in the precondition (999) does not match the ResourceVersion in record (`+rv+`). The object might have been modified` {
 		t.Errorf("message %q", gets(st, "message"))
 	}
 	gone := f.must(f.do("DELETE", slicesPath+"/s", map[string]any{"preconditions": map[string]any{"uid": uid, "resourceVersion": rv}}), 200)
@@ -611,12 +612,25 @@ func TestStatusSubresource(t *testing.T) {
 	c := claim("c")
 	c["status"] = map[string]any{"reservedFor": []any{map[string]any{"resource": "pods", "name": "p", "uid": "1"}}}
 	created := f.must(f.do("POST", claimsPath, c), 201)
-	if created["status"] != nil {
-		t.Fatalf("status kept on create: %s", mustJSON(created))
+	if st, ok := created["status"].(map[string]any); !ok || len(st) != 0 {
+		t.Fatalf("status kept on create (want {}, a struct that is not a pointer): %s", mustJSON(created))
+	}
+	if _, ok := get(created, "metadata").(map[string]any)["generation"]; ok {
+		t.Errorf("claims have no generation: %s", mustJSON(created))
 	}
 	statusPath := claimsPath + "/c/status"
 	withStatus := copyObj(created)
-	withStatus["status"] = map[string]any{"devices": []any{map[string]any{"driver": "gpu.example.com", "pool": "p", "device": "d"}}}
+	result := map[string]any{"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d"}
+	device := map[string]any{"driver": "gpu.example.com", "pool": "p", "device": "d"}
+	// status.devices must name allocated devices.
+	withStatus["status"] = map[string]any{"devices": []any{device}}
+	st := statusOf(t, f.do("PUT", statusPath, withStatus), 422, "Invalid")
+	if gets(st, "details", "causes", 0, "field") != "status.devices[0]" ||
+		!strings.HasSuffix(gets(st, "details", "causes", 0, "message"), "must be an allocated device in the claim") {
+		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
+	}
+	withStatus["status"] = map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": []any{result}}},
+		"devices": []any{device}}
 	withStatus["metadata"].(map[string]any)["labels"] = map[string]any{"ignored": "yes"}
 	upd := f.must(f.do("PUT", statusPath, withStatus), 200)
 	if gets(upd, "status", "devices", 0, "device") != "d" || get(upd, "metadata", "labels") != nil {
@@ -648,6 +662,13 @@ func TestStatusSubresource(t *testing.T) {
 func TestServerSideApplyOnClaimStatus(t *testing.T) {
 	f := newFixture(t)
 	f.must(f.do("POST", claimsPath, claim("c")), 201)
+	var results []any
+	for _, d := range []string{"a.example.com/d0", "b.example.com/d1", "x/d"} {
+		parts := strings.Split(d, "/")
+		results = append(results, map[string]any{"request": "gpu", "driver": parts[0], "pool": "p", "device": parts[1]})
+	}
+	f.must(f.req("PATCH", claimsPath+"/c/status", adminToken, "application/merge-patch+json",
+		map[string]any{"status": map[string]any{"allocation": map[string]any{"devices": map[string]any{"results": results}}}}), 200)
 	apply := func(manager string, devices ...map[string]any) map[string]any {
 		t.Helper()
 		status := map[string]any{}
@@ -705,14 +726,96 @@ func TestServerSideApplyOnClaimStatus(t *testing.T) {
 	if gets(again, "metadata", "resourceVersion") != gets(out, "metadata", "resourceVersion") {
 		t.Errorf("no-op apply bumped resourceVersion")
 	}
-	// fieldManager is required; apply bodies are JSON.
-	statusOf(t, f.req("PATCH", claimsPath+"/c/status", adminToken, "application/apply-patch+yaml", `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim"}`), 400, "BadRequest")
+	// fieldManager is required (a 422 about PatchOptions); apply bodies are JSON.
+	st := statusOf(t, f.req("PATCH", claimsPath+"/c/status", adminToken, "application/apply-patch+yaml", `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim"}`), 422, "Invalid")
+	if gets(st, "message") != `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch` {
+		t.Errorf("message %q", gets(st, "message"))
+	}
 	statusOf(t, f.req("PATCH", claimsPath+"/c/status?fieldManager=x", adminToken, "application/apply-patch+yaml", "status: {}"), 400, "BadRequest")
-	// Unknown fields in the applied configuration are rejected.
-	st := statusOf(t, f.req("PATCH", claimsPath+"/c/status?fieldManager=x", adminToken, "application/apply-patch+yaml",
-		`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","status":{"devices":[{"driver":"x","pool":"p","device":"d","bogus":1}]}}`), 422, "Invalid")
-	if gets(st, "details", "causes", 0, "field") != "status.devices[0].bogus" {
-		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
+	// Unknown fields in the applied configuration: a 500 without a reason, as the real server answers.
+	r := f.req("PATCH", claimsPath+"/c/status?fieldManager=x", adminToken, "application/apply-patch+yaml",
+		`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","status":{"devices":[{"driver":"x","pool":"p","device":"d","bogus":1}]}}`)
+	if r.code != 500 || gets(r.obj, "message") != "failed to create typed patch object (default/c; resource.k8s.io/v1, Kind=ResourceClaim): .status.devices[0].bogus: field not declared in schema" {
+		t.Errorf("got %d %s", r.code, r.body)
+	}
+}
+
+func TestApplyConflictsAndForce(t *testing.T) {
+	f := newFixture(t)
+	applyPath := func(manager string, force bool) string {
+		p := slicesPath + "/s?fieldManager=" + manager
+		if force {
+			p += "&force=true"
+		}
+		return p
+	}
+	s := slice("s", "gpu.example.com", "node1", "gpu-0")
+	s["metadata"].(map[string]any)["labels"] = map[string]any{"l": "1"}
+	f.must(f.req("PATCH", applyPath("m1", false), adminToken, "application/apply-patch+yaml", s), 201)
+	// The same value from another manager is shared ownership, not a conflict.
+	f.must(f.req("PATCH", applyPath("m2", false), adminToken, "application/apply-patch+yaml", s), 200)
+	s["spec"].(map[string]any)["pool"].(map[string]any)["generation"] = 2
+	st := statusOf(t, f.req("PATCH", applyPath("m2", false), adminToken, "application/apply-patch+yaml", s), 409, "Conflict")
+	if gets(st, "message") != `Apply failed with 1 conflict: conflict with "m1": .spec.pool.generation` ||
+		gets(st, "details", "causes", 0, "reason") != "FieldManagerConflict" || gets(st, "details", "causes", 0, "field") != ".spec.pool.generation" {
+		t.Errorf("conflict %s", mustJSON(st))
+	}
+	out := f.must(f.req("PATCH", applyPath("m2", true), adminToken, "application/apply-patch+yaml", s), 200)
+	if gets(out, "spec", "pool", "generation") != "2" {
+		t.Fatalf("force: %s", mustJSON(out))
+	}
+	// m1 lost the field: its next apply without it does not remove it, and
+	// dropping its label removes only the label.
+	delete(s["metadata"].(map[string]any), "labels")
+	s["spec"].(map[string]any)["pool"].(map[string]any)["generation"] = 2
+	out = f.must(f.req("PATCH", applyPath("m1", false), adminToken, "application/apply-patch+yaml", s), 200)
+	if get(out, "metadata", "labels", "l") != "1" { // m2 applied it too
+		t.Errorf("label owned by m2 removed: %s", mustJSON(out))
+	}
+	// An Update manager is named with its API version.
+	f.must(f.req("PATCH", slicesPath+"/s?fieldManager=u", adminToken, "application/merge-patch+json", `{"spec":{"pool":{"resourceSliceCount":2}}}`), 200)
+	s["spec"].(map[string]any)["pool"].(map[string]any)["resourceSliceCount"] = 3
+	st = statusOf(t, f.req("PATCH", applyPath("m1", false), adminToken, "application/apply-patch+yaml", s), 409, "Conflict")
+	if !strings.Contains(gets(st, "message"), `conflict with "u" using resource.k8s.io/v1: .spec.pool.resourceSliceCount`) {
+		t.Errorf("conflict %s", mustJSON(st))
+	}
+}
+
+func TestManagedFieldsLikeTheRealServer(t *testing.T) {
+	f := newFixture(t)
+	c := claim("c")
+	c["metadata"].(map[string]any)["labels"] = map[string]any{"a": "1"}
+	out := f.must(f.do("POST", claimsPath, c), 201)
+	// A map the write added is owned itself ("."); the structs every claim
+	// has (spec, spec.devices) are not.
+	want := `{"f:metadata":{"f:labels":{".":{},"f:a":{}}},"f:spec":{"f:devices":{"f:requests":{}}}}`
+	if got := string(mustJSON(get(out, "metadata", "managedFields", 0, "fieldsV1"))); got != want {
+		t.Errorf("fieldsV1 %s, want %s", got, want)
+	}
+	alloc := map[string]any{"status": map[string]any{"allocation": map[string]any{"devices": map[string]any{
+		"results": []any{map[string]any{"request": "gpu", "driver": "d.example.com", "pool": "p", "device": "x"}}}}}}
+	out = f.must(f.req("PATCH", claimsPath+"/c/status", adminToken, "application/merge-patch+json", alloc), 200)
+	entries := get(out, "metadata", "managedFields").([]any)
+	if len(entries) != 2 || gets(entries[1], "subresource") != "status" {
+		t.Fatalf("managedFields %s", mustJSON(entries))
+	}
+	want = `{"f:status":{"f:allocation":{".":{},"f:devices":{".":{},"f:results":{}}}}}`
+	if got := string(mustJSON(get(entries[1], "fieldsV1"))); got != want {
+		t.Errorf("status fieldsV1 %s, want %s", got, want)
+	}
+	// A PUT that changes nothing keeps the resourceVersion.
+	again := f.must(f.do("PUT", claimsPath+"/c", out), 200)
+	if gets(again, "metadata", "resourceVersion") != gets(out, "metadata", "resourceVersion") {
+		t.Errorf("no-op update bumped the resourceVersion")
+	}
+	// Nodes: status is not owned through the main resource; allocatable
+	// defaults to capacity; a new node is tainted not-ready.
+	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1"},
+		"status": map[string]any{"capacity": map[string]any{"cpu": "2"}}}
+	out = f.must(f.do("POST", "/api/v1/nodes", node), 201)
+	if string(mustJSON(get(out, "metadata", "managedFields", 0, "fieldsV1"))) != `{"f:spec":{"f:taints":{}}}` || gets(out, "status", "allocatable", "cpu") != "2" ||
+		gets(out, "spec", "taints", 0, "key") != "node.kubernetes.io/not-ready" || get(out, "status", "nodeInfo") == nil {
+		t.Errorf("node %s", mustJSON(out))
 	}
 }
 
@@ -763,12 +866,28 @@ func TestPatchTypes(t *testing.T) {
 	statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/json-patch+json", `[{"op":"test","path":"/spec/driver","value":"x"}]`), 422, "Invalid")
 	// A stale resourceVersion in a merge patch is a conflict.
 	statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/merge-patch+json", `{"metadata":{"resourceVersion":"1"},"spec":{"allNodes":null}}`), 409, "Conflict")
-	statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/strategic-merge-patch+json", `{}`), 415, "UnsupportedMediaType")
+	// Strategic merge patch: finalizers (patch strategy merge) are united.
+	f.must(f.req("PATCH", slicesPath+"/s", adminToken, "application/merge-patch+json", `{"metadata":{"finalizers":["a/x"]}}`), 200)
+	out = f.must(f.req("PATCH", slicesPath+"/s", adminToken, "application/strategic-merge-patch+json",
+		`{"metadata":{"finalizers":["b/y"],"labels":{"l":"1"}},"spec":{"pool":{"generation":3}}}`), 200)
+	if fin := get(out, "metadata", "finalizers").([]any); len(fin) != 2 || gets(out, "metadata", "labels", "l") != "1" || gets(out, "spec", "pool", "generation") != "3" {
+		t.Fatalf("strategic merge patch: %s", mustJSON(out))
+	}
+	out = f.must(f.req("PATCH", slicesPath+"/s", adminToken, "application/strategic-merge-patch+json",
+		`{"metadata":{"$deleteFromPrimitiveList/finalizers":["a/x","b/y"]}}`), 200)
+	if len(asList(get(out, "metadata", "finalizers"))) != 0 {
+		t.Fatalf("$deleteFromPrimitiveList: %s", mustJSON(out))
+	}
 	statusOf(t, f.req("PATCH", slicesPath+"/missing", adminToken, "application/merge-patch+json", `{}`), 404, "NotFound")
-	// Patches are validated like any write.
-	st := statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/merge-patch+json", `{"spec":{"devices":[{"name":"gpu-0","bogus":true}]}}`), 422, "Invalid")
-	if gets(st, "details", "causes", 0, "field") != "spec.devices[0].bogus" {
-		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
+	// An unknown field in a patch is dropped with a warning (the default,
+	// fieldValidation=Warn) or refused (Strict: a 422 on the field "patch").
+	r := f.req("PATCH", slicesPath+"/s", adminToken, "application/merge-patch+json", `{"spec":{"devices":[{"name":"gpu-0","bogus":true}]}}`)
+	if r.code != 200 || r.header.Get("Warning") != `299 - "unknown field \"spec.devices[0].bogus\""` || get(r.obj, "spec", "devices", 0, "bogus") != nil {
+		t.Errorf("got %d %q %s", r.code, r.header.Get("Warning"), r.body)
+	}
+	st := statusOf(t, f.req("PATCH", slicesPath+"/s?fieldValidation=Strict", adminToken, "application/merge-patch+json", `{"spec":{"bogus":1}}`), 422, "Invalid")
+	if gets(st, "details", "causes", 0, "field") != "patch" || !strings.HasSuffix(gets(st, "message"), `strict decoding error: unknown field "spec.bogus"`) {
+		t.Errorf("status %s", mustJSON(st))
 	}
 }
 
@@ -800,29 +919,45 @@ func TestDropFields(t *testing.T) {
 func TestValidation(t *testing.T) {
 	f := newFixture(t)
 	s := slice("Bad_Name", "gpu.example.com", "node1")
-	s["spec"].(map[string]any)["devices"] = []any{map[string]any{"name": "gpu-0", "bogus": 1}}
+	s["spec"].(map[string]any)["devices"] = []any{map[string]any{"name": "gpu-0"}}
 	st := statusOf(t, f.do("POST", slicesPath, s), 422, "Invalid")
-	causes := get(st, "details", "causes").([]any)
-	fields := map[string]string{}
-	for _, c := range causes {
-		fields[gets(c, "field")] = gets(c, "message")
-	}
-	if !strings.Contains(fields["spec.devices[0].bogus"], "unknown field") || !strings.Contains(fields["metadata.name"], "RFC 1123 subdomain") {
-		t.Fatalf("causes %s", mustJSON(causes))
-	}
-	if gets(st, "details", "kind") != "ResourceSlice" || !strings.HasPrefix(gets(st, "message"), `ResourceSlice.resource.k8s.io "Bad_Name" is invalid: [`) {
+	if gets(st, "details", "kind") != "ResourceSlice" || gets(st, "details", "causes", 0, "field") != "metadata.name" ||
+		!strings.HasPrefix(gets(st, "message"), `ResourceSlice.resource.k8s.io "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`) {
 		t.Errorf("status %s", mustJSON(st))
 	}
-	// Wrong type and missing required field.
+	// Unknown fields: dropped with a Warning header each (default and
+	// fieldValidation=Warn), silently (Ignore), or a 400 (Strict).
+	s = slice("u", "gpu.example.com", "node1")
+	s["spec"].(map[string]any)["devices"] = []any{map[string]any{"name": "gpu-0", "bogus": 1}}
+	s["spec"].(map[string]any)["bogus2"] = "x"
+	r := f.do("POST", slicesPath, s)
+	if r.code != 201 || get(r.obj, "spec", "bogus2") != nil || get(r.obj, "spec", "devices", 0, "bogus") != nil ||
+		strings.Join(r.header.Values("Warning"), "|") != `299 - "unknown field \"spec.bogus2\""|299 - "unknown field \"spec.devices[0].bogus\""` {
+		t.Errorf("got %d %q %s", r.code, r.header.Values("Warning"), r.body)
+	}
+	s["metadata"] = map[string]any{"name": "u2"}
+	if r := f.do("POST", slicesPath+"?fieldValidation=Ignore", s); r.code != 201 || len(r.header.Values("Warning")) != 0 {
+		t.Errorf("Ignore: got %d %q", r.code, r.header.Values("Warning"))
+	}
+	s["metadata"] = map[string]any{"name": "u3"}
+	st = statusOf(t, f.do("POST", slicesPath+"?fieldValidation=Strict", s), 400, "BadRequest")
+	if gets(st, "message") != `ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding error: unknown field "spec.bogus2", unknown field "spec.devices[0].bogus"` {
+		t.Errorf("message %q", gets(st, "message"))
+	}
+	// A wrong type is a 400 decoding error; a missing required integer is
+	// its zero value (then judged by the rules), a missing required string
+	// "Required value".
 	s = slice("s", "gpu.example.com", "node1")
 	s["spec"].(map[string]any)["pool"] = map[string]any{"name": "p", "generation": "one", "resourceSliceCount": 1}
+	statusOf(t, f.do("POST", slicesPath, s), 400, "BadRequest")
+	s["spec"].(map[string]any)["pool"] = map[string]any{"name": "p"}
 	s["spec"].(map[string]any)["devices"] = []any{map[string]any{}}
 	st = statusOf(t, f.do("POST", slicesPath, s), 422, "Invalid")
-	fields = map[string]string{}
+	fields := map[string]string{}
 	for _, c := range get(st, "details", "causes").([]any) {
-		fields[gets(c, "field")] = gets(c, "reason")
+		fields[gets(c, "field")] = gets(c, "message")
 	}
-	if fields["spec.pool.generation"] != "FieldValueTypeInvalid" || fields["spec.devices[0].name"] != "FieldValueRequired" {
+	if fields["spec.pool.resourceSliceCount"] != "Invalid value: 0: must be greater than zero" || fields["spec.devices[0].name"] != "Required value" || len(fields) != 2 {
 		t.Fatalf("causes %s", mustJSON(get(st, "details", "causes")))
 	}
 	// Server rules: empty driver, node selection.
@@ -1073,5 +1208,127 @@ func TestBinaryPortFileAndSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+func TestRequestErrorsLikeTheRealServer(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.do("POST", slicesPath, slice("s", "gpu.example.com", "node1")), 201)
+	// An unknown fieldValidation is a 422 on the request's options, before anything else.
+	st := statusOf(t, f.req("PATCH", slicesPath+"/missing?fieldValidation=Bogus", adminToken, "application/merge-patch+json", `{}`), 422, "Invalid")
+	if gets(st, "message") != `PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"` ||
+		gets(st, "details", "kind") != "PatchOptions" {
+		t.Errorf("status %s", mustJSON(st))
+	}
+	st = statusOf(t, f.do("POST", slicesPath+"?fieldValidation=Bogus", slice("s2", "gpu.example.com", "node1")), 422, "Invalid")
+	if gets(st, "details", "kind") != "CreateOptions" {
+		t.Errorf("status %s", mustJSON(st))
+	}
+	// Bodies that are not an object of the kind.
+	for body, want := range map[string]string{
+		"":  "the object provided is unrecognized (must be of type ResourceSlice): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)",
+		"{": "the object provided is unrecognized (must be of type ResourceSlice): couldn't get version/kind; json parse error: unexpected end of JSON input ({)",
+		`{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass"}`: `DeviceClass in version "v1" cannot be handled as a ResourceSlice: converting (v1.DeviceClass) to (resource.ResourceSlice): unknown conversion`,
+		`{"apiVersion":"resource.k8s.io/v1","kind":"Foo"}`:         `Foo in version "v1" cannot be handled as a ResourceSlice: no kind "Foo" is registered for version "resource.k8s.io/v1" in scheme "pkg/runtime/scheme.go:111"`,
+	} {
+		st = statusOf(t, f.req("POST", slicesPath, adminToken, "application/json", body), 400, "BadRequest")
+		if gets(st, "message") != want {
+			t.Errorf("body %q: message %q, want %q", body, gets(st, "message"), want)
+		}
+	}
+	st = statusOf(t, f.req("POST", slicesPath, adminToken, "text/plain", `{}`), 415, "UnsupportedMediaType")
+	if !strings.HasSuffix(gets(st, "message"), "accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf") {
+		t.Errorf("message %q", gets(st, "message"))
+	}
+	statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "text/plain", `{}`), 415, "UnsupportedMediaType")
+	statusOf(t, f.req("PATCH", slicesPath+"/missing", adminToken, "application/json-patch+json", `[1]`), 404, "NotFound")
+	st = statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/json-patch+json", `[1]`), 400, "BadRequest")
+	if gets(st, "message") != "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp" {
+		t.Errorf("message %q", gets(st, "message"))
+	}
+	st = statusOf(t, f.req("PATCH", slicesPath+"/s", adminToken, "application/merge-patch+json", `{`), 400, "BadRequest")
+	if gets(st, "message") != "invalid JSON patch" {
+		t.Errorf("message %q", gets(st, "message"))
+	}
+	// limit: a negative one is none, a malformed one strconv's error.
+	if list := f.must(f.do("GET", slicesPath+"?limit=-1", nil), 200); len(get(list, "items").([]any)) != 1 {
+		t.Errorf("limit=-1: %s", mustJSON(list))
+	}
+	st = statusOf(t, f.do("GET", slicesPath+"?limit=abc", nil), 400, "BadRequest")
+	if gets(st, "message") != `strconv.ParseInt: parsing "abc": invalid syntax` {
+		t.Errorf("message %q", gets(st, "message"))
+	}
+	// Unsupported field selectors, in each resource's wording.
+	for path, want := range map[string]string{
+		slicesPath + "?fieldSelector=spec.foo%3Dx": "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.foo",
+		claimsPath + "?fieldSelector=spec.foo%3Dx": `"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"`,
+		"/api/v1/nodes?fieldSelector=spec.foo%3Dx": "field label not supported: spec.foo",
+	} {
+		st = statusOf(t, f.do("GET", path, nil), 400, "BadRequest")
+		if gets(st, "message") != want {
+			t.Errorf("%s: message %q, want %q", path, gets(st, "message"), want)
+		}
+	}
+}
+
+func TestWatchListDefaultsAndListOptions(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.do("POST", slicesPath, slice("a", "gpu.example.com", "node1")), 201)
+	// A watch from "" or "0" with bookmarks ends its initial events with the
+	// initial-events-end bookmark, as the real server (WatchList) does.
+	for _, rv := range []string{"", "&resourceVersion=0"} {
+		w := f.watch(slicesPath + "?watch=1&allowWatchBookmarks=true" + rv)
+		w.expect("ADDED", "a")
+		if bm := w.next(true); gets(bm, "object", "metadata", "annotations", "k8s.io/initial-events-end") != "true" {
+			t.Errorf("rv %q: want the initial-events-end bookmark, got %s", rv, mustJSON(bm))
+		}
+	}
+	// sendInitialEvents=false with NotOlderThan: from now, no initial events.
+	w := f.watch(slicesPath + "?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+	f.must(f.do("POST", slicesPath, slice("b", "gpu.example.com", "node1")), 201)
+	w.expect("ADDED", "b")
+	for query, want := range map[string]string{
+		"?watch=1&sendInitialEvents=true":                              `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`,
+		"?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan": `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided`,
+		"?sendInitialEvents=true":                                      `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`,
+		"?resourceVersionMatch=Exact":                                  `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`,
+	} {
+		st := statusOf(t, f.do("GET", slicesPath+query, nil), 422, "Invalid")
+		if gets(st, "message") != want || gets(st, "details", "kind") != "ListOptions" {
+			t.Errorf("%s: %s", query, mustJSON(st))
+		}
+	}
+}
+
+func TestDeviceRules(t *testing.T) {
+	f := newFixture(t)
+	s := slice("s", "gpu.example.com", "node1")
+	spec := s["spec"].(map[string]any)
+	spec["sharedCounters"] = []any{map[string]any{"name": "cs", "counters": map[string]any{"mem": map[string]any{"value": "1Gi"}}}}
+	spec["devices"] = []any{
+		map[string]any{"name": "d0", "attributes": map[string]any{"none": map[string]any{}, "two": map[string]any{"int": 1, "string": "x"}}},
+		map[string]any{"name": "d1", "capacity": map[string]any{"mem": map[string]any{"value": "1Gi", "requestPolicy": map[string]any{"default": "1Gi"}}}},
+	}
+	st := statusOf(t, f.do("POST", slicesPath, s), 422, "Invalid")
+	var got []string
+	for _, c := range get(st, "details", "causes").([]any) {
+		got = append(got, gets(c, "field")+": "+gets(c, "message"))
+	}
+	want := []string{
+		"spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed",
+		"spec.devices[1].capacity[mem].requestPolicy: Forbidden: allowMultipleAllocations must be true",
+		"spec.devices[0].attributes[none]: Invalid value: \"\": must specify one of: " + attributeTypeList,
+		"spec.devices[0].attributes[two]: Invalid value: \"{int, string}\": must specify exactly one of: " + attributeTypeList,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("causes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	delete(spec, "sharedCounters")
+	spec["devices"] = []any{map[string]any{"name": "d0", "allowMultipleAllocations": true,
+		"capacity": map[string]any{"mem": map[string]any{"value": "1Gi", "requestPolicy": map[string]any{"validValues": []any{"1Gi"}}}}}}
+	st = statusOf(t, f.do("POST", slicesPath, s), 422, "Invalid")
+	if gets(st, "details", "causes", 0, "field") != "spec.devices[0].capacity[mem].requestPolicy.default" ||
+		gets(st, "details", "causes", 0, "message") != "Required value: required when validValues is defined" {
+		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
 	}
 }

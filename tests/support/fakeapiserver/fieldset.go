@@ -10,13 +10,32 @@ import (
 // of sigs.k8s.io/structured-merge-diff): a tree whose keys are "f:<field>",
 // "k:<json of list-map keys>", "v:<json value>" and "." (the element itself).
 // A node without children is a leaf: the whole value at that path is owned.
+// A member node owns an empty map or struct itself (what the real server
+// records for "status: {}" in an applied configuration) but nothing that
+// is later put in it; it also renders as {}.
 type fieldSet struct {
 	children map[string]*fieldSet
+	member   bool
 }
 
 func leafSet() *fieldSet { return &fieldSet{} }
 
-func (f *fieldSet) isLeaf() bool { return f != nil && len(f.children) == 0 }
+func memberSet() *fieldSet { return &fieldSet{member: true} }
+
+// withoutEmptyMetadata drops an f:metadata that owns nothing: ownableView
+// leaves metadata empty when it holds only fields no one owns (name,
+// namespace), which the real server does not record.
+func withoutEmptyMetadata(f *fieldSet) *fieldSet {
+	if md := f.child("f:metadata"); md != nil && len(md.children) == 0 {
+		delete(f.children, "f:metadata")
+		if len(f.children) == 0 && !f.member {
+			return nil
+		}
+	}
+	return f
+}
+
+func (f *fieldSet) isLeaf() bool { return f != nil && len(f.children) == 0 && !f.member }
 
 func (f *fieldSet) add(k string, c *fieldSet) {
 	if f.children == nil {
@@ -67,7 +86,7 @@ func unionSets(a, b *fieldSet) *fieldSet {
 		}
 		return a
 	}
-	out := &fieldSet{}
+	out := &fieldSet{member: a.member || b.member}
 	for k, c := range a.children {
 		out.add(k, unionSets(c, b.children[k]))
 	}
@@ -90,7 +109,7 @@ func subtractSets(a, b *fieldSet) *fieldSet {
 	if a.isLeaf() {
 		return a
 	}
-	out := &fieldSet{}
+	out := &fieldSet{member: a.member && !b.member}
 	for k, c := range a.children {
 		bc, ok := b.children[k]
 		if !ok {
@@ -101,7 +120,7 @@ func subtractSets(a, b *fieldSet) *fieldSet {
 			out.add(k, r)
 		}
 	}
-	if len(out.children) == 0 {
+	if len(out.children) == 0 && !out.member {
 		return nil
 	}
 	return out
@@ -130,7 +149,10 @@ func findListMapIndex(list []any, keys []string, key string) int {
 
 // diffSet returns the set of leaves of nv that are absent from, or differ
 // in, ov (ov == nil: every leaf of nv). sch is nv's schema (may be nil).
-func (o *openAPI) diffSet(ov, nv any, sch map[string]any) *fieldSet {
+// With dots (the set of an Update), a non-empty map, struct or list that ov
+// lacks is also recorded itself ("."), as the real server records an added
+// container; list-map elements always are.
+func (o *openAPI) diffSet(ov, nv any, sch map[string]any, dots bool) *fieldSet {
 	if nv == nil {
 		return nil
 	}
@@ -143,12 +165,18 @@ func (o *openAPI) diffSet(ov, nv any, sch map[string]any) *fieldSet {
 		om, _ := ov.(map[string]any)
 		out := &fieldSet{}
 		for k, v := range t {
-			if c := o.diffSet(om[k], v, o.propSchema(sch, k)); c != nil {
+			if c := o.diffSet(om[k], v, o.propSchema(sch, k), dots); c != nil {
 				out.add("f:"+k, c)
 			}
 		}
 		if len(out.children) == 0 {
-			return nil // an empty struct or map owns nothing
+			if ov == nil && len(t) == 0 {
+				return memberSet() // an empty struct or map that was not there
+			}
+			return nil
+		}
+		if dots && ov == nil {
+			out.add(".", leafSet())
 		}
 		return out
 	case []any:
@@ -178,7 +206,7 @@ func (o *openAPI) diffSet(ov, nv any, sch map[string]any) *fieldSet {
 			if i := findListMapIndex(ol, keys, key); i >= 0 {
 				old = ol[i]
 			}
-			c := o.diffSet(old, em, item)
+			c := o.diffSet(old, em, item, dots)
 			if old == nil {
 				if c == nil || c.isLeaf() {
 					c = &fieldSet{}
@@ -191,6 +219,9 @@ func (o *openAPI) diffSet(ov, nv any, sch map[string]any) *fieldSet {
 		}
 		if len(out.children) == 0 {
 			return nil
+		}
+		if dots && ov == nil {
+			out.add(".", leafSet())
 		}
 		return out
 	}
@@ -207,6 +238,59 @@ func containsValue(list []any, v any) bool {
 		}
 	}
 	return false
+}
+
+// commonLeaves calls fn for every path owned by both a and b (where either
+// owns the whole value), with the values a and b hold there (nil when
+// absent). path is rendered like the real server's conflict paths:
+// .spec.pool.generation, .status.devices[driver="d",pool="p",device="x"].
+func (o *openAPI) commonLeaves(a, b *fieldSet, av, bv any, sch map[string]any, path string, fn func(path string, x, y any)) {
+	if a == nil || b == nil {
+		return
+	}
+	if a.isLeaf() || b.isLeaf() {
+		if path != "" {
+			fn(path, av, bv)
+		}
+		return
+	}
+	keys := make([]string, 0, len(a.children))
+	for k := range a.children {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		bc := b.child(k)
+		if k == "." || bc == nil {
+			continue
+		}
+		ac, cs, _ := o.lookupChild(sch, av, k)
+		bcv, _, _ := o.lookupChild(sch, bv, k)
+		o.commonLeaves(a.children[k], bc, ac, bcv, cs, path+renderPathElement(k), fn)
+	}
+}
+
+func renderPathElement(k string) string {
+	switch {
+	case strings.HasPrefix(k, "f:"):
+		return "." + k[2:]
+	case strings.HasPrefix(k, "k:"):
+		var m map[string]any
+		_ = json.Unmarshal([]byte(k[2:]), &m)
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + "=" + string(mustJSON(m[n]))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case strings.HasPrefix(k, "v:"):
+		return "[=" + k[2:] + "]"
+	}
+	return k
 }
 
 // lookupChild resolves one fieldSet key against a value.
@@ -267,7 +351,7 @@ func (o *openAPI) pruneSet(f *fieldSet, v any, sch map[string]any) *fieldSet {
 	if f.isLeaf() {
 		return f
 	}
-	out := &fieldSet{}
+	out := &fieldSet{member: f.member}
 	for k, c := range f.children {
 		if k == "." {
 			out.add(k, c)
@@ -281,7 +365,7 @@ func (o *openAPI) pruneSet(f *fieldSet, v any, sch map[string]any) *fieldSet {
 			out.add(k, p)
 		}
 	}
-	if len(out.children) == 0 {
+	if len(out.children) == 0 && !out.member {
 		return nil
 	}
 	return out
@@ -314,16 +398,35 @@ func (o *openAPI) removeDropped(v any, sch map[string]any, prev, next *fieldSet,
 		if !ok {
 			continue
 		}
-		if nc == nil && len(oc) == 0 {
+		// A value prev owned as a whole (a leaf, or an element it owned
+		// itself: ".") goes when no one else owns it.
+		if nc == nil && len(oc) == 0 && (pc.isLeaf() || pc.child(".") != nil) {
 			v = removeChild(v, k, sch, o)
 			continue
 		}
 		if nc.isLeaf() || pc.isLeaf() {
 			continue
 		}
-		v = replaceChild(v, k, sch, o, o.removeDropped(cv, cs, pc, nc, oc))
+		// Otherwise only what prev owned inside goes; a map or list left
+		// empty is dropped, as omitempty does in the Go types.
+		rest := o.removeDropped(deepCopy(cv), cs, pc, nc, oc)
+		if kind, _ := o.kindOf(cs); isEmptyContainer(rest) && (kind == kindMap || kind == kindArray) {
+			v = removeChild(v, k, sch, o)
+			continue
+		}
+		v = replaceChild(v, k, sch, o, rest)
 	}
 	return v
+}
+
+func isEmptyContainer(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
 }
 
 func removeChild(v any, k string, sch map[string]any, o *openAPI) any {
@@ -427,6 +530,27 @@ type managerEntry struct {
 	Set                                               *fieldSet
 }
 
+// sortManagers orders entries as the real server does: by operation
+// ("Apply" before "Update"), time, manager, apiVersion, subresource.
+func sortManagers(entries []*managerEntry) {
+	sort.SliceStable(entries, func(i, j int) bool {
+		p, q := entries[i], entries[j]
+		if p.Operation != q.Operation {
+			return p.Operation < q.Operation
+		}
+		if p.Time != q.Time {
+			return p.Time < q.Time // RFC 3339 UTC seconds sort as text
+		}
+		if p.Manager != q.Manager {
+			return p.Manager < q.Manager
+		}
+		if p.APIVersion != q.APIVersion {
+			return p.APIVersion < q.APIVersion
+		}
+		return p.Subresource < q.Subresource
+	})
+}
+
 func renderManagedFields(entries []*managerEntry) []any {
 	out := make([]any, 0, len(entries))
 	for _, e := range entries {
@@ -440,28 +564,45 @@ func renderManagedFields(entries []*managerEntry) []any {
 	return out
 }
 
+// scopedView is the part of ownableView a write through subresource may
+// change, for a resource with a status subresource: status alone through
+// /status, everything but status through the main resource.
+func scopedView(ri *resourceInfo, obj map[string]any, subresource string) map[string]any {
+	v := ownableView(obj)
+	if !ri.HasStatus {
+		return v
+	}
+	if subresource == "status" {
+		out := map[string]any{}
+		if st, ok := v["status"]; ok {
+			out["status"] = st
+		}
+		return out
+	}
+	delete(v, "status")
+	return v
+}
+
 // ownableView is the part of an object that managedFields track: everything
 // but apiVersion, kind and server-managed metadata.
 func ownableView(obj map[string]any) map[string]any {
 	out := map[string]any{}
+	md := map[string]any{} // always there: every object has metadata
 	for k, v := range obj {
 		switch k {
 		case "apiVersion", "kind":
 		case "metadata":
-			md := map[string]any{}
 			if m, ok := v.(map[string]any); ok {
-				for _, f := range []string{"labels", "annotations", "finalizers", "ownerReferences"} {
+				for _, f := range []string{"generateName", "labels", "annotations", "finalizers", "ownerReferences"} {
 					if fv, ok := m[f]; ok && fv != nil {
 						md[f] = fv
 					}
 				}
 			}
-			if len(md) > 0 {
-				out[k] = md
-			}
 		default:
 			out[k] = v
 		}
 	}
+	out["metadata"] = md
 	return out
 }

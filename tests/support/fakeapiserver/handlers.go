@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -17,6 +18,8 @@ type apiRequest struct {
 	user string
 	body []byte
 	r    *http.Request
+	// Warning headers for the response ("unknown field ..."), in order.
+	warnings []string
 }
 
 func (req *apiRequest) key() string { return req.pp.ri.key(req.pp.namespace, req.pp.name) }
@@ -102,12 +105,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *apiRequest) {
 		obj, err = s.handleGet(req)
 	case "list":
 		obj, err = s.handleList(req)
-	case "create":
-		obj, code, err = s.handleCreate(req)
-	case "update":
-		obj, code, err = s.handleUpdate(req)
-	case "patch":
-		obj, code, err = s.handlePatch(req)
+	case "create", "update", "patch":
+		if aerr := checkFieldValidation(req); aerr != nil {
+			err = aerr
+			break
+		}
+		switch req.verb {
+		case "create":
+			obj, code, err = s.handleCreate(req)
+		case "update":
+			obj, code, err = s.handleUpdate(req)
+		default:
+			obj, code, err = s.handlePatch(req)
+		}
 	case "delete":
 		obj, err = s.handleDelete(req)
 	case "deletecollection":
@@ -115,11 +125,99 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *apiRequest) {
 	default:
 		err = errMethodNotAllowed(req.pp.ri)
 	}
+	for _, msg := range req.warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, code, obj)
+}
+
+// mergeCauses appends the causes of b that a does not have already.
+func mergeCauses(a, b []statusCause) []statusCause {
+	for _, c := range b {
+		dup := false
+		for _, x := range a {
+			if x.Field == c.Field && x.Type == c.Type {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			a = append(a, c)
+		}
+	}
+	return a
+}
+
+// bodyKind says where an object being checked came from, which decides how
+// the real server reports unknown fields.
+type bodyKind int
+
+const (
+	bodyObject bodyKind = iota // create or update body
+	bodyPatch                  // result of a merge or JSON patch
+	bodyApply                  // server-side apply configuration
+)
+
+// checkSchema checks obj against the resource's schema the way the real
+// server's decoding sees it, and returns the validation errors (422) left.
+// Values the Go types cannot hold are a 400 decoding error. Unknown fields
+// are removed from obj with a Warning header (fieldValidation unset or
+// Warn), removed silently (Ignore), or refused (Strict: a 400 "strict
+// decoding error", or for a patch a 422 on the field "patch"). An apply
+// configuration with an unknown field is a 500, whatever fieldValidation says.
+func (s *Server) checkSchema(req *apiRequest, ri *resourceInfo, obj map[string]any, partial bool, kind bodyKind) ([]statusCause, *apiError) {
+	var unknown, decode, invalid []statusCause
+	for _, c := range s.schemaCauses(ri, obj, partial) {
+		switch c.class {
+		case classUnknown:
+			unknown = append(unknown, c)
+		case classDecode:
+			decode = append(decode, c)
+		default:
+			invalid = append(invalid, c)
+		}
+	}
+	if len(decode) > 0 {
+		return nil, errBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s: %s",
+			ri.Kind, ri.Version, ri.Kind, decode[0].Field, decode[0].Message))
+	}
+	if len(unknown) == 0 {
+		return invalid, nil
+	}
+	if kind == bodyApply {
+		id := "/" + req.pp.name
+		if ri.Namespaced {
+			id = req.pp.namespace + "/" + req.pp.name
+		}
+		return nil, &apiError{Code: http.StatusInternalServerError,
+			Message: fmt.Sprintf("failed to create typed patch object (%s; %s, Kind=%s): .%s: field not declared in schema",
+				id, ri.GroupVersion(), ri.Kind, unknown[0].Field)}
+	}
+	msgs := make([]string, len(unknown))
+	for i, c := range unknown {
+		msgs[i] = fmt.Sprintf("unknown field %q", c.Field)
+	}
+	switch req.query().Get("fieldValidation") {
+	case "Strict":
+		strict := "strict decoding error: " + strings.Join(msgs, ", ")
+		if kind == bodyPatch {
+			msg := fmt.Sprintf("Invalid value: %q: %s", string(mustJSON(obj)), strict)
+			return nil, &apiError{Code: 422, Reason: "Invalid", Message: ` "" is invalid: patch: ` + msg,
+				Details: &statusDetails{Causes: []statusCause{{Type: "FieldValueInvalid", Message: msg, Field: "patch"}}}}
+		}
+		return nil, errBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", ri.Kind, ri.Version, ri.Kind, strict))
+	case "Ignore":
+	default:
+		req.warnings = append(req.warnings, msgs...)
+	}
+	for _, c := range unknown {
+		c.drop()
+	}
+	return invalid, nil
 }
 
 func (s *Server) buildFilter(req *apiRequest) (*objectFilter, *apiError) {
@@ -142,6 +240,50 @@ func (s *Server) buildFilter(req *apiRequest) (*objectFilter, *apiError) {
 	return f, nil
 }
 
+// checkWatchListOptions applies the real server's SetListOptionsDefaults to a
+// watch (the WatchList feature, on in 1.37: a watch from "" or "0" sends the
+// current objects and ends them with an initial-events-end bookmark) and
+// its ValidateListOptions rules.
+func checkWatchListOptions(q url.Values, o *watchOptions) *apiError {
+	match := q.Get("resourceVersionMatch")
+	if o.sendInitialEvents == nil && match == "" && (o.resourceVersion == "" || o.resourceVersion == "0") {
+		t := true
+		o.sendInitialEvents, match = &t, "NotOlderThan"
+	}
+	var causes []statusCause
+	if o.sendInitialEvents != nil && match != "NotOlderThan" {
+		causes = append(causes, causeForbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+	}
+	if match != "" {
+		if o.sendInitialEvents == nil {
+			causes = append(causes, causeForbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		}
+		if match != "NotOlderThan" {
+			causes = append(causes, causeNotSupported("resourceVersionMatch", match, "NotOlderThan"))
+		}
+	}
+	return errInvalidOptions("ListOptions", causes)
+}
+
+// checkListOptions is ValidateListOptions for a list.
+func checkListOptions(q url.Values) *apiError {
+	var causes []statusCause
+	if q.Get("sendInitialEvents") != "" {
+		causes = append(causes, causeForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+	}
+	if match := q.Get("resourceVersionMatch"); match != "" {
+		switch {
+		case q.Get("resourceVersion") == "":
+			causes = append(causes, causeForbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		case match != "Exact" && match != "NotOlderThan":
+			causes = append(causes, causeNotSupported("resourceVersionMatch", match, "Exact", "NotOlderThan", ""))
+		case match == "Exact" && q.Get("resourceVersion") == "0":
+			causes = append(causes, causeForbidden("resourceVersionMatch", `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	}
+	return errInvalidOptions("ListOptions", causes)
+}
+
 func (s *Server) handleGet(req *apiRequest) (any, error) {
 	s.st.mu.Lock()
 	rec := s.st.objects[req.pp.ri][req.key()]
@@ -159,20 +301,25 @@ func (s *Server) handleList(req *apiRequest) (any, error) {
 		return nil, aerr
 	}
 	q := req.query()
+	if aerr := checkListOptions(q); aerr != nil {
+		return nil, aerr
+	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, errBadRequest(fmt.Sprintf("invalid limit %q", v))
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, errBadRequest(err.Error()) // the real server's wording
 		}
-		limit = n
+		if n > 0 { // a negative limit means none
+			limit = int(n)
+		}
 	}
 	var at uint64
 	start := ""
 	if c := q.Get("continue"); c != "" {
 		tok, err := decodeContinue(c)
 		if err != nil {
-			return nil, errBadRequest(err.Error())
+			return nil, errBadRequest("invalid continue token: " + err.Error())
 		}
 		at, start = tok.ResourceVersion, tok.StartKey
 	} else if v := q.Get("resourceVersion"); v != "" && v != "0" && q.Get("resourceVersionMatch") == "Exact" {
@@ -232,12 +379,24 @@ func listItem(obj map[string]any) map[string]any {
 
 // decodeBody decodes a JSON request body into an object.
 func decodeBody(req *apiRequest) (map[string]any, *apiError) {
-	if len(req.body) == 0 {
-		return nil, errBadRequest("the request body is empty")
+	// The real server first reads apiVersion and kind into this struct; its
+	// errors are Go's.
+	var typeMeta struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+	}
+	if err := json.Unmarshal(req.body, &typeMeta); err != nil {
+		excerpt := string(req.body)
+		if excerpt == "" {
+			excerpt = "<empty>"
+		}
+		return nil, errBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)",
+			req.pp.ri.Kind, err, truncate(excerpt, 50)))
 	}
 	obj, err := decodeObject(req.body)
 	if err != nil {
-		return nil, errBadRequest("couldn't get version/kind; json parse error: " + err.Error())
+		return nil, errBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v",
+			req.pp.ri.Kind, err))
 	}
 	return obj, nil
 }
@@ -255,7 +414,8 @@ func requireJSONBody(req *apiRequest) *apiError {
 	case "application/json", "":
 		return nil
 	default:
-		return errUnsupportedMediaType(mt)
+		return &apiError{Code: 415, Reason: "UnsupportedMediaType",
+			Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"}
 	}
 }
 
@@ -286,10 +446,37 @@ func checkTypeMeta(ri *resourceInfo, obj map[string]any, required bool) *apiErro
 		return errBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, ri.GroupVersion()))
 	}
 	if kind != "" && kind != ri.Kind {
-		return errBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", kind, ri.Kind))
+		for _, other := range allResources {
+			if other.Kind == kind && other.GroupVersion() == ri.GroupVersion() {
+				return errBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+					kind, ri.Version, ri.Kind, ri.Version, kind, internalGroup(ri), ri.Kind))
+			}
+		}
+		return errBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"",
+			kind, ri.Version, ri.Kind, kind, ri.GroupVersion()))
 	}
 	obj["apiVersion"], obj["kind"] = ri.GroupVersion(), ri.Kind
 	return nil
+}
+
+// internalGroup is the Go package of the internal type: "resource", "core".
+func internalGroup(ri *resourceInfo) string {
+	if ri.Group == "" {
+		return "core"
+	}
+	return strings.SplitN(ri.Group, ".", 2)[0]
+}
+
+// checkFieldValidation refuses a fieldValidation value the real server does
+// not know, as a 422 on the request's options.
+func checkFieldValidation(req *apiRequest) *apiError {
+	v := req.query().Get("fieldValidation")
+	switch v {
+	case "", "Ignore", "Strict", "Warn":
+		return nil
+	}
+	options := map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}[req.verb]
+	return errInvalidOptions(options, []statusCause{causeNotSupported("fieldValidation", v, "", "Ignore", "Strict", "Warn")})
 }
 
 func truncate(s string, n int) string {
@@ -323,6 +510,35 @@ func (s *Server) prepare(ri *resourceInfo, obj map[string]any) {
 		p.apply(obj)
 	}
 	s.schema.normalize(obj, s.rootSchema(ri))
+	if ri == resNodes {
+		defaultNodeStatus(obj)
+	}
+}
+
+// defaultNodeStatus does what decoding into a core/v1 Node does to its
+// status (the fake has no Node schema): allocatable defaults to capacity,
+// and daemonEndpoints and nodeInfo, structs that are not pointers, are
+// always there.
+func defaultNodeStatus(obj map[string]any) {
+	st, _ := obj["status"].(map[string]any)
+	if st == nil {
+		st = map[string]any{}
+		obj["status"] = st
+	}
+	if st["allocatable"] == nil && st["capacity"] != nil {
+		st["allocatable"] = deepCopy(st["capacity"])
+	}
+	if st["daemonEndpoints"] == nil {
+		st["daemonEndpoints"] = map[string]any{"kubeletEndpoint": map[string]any{"Port": json.Number("0")}}
+	}
+	if st["nodeInfo"] == nil {
+		info := map[string]any{}
+		for _, f := range []string{"machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+			"containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture"} {
+			info[f] = ""
+		}
+		st["nodeInfo"] = info
+	}
 }
 
 const maxGeneratedBaseLength = 63 - 5
@@ -333,7 +549,10 @@ func (s *Server) handleCreate(req *apiRequest) (any, int, error) {
 	if aerr != nil {
 		return nil, 0, aerr
 	}
-	causes := s.schemaCauses(ri, obj, false)
+	causes, aerr := s.checkSchema(req, ri, obj, false, bodyObject)
+	if aerr != nil {
+		return nil, 0, aerr
+	}
 	md := meta(obj)
 	if ri.Namespaced {
 		if ns := str(md, "namespace"); ns != "" && ns != req.pp.namespace {
@@ -355,15 +574,10 @@ func (s *Server) handleCreate(req *apiRequest) (any, int, error) {
 		}
 	}
 	name := str(md, "name")
-	if len(causes) > 0 {
-		if name != "" {
-			causes = append(causes, checkDNSSubdomain("metadata.name", name, 253)...)
-		}
-		return nil, 0, errInvalid(ri, name, causes)
-	}
 	prepareForCreate(ri, obj)
 	s.prepare(ri, obj)
-	if causes := validateRules(ri, obj, nil); len(causes) > 0 {
+	// One validation pass, as in the real server: schema and rules together.
+	if causes := mergeCauses(causes, validateRules(ri, obj, nil)); len(causes) > 0 {
 		return nil, 0, errInvalid(ri, name, causes)
 	}
 	s.st.mu.Lock()
@@ -391,6 +605,21 @@ func prepareForCreate(ri *resourceInfo, obj map[string]any) {
 	if ri == resResourceClaims {
 		delete(obj, "status") // ResourceClaim status is reset on create
 	}
+	if ri == resNodes {
+		// The TaintNodesByCondition admission plugin: a new node is not ready.
+		spec, _ := obj["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			obj["spec"] = spec
+		}
+		taints := asList(spec["taints"])
+		for _, t := range taints {
+			if tm, _ := t.(map[string]any); str(tm, "key") == "node.kubernetes.io/not-ready" && str(tm, "effect") == "NoSchedule" {
+				return
+			}
+		}
+		spec["taints"] = append(append([]any{}, taints...), map[string]any{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+	}
 }
 
 func (s *Server) handleUpdate(req *apiRequest) (any, int, error) {
@@ -402,7 +631,10 @@ func (s *Server) handleUpdate(req *apiRequest) (any, int, error) {
 	if n := objName(obj); n != req.pp.name {
 		return nil, 0, errBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, req.pp.name))
 	}
-	causes := s.schemaCauses(ri, obj, false)
+	causes, aerr := s.checkSchema(req, ri, obj, false, bodyObject)
+	if aerr != nil {
+		return nil, 0, aerr
+	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	rec := s.st.objects[ri][req.key()]
@@ -435,9 +667,6 @@ func (s *Server) updateFrom(req *apiRequest, rec *record, obj map[string]any, ca
 	if uid := str(md, "uid"); uid != "" && uid != str(oldMD, "uid") {
 		return nil, errConflict(ri, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, str(oldMD, "uid")))
 	}
-	if len(causes) > 0 {
-		return nil, errInvalid(ri, name, causes)
-	}
 	var next map[string]any
 	if op.subresource == "status" {
 		next = copyObj(old)
@@ -467,7 +696,7 @@ func (s *Server) updateFrom(req *apiRequest, rec *record, obj map[string]any, ca
 		delete(nmd, "selfLink")
 	}
 	s.prepare(ri, next)
-	if causes := validateRules(ri, next, old); len(causes) > 0 {
+	if causes := mergeCauses(causes, validateRules(ri, next, old)); len(causes) > 0 {
 		return nil, errInvalid(ri, name, causes)
 	}
 	if ri.HasGeneration && !deepEqual(next["spec"], old["spec"]) {
@@ -482,20 +711,22 @@ func (s *Server) handlePatch(req *apiRequest) (any, int, error) {
 	mt := mediaType(req.r)
 	var patch any
 	switch mt {
-	case "application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml":
+	case "application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml",
+		"application/strategic-merge-patch+json":
 		v, err := decodeJSON(req.body)
 		if err != nil {
-			if mt == "application/apply-patch+yaml" {
+			switch mt {
+			case "application/apply-patch+yaml":
 				return nil, 0, errBadRequest("the fake apiserver accepts apply bodies in JSON only: " + err.Error())
+			case "application/json-patch+json":
+				return nil, 0, errBadRequest("error decoding patch: " + err.Error())
 			}
-			return nil, 0, errBadRequest("error decoding patch: " + err.Error())
+			return nil, 0, errBadRequest("invalid JSON patch") // what the real server says for a merge patch
 		}
 		patch = v
-	case "application/strategic-merge-patch+json":
-		return nil, 0, &apiError{Code: 415, Reason: "UnsupportedMediaType",
-			Message: "the fake apiserver does not implement strategic merge patch; use application/merge-patch+json, application/json-patch+json or application/apply-patch+yaml"}
 	default:
-		return nil, 0, errUnsupportedMediaType(mt)
+		return nil, 0, &apiError{Code: 415, Reason: "UnsupportedMediaType", Message: "415: Unsupported Media Type",
+			Details: &statusDetails{}}
 	}
 	if mt == "application/apply-patch+yaml" {
 		return s.handleApply(req, patch)
@@ -506,16 +737,31 @@ func (s *Server) handlePatch(req *apiRequest) (any, int, error) {
 	if rec == nil {
 		return nil, 0, errNotFound(ri, req.pp.name)
 	}
+	// The operations are decoded once the object is found.
+	if ops, ok := patch.([]any); ok && mt == "application/json-patch+json" {
+		for _, op := range ops {
+			if _, ok := op.(map[string]any); !ok {
+				return nil, 0, errBadRequest(fmt.Sprintf("error decoding patch: json: cannot unmarshal %s into Go value of type handlers.jsonPatchOp",
+					goJSONType(op)))
+			}
+		}
+	}
 	var patched any
-	if mt == "application/merge-patch+json" {
+	if mt == "application/merge-patch+json" || mt == "application/strategic-merge-patch+json" {
 		if _, ok := patch.(map[string]any); !ok {
 			return nil, 0, errBadRequest("a merge patch must be a JSON object")
 		}
-		patched = mergePatch(rec.obj, patch)
+		if mt == "application/merge-patch+json" {
+			patched = mergePatch(rec.obj, patch)
+		} else {
+			patched = s.schema.strategicMerge(rec.obj, patch, s.rootSchema(ri))
+		}
 	} else {
 		var err error
 		if patched, err = jsonPatch(rec.obj, patch); err != nil {
-			return nil, 0, &apiError{Code: 422, Reason: "Invalid", Message: "the server rejected our request due to an error in our request: " + err.Error()}
+			// The real server does not say which operation failed.
+			return nil, 0, &apiError{Code: 422, Reason: "Invalid", Message: "the server rejected our request due to an error in our request",
+				Details: &statusDetails{}}
 		}
 	}
 	obj, ok := patched.(map[string]any)
@@ -526,7 +772,10 @@ func (s *Server) handlePatch(req *apiRequest) (any, int, error) {
 	if aerr := checkTypeMeta(ri, obj, false); aerr != nil {
 		return nil, 0, aerr
 	}
-	causes := s.schemaCauses(ri, obj, false)
+	causes, aerr := s.checkSchema(req, ri, obj, false, bodyPatch)
+	if aerr != nil {
+		return nil, 0, aerr
+	}
 	out, err := s.updateFrom(req, rec, obj, causes, writeOp{manager: req.fieldManager(), operation: "Update",
 		subresource: req.pp.subresource})
 	return out, http.StatusOK, err
@@ -545,7 +794,10 @@ func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
 	}
 	manager := req.query().Get("fieldManager")
 	if manager == "" {
-		return nil, 0, errBadRequest("PATCH request with apply content type requires fieldManager")
+		return nil, 0, &apiError{Code: 422, Reason: "Invalid",
+			Message: `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`,
+			Details: &statusDetails{Group: "meta.k8s.io", Kind: "PatchOptions",
+				Causes: []statusCause{causeRequiredDetail("fieldManager", "is required for apply patch")}}}
 	}
 	if aerr := checkTypeMeta(ri, cfg, true); aerr != nil {
 		return nil, 0, aerr
@@ -557,7 +809,9 @@ func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
 	if ns := str(md, "namespace"); ri.Namespaced && ns != "" && ns != req.pp.namespace {
 		return nil, 0, errBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	if causes := s.schemaCauses(ri, cfg, true); len(causes) > 0 {
+	if causes, aerr := s.checkSchema(req, ri, cfg, true, bodyApply); aerr != nil {
+		return nil, 0, aerr
+	} else if len(causes) > 0 {
 		return nil, 0, errInvalid(ri, req.pp.name, causes)
 	}
 	// The part of the configuration this endpoint may change.
@@ -571,7 +825,8 @@ func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
 		}
 	}
 	root := s.rootSchema(ri)
-	applied := s.schema.diffSet(nil, scoped, root)
+	applied := withoutEmptyMetadata(s.schema.diffSet(nil, scoped, root, false))
+	force := isTrue(req.query().Get("force"))
 	op := writeOp{manager: manager, operation: "Apply", subresource: req.pp.subresource, applied: applied}
 
 	s.st.mu.Lock()
@@ -602,6 +857,11 @@ func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
 	if rv := str(md, "resourceVersion"); rv != "" && rv != objRV(rec.obj) {
 		return nil, 0, errConflict(ri, req.pp.name, errModified)
 	}
+	if !force {
+		if aerr := s.applyConflicts(rec, manager, req.pp.subresource, applied, scoped, root); aerr != nil {
+			return nil, 0, aerr
+		}
+	}
 	var prev *fieldSet
 	var others []*fieldSet
 	for _, e := range rec.managers {
@@ -622,6 +882,61 @@ func (s *Server) handleApply(req *apiRequest, patch any) (any, int, error) {
 type writeOp struct {
 	manager, operation, subresource string
 	applied                         *fieldSet // for Apply
+}
+
+// applyConflicts reports the fields an apply would set to a value other than
+// the live one while another manager owns them, as the real server's 409.
+func (s *Server) applyConflicts(rec *record, manager, subresource string, applied *fieldSet, cfg, root map[string]any) *apiError {
+	type conflict struct{ manager, path string }
+	var found []conflict
+	// The configuration as sent: a Quantity applied as "1024Mi" differs
+	// from the stored "1Gi", as it does for the real server.
+	want := cfg
+	live := ownableView(rec.obj)
+	for _, e := range rec.managers {
+		if e.Manager == manager && e.Operation == "Apply" && e.Subresource == subresource {
+			continue
+		}
+		name := strconv.Quote(e.Manager)
+		if e.Operation == "Update" {
+			name += " using " + e.APIVersion
+		}
+		if e.Subresource != "" {
+			name += " with subresource " + strconv.Quote(e.Subresource)
+		}
+		s.schema.commonLeaves(applied, e.Set, want, live, root, "", func(path string, a, b any) {
+			if !deepEqual(a, b) {
+				found = append(found, conflict{name, path})
+			}
+		})
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].manager != found[j].manager {
+			return found[i].manager < found[j].manager
+		}
+		return found[i].path < found[j].path
+	})
+	causes := make([]statusCause, len(found))
+	for i, c := range found {
+		causes[i] = statusCause{Type: "FieldManagerConflict", Message: "conflict with " + c.manager, Field: c.path}
+	}
+	var msg string
+	if len(found) == 1 {
+		msg = fmt.Sprintf("Apply failed with 1 conflict: conflict with %s: %s", found[0].manager, found[0].path)
+	} else {
+		var lines []string
+		for i, c := range found {
+			if i == 0 || found[i-1].manager != c.manager {
+				lines = append(lines, fmt.Sprintf("conflicts with %s:", c.manager))
+			}
+			lines = append(lines, "- "+c.path)
+		}
+		msg = fmt.Sprintf("Apply failed with %d conflicts: %s", len(found), strings.Join(lines, "\n"))
+	}
+	return &apiError{Code: 409, Reason: "Conflict", Message: msg, Details: &statusDetails{Causes: causes}}
 }
 
 // commit stores next (old == nil: create) and emits the event. Caller holds
@@ -680,12 +995,19 @@ func asList(v any) []any {
 
 // updateManagers computes the managedFields after a write.
 func (s *Server) updateManagers(ri *resourceInfo, old []*managerEntry, oldObj, newObj map[string]any, op writeOp, root map[string]any) []*managerEntry {
-	var oldView map[string]any
-	if oldObj != nil {
-		oldView = ownableView(oldObj)
+	// A new object is compared with the zero value of its Go type, which
+	// has every non-pointer struct (the schema's default {}) already.
+	if oldObj == nil {
+		oldObj = map[string]any{}
+		if root != nil {
+			oldObj, _ = s.schema.normalize(oldObj, root).(map[string]any)
+		} else if ri == resNodes {
+			oldObj = map[string]any{"spec": map[string]any{}, "status": map[string]any{}}
+		}
 	}
+	oldView := scopedView(ri, oldObj, op.subresource)
+	changed := withoutEmptyMetadata(s.schema.diffSet(oldView, scopedView(ri, newObj, op.subresource), root, true))
 	newView := ownableView(newObj)
-	changed := s.schema.diffSet(oldView, newView, root)
 	now := nowTimestamp()
 	var out []*managerEntry
 	var mine *managerEntry
@@ -695,6 +1017,8 @@ func (s *Server) updateManagers(ri *resourceInfo, old []*managerEntry, oldObj, n
 			mine = &c
 			continue
 		}
+		// A value that changed (also one a forced apply took over) leaves
+		// its other owners; an equal value stays shared.
 		c.Set = subtractSets(c.Set, changed)
 		out = append(out, &c)
 	}
@@ -725,6 +1049,7 @@ func (s *Server) updateManagers(ri *resourceInfo, old []*managerEntry, oldObj, n
 			kept = append(kept, e)
 		}
 	}
+	sortManagers(kept)
 	return kept
 }
 
@@ -766,14 +1091,21 @@ func (s *Server) handleDelete(req *apiRequest) (any, error) {
 	}
 	md := child(rec.obj, "metadata")
 	if p := opts.Preconditions; p != nil {
+		// The storage layer's wording: the Kind, not the resource, names the object.
 		if p.UID != nil && *p.UID != str(md, "uid") {
-			return nil, errConflict(ri, req.pp.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, str(md, "uid")))
+			return nil, errPreconditionConflict(ri, req.pp.name, fmt.Sprintf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, str(md, "uid")))
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != str(md, "resourceVersion") {
-			return nil, errConflict(ri, req.pp.name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, str(md, "resourceVersion")))
+			return nil, errPreconditionConflict(ri, req.pp.name, fmt.Sprintf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, str(md, "resourceVersion")))
 		}
 	}
-	return s.deleteLocked(ri, req.key(), rec, dry), nil
+	out := s.deleteLocked(ri, req.key(), rec, dry)
+	if ri == resNodes && len(asList(md["finalizers"])) == 0 {
+		// Nodes answer an immediate delete with a Status, not the object.
+		return map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Success",
+			"details": map[string]any{"name": req.pp.name, "kind": ri.Resource, "uid": str(md, "uid")}}, nil
+	}
+	return out, nil
 }
 
 // deleteLocked deletes an object, or marks it for deletion when it has
@@ -788,6 +1120,10 @@ func (s *Server) deleteLocked(ri *resourceInfo, key string, rec *record, dryRun 
 		nmd := meta(next)
 		nmd["deletionTimestamp"] = nowTimestamp()
 		nmd["deletionGracePeriodSeconds"] = json.Number("0")
+		if ri.HasGeneration { // setting deletionTimestamp bumps the generation
+			g, _ := strconv.ParseInt(fmt.Sprint(nmd["generation"]), 10, 64)
+			nmd["generation"] = json.Number(strconv.FormatInt(g+1, 10))
+		}
 		rv := s.st.nextRV()
 		nmd["resourceVersion"] = strconv.FormatUint(rv, 10)
 		s.st.objects[ri][key] = &record{obj: next, managers: rec.managers}

@@ -216,3 +216,146 @@ func joinPointer(parts []string) string {
 	}
 	return strings.Join(esc, "/")
 }
+
+// strategicMerge applies a strategic merge patch (for the built-in types the
+// fake serves) and returns the result; target is not modified. It is a
+// JSON merge patch except for lists whose schema says
+// x-kubernetes-patch-strategy: merge: lists of objects are merged by
+// x-kubernetes-patch-merge-key (an element with "$patch": "delete" removes
+// its match), lists of scalars are united. "$patch": "replace" replaces a
+// map, $deleteFromPrimitiveList/<field> removes values, and the ordering
+// directives ($setElementOrder/<field>, $retainKeys) are ignored.
+func (o *openAPI) strategicMerge(target, patch any, sch map[string]any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return deepCopy(patch)
+	}
+	if pm["$patch"] == "replace" {
+		out := copyObj(pm)
+		delete(out, "$patch")
+		return out
+	}
+	out := map[string]any{}
+	if tm, ok := target.(map[string]any); ok {
+		for k, v := range tm {
+			out[k] = v
+		}
+	}
+	for k, v := range pm {
+		switch {
+		case k == "$patch" || k == "$retainKeys" || strings.HasPrefix(k, "$setElementOrder/"):
+			continue
+		case strings.HasPrefix(k, "$deleteFromPrimitiveList/"):
+			field := strings.TrimPrefix(k, "$deleteFromPrimitiveList/")
+			var kept []any
+			for _, e := range asList(out[field]) {
+				if !containsValue(asList(v), e) {
+					kept = append(kept, e)
+				}
+			}
+			if len(kept) == 0 {
+				delete(out, field)
+			} else {
+				out[field] = kept
+			}
+			continue
+		case v == nil:
+			delete(out, k)
+			continue
+		}
+		ps := o.propSchema(sch, k)
+		list, isList := v.([]any)
+		if !isList {
+			out[k] = o.strategicMerge(out[k], v, ps)
+			continue
+		}
+		if ps["x-kubernetes-patch-strategy"] != "merge" {
+			out[k] = deepCopy(list)
+			continue
+		}
+		key, _ := ps["x-kubernetes-patch-merge-key"].(string)
+		original := asList(out[k])
+		merged := append([]any{}, original...)
+		for _, e := range list {
+			em, isMap := e.(map[string]any)
+			if !isMap || key == "" {
+				if !containsValue(merged, e) {
+					merged = append(merged, deepCopy(e))
+				}
+				continue
+			}
+			i := -1
+			for j, cur := range merged {
+				if cm, ok := cur.(map[string]any); ok && deepEqual(cm[key], em[key]) {
+					i = j
+					break
+				}
+			}
+			switch {
+			case em["$patch"] == "delete":
+				if i >= 0 {
+					merged = append(merged[:i:i], merged[i+1:]...)
+				}
+			case i >= 0:
+				merged[i] = o.strategicMerge(merged[i], em, o.itemSchema(ps))
+			default:
+				merged = append(merged, o.strategicMerge(nil, em, o.itemSchema(ps)))
+			}
+		}
+		out[k] = orderLikeServer(merged, list, original, key)
+	}
+	return out
+}
+
+// orderLikeServer orders a merged list as the real server's strategic merge
+// does: the elements the patch names in patch order, the others in their
+// live order, interleaved where the live order relates them.
+func orderLikeServer(merged, patch, original []any, key string) []any {
+	id := func(v any) any {
+		if m, ok := v.(map[string]any); ok && key != "" {
+			return m[key]
+		}
+		return v
+	}
+	index := func(list []any, v any) int {
+		for i, e := range list {
+			if deepEqual(id(e), id(v)) {
+				return i
+			}
+		}
+		return -1
+	}
+	var fromPatch, serverOnly []any
+	for _, p := range patch {
+		if i := index(merged, p); i >= 0 && index(fromPatch, p) < 0 {
+			fromPatch = append(fromPatch, merged[i])
+		}
+	}
+	for _, e := range merged {
+		if index(fromPatch, e) < 0 {
+			serverOnly = append(serverOnly, e)
+		}
+	}
+	out := make([]any, 0, len(merged))
+	i, j := 0, 0
+	for i < len(serverOnly) || j < len(fromPatch) {
+		switch {
+		case j >= len(fromPatch):
+			out = append(out, serverOnly[i])
+			i++
+		case i >= len(serverOnly):
+			out = append(out, fromPatch[j])
+			j++
+		default:
+			li, ri := index(original, serverOnly[i]), index(original, fromPatch[j])
+			if li >= 0 && ri >= 0 && li < ri {
+				out = append(out, serverOnly[i])
+				i++
+			} else {
+				out = append(out, fromPatch[j])
+				j++
+			}
+		}
+	}
+	return out
+}

@@ -88,7 +88,8 @@ var (
 	}
 	resResourceClaims = &resourceInfo{
 		Group: resourceGroup, Version: "v1", Resource: "resourceclaims", Singular: "resourceclaim",
-		Kind: "ResourceClaim", Namespaced: true, HasStatus: true, HasGeneration: true,
+		// No metadata.generation: the real server's ResourceClaim strategy never sets it.
+		Kind: "ResourceClaim", Namespaced: true, HasStatus: true,
 		SchemaName: "io.k8s.api.resource.v1.ResourceClaim",
 	}
 	resDeviceClasses = &resourceInfo{

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -53,7 +56,7 @@ func checkLabels(field string, labels map[string]any) []statusCause {
 			out = append(out, checkDNSSubdomain(field, prefix, 253)...)
 		}
 		if len(name) > 63 || !qualifiedNameRe.MatchString(name) {
-			out = append(out, causeInvalid(field, k, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+			out = append(out, causeInvalid(field, k, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"))
 		}
 		s, _ := v.(string)
 		if len(s) > 63 {
@@ -72,6 +75,17 @@ func validateRules(ri *resourceInfo, obj, old map[string]any) []statusCause {
 	var errs []statusCause
 	md := child(obj, "metadata")
 	name := str(md, "name")
+	if gn := str(md, "generateName"); gn != "" {
+		// Checked as a prefix: a trailing '-' is allowed.
+		masked := gn
+		if len(masked) > 1 && strings.HasSuffix(masked, "-") {
+			masked = masked[:len(masked)-1] + "a"
+		}
+		for _, c := range checkDNSSubdomain("metadata.generateName", masked, 253) {
+			c.Message = strings.Replace(c.Message, strconv.Quote(masked), strconv.Quote(gn), 1)
+			errs = append(errs, c)
+		}
+	}
 	if name == "" {
 		errs = append(errs, causeRequiredDetail("metadata.name", "name or generateName is required"))
 	} else {
@@ -88,7 +102,46 @@ func validateRules(ri *resourceInfo, obj, old map[string]any) []statusCause {
 		errs = append(errs, validateSlice(obj, old)...)
 	case resResourceClaims:
 		if old != nil && !deepEqual(obj["spec"], old["spec"]) {
-			errs = append(errs, causeInvalid("spec", obj["spec"], "field is immutable"))
+			errs = append(errs, causeInvalid("spec", nil, "field is immutable")) // the server prints null
+		}
+		if old == nil || !deepEqual(obj["status"], old["status"]) {
+			errs = append(errs, validateClaimStatusDevices(obj)...)
+		}
+	}
+	return errs
+}
+
+// The value fields of a DeviceAttribute (list types: DRAListTypeAttributes).
+var attributeTypes = []string{"int", "bool", "string", "version", "ints", "bools", "strings", "versions"}
+
+const attributeTypeList = "`int`, `bool`, `string`, `version`, `ints`, `bools`, `strings`, `versions`"
+
+func sortedNames(m map[string]any) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// validateClaimStatusDevices: every status.devices entry must name a device
+// of the allocation (driver, pool, device, shareID).
+func validateClaimStatusDevices(obj map[string]any) []statusCause {
+	type deviceKey struct{ Driver, Pool, Device, ShareID string }
+	allocated := map[deviceKey]bool{}
+	status := child(obj, "status")
+	for _, r := range asList(child(child(status, "allocation"), "devices")["results"]) {
+		rm, _ := r.(map[string]any)
+		allocated[deviceKey{str(rm, "driver"), str(rm, "pool"), str(rm, "device"), str(rm, "shareID")}] = true
+	}
+	var errs []statusCause
+	for i, d := range asList(status["devices"]) {
+		dm, _ := d.(map[string]any)
+		k := deviceKey{str(dm, "driver"), str(dm, "pool"), str(dm, "device"), str(dm, "shareID")}
+		if !allocated[k] {
+			errs = append(errs, statusCause{Type: "FieldValueInvalid", Field: fmt.Sprintf("status.devices[%d]", i),
+				Message: fmt.Sprintf("Invalid value: %s: must be an allocated device in the claim", mustJSON(k))})
 		}
 	}
 	return errs
@@ -112,6 +165,19 @@ func validateSlice(obj, old map[string]any) []statusCause {
 	if str(pool, "name") == "" {
 		errs = append(errs, causeRequired("spec.pool.name"))
 	}
+	if n, ok := pool["resourceSliceCount"].(json.Number); ok {
+		if v, err := n.Int64(); err == nil && v <= 0 {
+			errs = append(errs, causeInvalid("spec.pool.resourceSliceCount", n, "must be greater than zero"))
+		}
+	}
+	if n, ok := pool["generation"].(json.Number); ok {
+		if v, err := n.Int64(); err == nil && v < 0 {
+			errs = append(errs, causeInvalid("spec.pool.generation", n, "must be greater than or equal to zero"))
+		}
+	}
+	if v, ok := spec["nodeName"]; ok && v == "" {
+		errs = append(errs, causeInvalid("spec.nodeName", "", "must be either unset or set to a non-empty string"))
+	}
 	var set []string
 	if str(spec, "nodeName") != "" {
 		set = append(set, "`nodeName`")
@@ -133,12 +199,49 @@ func validateSlice(obj, old map[string]any) []statusCause {
 		errs = append(errs, causeInvalid("spec", "{"+strings.Join(set, ", ")+"}", exactlyOne+", but multiple fields are set"))
 	}
 	devices, _ := spec["devices"].([]any)
+	if len(devices) > 0 && len(asList(spec["sharedCounters"])) > 0 {
+		errs = append(errs, causeInvalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
+	}
 	limit := maxDevicesPerSlice
 	seen := map[string]bool{}
+	var attributeErrs []statusCause // the server reports them after the other device errors
 	for i, d := range devices {
 		dm, _ := d.(map[string]any)
 		if dm["taints"] != nil || dm["consumesCounters"] != nil {
 			limit = maxDevicesWithTaintsOrCounter
+		}
+		multiple, _ := dm["allowMultipleAllocations"].(bool)
+		capacity, _ := dm["capacity"].(map[string]any)
+		for _, k := range sortedNames(capacity) {
+			c, _ := capacity[k].(map[string]any)
+			policy, _ := c["requestPolicy"].(map[string]any)
+			if policy == nil {
+				continue
+			}
+			field := fmt.Sprintf("spec.devices[%d].capacity[%s].requestPolicy", i, k)
+			if !multiple {
+				errs = append(errs, causeForbidden(field, "allowMultipleAllocations must be true"))
+			}
+			if len(asList(policy["validValues"])) > 0 && policy["default"] == nil {
+				errs = append(errs, causeRequiredDetail(field+".default", "required when validValues is defined"))
+			}
+		}
+		attributes, _ := dm["attributes"].(map[string]any)
+		for _, k := range sortedNames(attributes) {
+			a, _ := attributes[k].(map[string]any)
+			var set []string
+			for _, typ := range attributeTypes {
+				if a[typ] != nil {
+					set = append(set, typ)
+				}
+			}
+			field := fmt.Sprintf("spec.devices[%d].attributes[%s]", i, k)
+			switch {
+			case len(set) == 0:
+				attributeErrs = append(attributeErrs, causeInvalid(field, "", "must specify one of: "+attributeTypeList))
+			case len(set) > 1:
+				attributeErrs = append(attributeErrs, causeInvalid(field, "{"+strings.Join(set, ", ")+"}", "must specify exactly one of: "+attributeTypeList))
+			}
 		}
 		n := str(dm, "name")
 		f := fmt.Sprintf("spec.devices[%d].name", i)
@@ -147,13 +250,15 @@ func validateSlice(obj, old map[string]any) []statusCause {
 		}
 		errs = append(errs, checkDNSLabel(f, n)...)
 		if seen[n] {
-			errs = append(errs, statusCause{Type: "FieldValueDuplicate", Message: fmt.Sprintf("Duplicate value: %q", n), Field: f})
+			errs = append(errs, statusCause{Type: "FieldValueDuplicate", Message: fmt.Sprintf("Duplicate value: %q", n),
+				Field: fmt.Sprintf("spec.devices[%d]", i)})
 		}
 		seen[n] = true
 	}
 	if len(devices) > limit {
 		errs = append(errs, causeTooMany("spec.devices", len(devices), limit))
 	}
+	errs = append(errs, attributeErrs...)
 	if old != nil {
 		oldSpec := child(old, "spec")
 		if str(oldSpec, "driver") != driver {

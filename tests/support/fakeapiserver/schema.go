@@ -92,6 +92,9 @@ func (o *openAPI) kindOf(s map[string]any) (schemaKind, map[string]any) {
 	if r == nil {
 		return kindUnknown, nil
 	}
+	if r["x-kubernetes-map-type"] == "atomic" {
+		return kindFree, r // owned and replaced as a whole
+	}
 	if _, ok := r["properties"]; ok {
 		return kindStruct, r
 	}
@@ -188,11 +191,11 @@ func (o *openAPI) validateAt(v any, s map[string]any, path string, errs *[]statu
 		switch t := v.(type) {
 		case string:
 			if _, err := parseQuantity(strings.TrimSpace(t)); err != nil {
-				*errs = append(*errs, causeInvalid(path, v, err.Error()))
+				*errs = append(*errs, causeDecode(path, v, err.Error()))
 			}
 		case json.Number:
 			if _, err := parseQuantity(t.String()); err != nil {
-				*errs = append(*errs, causeInvalid(path, v, err.Error()))
+				*errs = append(*errs, causeDecode(path, v, err.Error()))
 			}
 		default:
 			*errs = append(*errs, causeTypeInvalid(path, "string", v))
@@ -208,7 +211,7 @@ func (o *openAPI) validateAt(v any, s map[string]any, path string, errs *[]statu
 				return
 			}
 		}
-		*errs = append(*errs, causeInvalid(path, v, "must match exactly one schema in oneOf"))
+		*errs = append(*errs, causeDecode(path, v, "must match exactly one schema in oneOf"))
 		return
 	}
 	typ, _ := r["type"].(string)
@@ -221,7 +224,7 @@ func (o *openAPI) validateAt(v any, s map[string]any, path string, errs *[]statu
 		}
 		if r["format"] == "date-time" {
 			if _, err := time.Parse(time.RFC3339, sv); err != nil {
-				*errs = append(*errs, causeInvalid(path, v, "must be an RFC 3339 date-time"))
+				*errs = append(*errs, causeDecode(path, v, "must be an RFC 3339 date-time"))
 			}
 		}
 	case "integer":
@@ -232,7 +235,7 @@ func (o *openAPI) validateAt(v any, s map[string]any, path string, errs *[]statu
 		}
 		i, err := strconv.ParseInt(n.String(), 10, 64)
 		if err != nil || (r["format"] == "int32" && (i < -1<<31 || i > 1<<31-1)) {
-			*errs = append(*errs, causeInvalid(path, v, "integer out of range for format "+fmt.Sprint(r["format"])))
+			*errs = append(*errs, causeDecode(path, v, "integer out of range for format "+fmt.Sprint(r["format"])))
 		}
 	case "number":
 		if _, ok := v.(json.Number); !ok {
@@ -278,14 +281,29 @@ func (o *openAPI) validateAt(v any, s map[string]any, path string, errs *[]statu
 			if ap == true || preserve || !hasProps {
 				continue
 			}
-			*errs = append(*errs, causeUnknownField(joinField(path, k), k))
+			key := k
+			*errs = append(*errs, causeUnknownField(joinField(path, k), k, func() { delete(m, key) }))
 		}
 		if req, ok := r["required"].([]any); ok && !partial {
 			for _, rq := range req {
 				k, _ := rq.(string)
-				if m[k] == nil {
-					*errs = append(*errs, causeRequired(joinField(path, k)))
+				if m[k] != nil {
+					continue
 				}
+				// The real server decodes into Go structs: a missing
+				// field is its zero value (the schema's default, or "0" for a
+				// Quantity), which normalize fills in and the validation
+				// rules judge. Only empty strings are reported here as
+				// "Required value", which is what the server's rules say
+				// about every required string of resource.k8s.io/v1.
+				ps, _ := props[k].(map[string]any)
+				if d, ok := ps["default"]; ok && d != "" {
+					continue
+				}
+				if _, name := o.resolve(ps); name == quantityName {
+					continue
+				}
+				*errs = append(*errs, causeRequired(joinField(path, k)))
 			}
 		}
 	}
@@ -341,13 +359,83 @@ func (o *openAPI) normalize(v any, s map[string]any) any {
 	case map[string]any:
 		props, _ := r["properties"].(map[string]any)
 		ap, _ := r["additionalProperties"].(map[string]any)
+		required := map[string]bool{}
+		if req, ok := r["required"].([]any); ok {
+			for _, k := range req {
+				if ks, ok := k.(string); ok {
+					required[ks] = true
+				}
+			}
+		}
+		// Fields the Go type always has: the schema's default (a struct
+		// that is not a pointer is {}, a required integer 0, ...), and the
+		// zero Quantity "0" for a required Quantity.
+		for k, p := range props {
+			ps, _ := p.(map[string]any)
+			if t[k] != nil {
+				continue
+			}
+			if d, ok := ps["default"]; ok && d != "" {
+				t[k] = numbersOf(d)
+			} else if _, pn := o.resolve(ps); pn == quantityName && required[k] {
+				t[k] = "0"
+			}
+		}
 		for k, e := range t {
 			if ps, ok := props[k].(map[string]any); ok {
 				t[k] = o.normalize(e, ps)
+				// omitempty: an optional list or map that is empty is not
+				// stored (a struct, even empty, is).
+				if kind, _ := o.kindOf(ps); !required[k] && (kind == kindArray || kind == kindMap) && isEmptyContainer(t[k]) {
+					delete(t, k)
+				}
 			} else if ap != nil {
 				t[k] = o.normalize(e, ap)
 			}
 		}
+		applyTypeDefaults(name, t)
+	}
+	return v
+}
+
+// applyTypeDefaults runs the SetDefaults_* functions of
+// k8s.io/kubernetes/pkg/apis/resource/v1 for the component name.
+func applyTypeDefaults(name string, m map[string]any) {
+	switch strings.TrimPrefix(name, "io.k8s.api.resource.v1.") {
+	case "ExactDeviceRequest", "DeviceSubRequest":
+		if m["allocationMode"] == nil || m["allocationMode"] == "" {
+			m["allocationMode"] = "ExactCount"
+		}
+		if m["allocationMode"] == "ExactCount" {
+			if c, ok := m["count"].(json.Number); !ok || c.String() == "0" {
+				m["count"] = json.Number("1")
+			}
+		}
+	case "DeviceTaint":
+		if m["timeAdded"] == nil {
+			m["timeAdded"] = nowTimestamp()
+		}
+	}
+}
+
+// numbersOf deep-copies a value of the OpenAPI document (decoded with
+// float64 numbers) into the form request bodies have (json.Number).
+func numbersOf(v any) any {
+	switch t := v.(type) {
+	case float64:
+		return json.Number(strconv.FormatFloat(t, 'f', -1, 64))
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = numbersOf(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = numbersOf(e)
+		}
+		return l
 	}
 	return v
 }

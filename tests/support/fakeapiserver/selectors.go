@@ -201,7 +201,14 @@ func parseFieldSelector(s string, ri *resourceInfo) (fieldSelector, error) {
 		r.field = strings.TrimSpace(r.field)
 		r.value = strings.TrimSpace(r.value)
 		if _, ok := ri.fieldValue(map[string]any{}, r.field); !ok {
-			return nil, fmt.Errorf("field label not supported: %s", r.field)
+			// Each the real server's wording for the resource.
+			switch {
+			case ri.Group == "":
+				return nil, fmt.Errorf("field label not supported: %s", r.field)
+			case len(ri.FieldSelectors) == 0:
+				return nil, fmt.Errorf(`%q is not a known field selector: only "metadata.name", "metadata.namespace"`, r.field)
+			}
+			return nil, fmt.Errorf("field label not supported for %s, Kind=%s: %s", ri.GroupVersion(), ri.Kind, r.field)
 		}
 		out = append(out, r)
 	}

@@ -30,7 +30,20 @@ type statusCause struct {
 	Type    string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	Field   string `json:"field,omitempty"`
+	// What the real server makes of the violation: a decoding error (400
+	// before validation), an unknown field (dropped, a warning, or a strict
+	// decoding error) or a validation error (422). Not sent.
+	class causeClass
+	drop  func() // removes an unknown field from the decoded body
 }
+
+type causeClass int
+
+const (
+	classInvalid causeClass = iota // 422 Invalid
+	classDecode                    // 400 BadRequest: the Go types cannot hold the value
+	classUnknown                   // not in the schema
+)
 
 // statusJSON keeps the field order of the real server's output.
 type statusJSON struct {
@@ -107,6 +120,13 @@ func errConflict(ri *resourceInfo, name, why string) *apiError {
 		Details: resourceDetails(ri, name)}
 }
 
+// errPreconditionConflict is a failed delete precondition.
+func errPreconditionConflict(ri *resourceInfo, name, why string) *apiError {
+	return &apiError{Code: 409, Reason: "Conflict",
+		Message: fmt.Sprintf("Operation cannot be fulfilled on %s %q: %s", ri.QualifiedKind(), name, why),
+		Details: &statusDetails{Name: name, Group: ri.Group, Kind: ri.Kind}}
+}
+
 const errModified = "the object has been modified; please apply your changes to the latest version and try again"
 
 func errInvalid(ri *resourceInfo, name string, causes []statusCause) *apiError {
@@ -151,12 +171,6 @@ func errMethodNotAllowed(ri *resourceInfo) *apiError {
 	}
 	return &apiError{Code: 405, Reason: "MethodNotAllowed",
 		Message: "the server does not allow this method on the requested resource", Details: d}
-}
-
-func errUnsupportedMediaType(ct string) *apiError {
-	return &apiError{Code: 415, Reason: "UnsupportedMediaType",
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: "+
-			"application/json, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got %q)", ct)}
 }
 
 func errTooLarge(limit int) *apiError {
@@ -209,15 +223,52 @@ func causeInvalid(field string, value any, detail string) statusCause {
 func causeTypeInvalid(field, want string, got any) statusCause {
 	g := jsonTypeName(got)
 	return statusCause{Type: "FieldValueTypeInvalid",
-		Message: fmt.Sprintf("Invalid value: %q: %s in body must be of type %s: %q", g, field, want, g), Field: field}
+		Message: fmt.Sprintf("Invalid value: %q: %s in body must be of type %s: %q", g, field, want, g), Field: field,
+		class: classDecode}
 }
 
-func causeUnknownField(field, name string) statusCause {
-	return statusCause{Type: "FieldValueInvalid", Message: fmt.Sprintf("unknown field %q", name), Field: field}
+// causeDecode is a value the real server's JSON decoder rejects (a
+// malformed Quantity or time, an integer out of range).
+func causeDecode(field string, value any, detail string) statusCause {
+	c := causeInvalid(field, value, detail)
+	c.class = classDecode
+	return c
+}
+
+func causeUnknownField(field, name string, drop func()) statusCause {
+	return statusCause{Type: "FieldValueInvalid", Message: fmt.Sprintf("unknown field %q", name), Field: field,
+		class: classUnknown, drop: drop}
 }
 
 func causeForbidden(field, detail string) statusCause {
 	return statusCause{Type: "FieldValueForbidden", Message: "Forbidden: " + detail, Field: field}
+}
+
+func causeNotSupported(field, value string, supported ...string) statusCause {
+	quoted := make([]string, len(supported))
+	for i, s := range supported {
+		quoted[i] = strconv.Quote(s)
+	}
+	return statusCause{Type: "FieldValueNotSupported", Field: field,
+		Message: fmt.Sprintf("Unsupported value: %q: supported values: %s", value, strings.Join(quoted, ", "))}
+}
+
+// errInvalidOptions is the 422 for invalid request options (ListOptions,
+// CreateOptions, ...), or nil without causes.
+func errInvalidOptions(kind string, causes []statusCause) *apiError {
+	if len(causes) == 0 {
+		return nil
+	}
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = c.Field + ": " + c.Message
+	}
+	agg := strings.Join(parts, ", ")
+	if len(parts) > 1 {
+		agg = "[" + agg + "]"
+	}
+	return &apiError{Code: 422, Reason: "Invalid", Message: fmt.Sprintf(`%s.meta.k8s.io "" is invalid: %s`, kind, agg),
+		Details: &statusDetails{Group: "meta.k8s.io", Kind: kind, Causes: causes}}
 }
 
 func causeTooMany(field string, got, max int) statusCause {

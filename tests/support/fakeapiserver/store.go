@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -125,7 +126,7 @@ type continueToken struct {
 }
 
 func encodeContinue(rv uint64, lastKey string) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rv, StartKey: lastKey + "\x00"})
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rv, StartKey: "/" + lastKey + "\x00"})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -135,9 +136,14 @@ func decodeContinue(s string) (continueToken, error) {
 	if err != nil {
 		return t, fmt.Errorf("continue key is not valid: %v", err)
 	}
-	if err := json.Unmarshal(b, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.ResourceVersion == 0 {
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("continue key is not valid: %v", err)
+	}
+	if t.APIVersion != "meta.k8s.io/v1" || t.ResourceVersion == 0 {
 		return t, fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 	}
+	// Like the real server's key relative to the resource prefix: "/name" or "/namespace/name".
+	t.StartKey = strings.TrimPrefix(t.StartKey, "/")
 	return t, nil
 }
 

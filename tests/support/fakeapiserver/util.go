@@ -143,3 +143,20 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// goJSONType names a JSON value the way encoding/json's errors do.
+func goJSONType(v any) string {
+	switch v.(type) {
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case json.Number:
+		return "number"
+	}
+	return "null"
+}

@@ -20,10 +20,11 @@ type watcher struct {
 	mu     sync.Mutex
 	queue  []watchItem
 	notify chan struct{}
+	closed chan struct{} // closed by /fake/closewatches
 }
 
 func newWatcher(f *objectFilter) *watcher {
-	return &watcher{filter: f, notify: make(chan struct{}, 1)}
+	return &watcher{filter: f, notify: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 func (w *watcher) push(it watchItem) {
@@ -137,6 +138,19 @@ func (st *store) stopWatch(w *watcher) {
 	st.mu.Unlock()
 }
 
+// closeWatches ends every open watch stream, as an apiserver restart or a
+// broken connection does; clients resume from their last resourceVersion.
+func (st *store) closeWatches() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for w := range st.watchers {
+		close(w.closed)
+	}
+	n := len(st.watchers)
+	st.watchers = map[*watcher]struct{}{}
+	return n
+}
+
 func (st *store) queueBookmark(w *watcher) {
 	st.mu.Lock()
 	w.push(watchItem{typ: "BOOKMARK", obj: bookmarkObject(w.filter.ri, st.rv, false)})
@@ -155,6 +169,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 	if v := q.Get("sendInitialEvents"); v != "" {
 		b := isTrue(v)
 		o.sendInitialEvents = &b
+	}
+	if aerr := checkWatchListOptions(q, &o); aerr != nil {
+		writeError(w, aerr)
+		return
 	}
 	if v := q.Get("timeoutSeconds"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -213,6 +231,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 		case <-bookmarks:
 			s.st.queueBookmark(wt)
 		case <-timeout:
+			return
+		case <-wt.closed:
 			return
 		case <-req.r.Context().Done():
 			return
