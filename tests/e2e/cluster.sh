@@ -120,8 +120,12 @@ start_daemon() {
 wait_for() {
   local name="$1" timeout="$2"; shift 2
   local deadline=$((SECONDS + timeout))
+  local pid
+  read -r pid _ < "$dir/pids/$name.pid"
   while ! "$@" >/dev/null 2>&1; do
-    if ! pid_alive "$dir/pids/$name.pid"; then
+    # Not pid_alive: right after the fork the child may not have exec'd the
+    # binary yet, and its command line is still the shell's.
+    if [ ! -d "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]; then
       log "$name exited; the end of $dir/logs/$name.log:"
       tail -n 30 "$dir/logs/$name.log" >&2 || true
       return 1
@@ -272,7 +276,7 @@ start() {
     --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster "e2e=http://127.0.0.1:$ETCD_PEER_PORT" \
     --unsafe-no-fsync --quota-backend-bytes 2147483648 --log-level warn
-  wait_for etcd 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
+  wait_for etcd 60 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
   log "kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
   # shellcheck disable=SC2086
