@@ -5,7 +5,9 @@
 #   ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/k8s-v1.37.2/{etcd,kube-apiserver,kube-scheduler}
 #
 # and, on request, the kubelet peer (tests/e2e/kubeletpeer, built from this
-# repository's sources against the same Kubernetes modules).
+# repository's sources against the same Kubernetes modules) and the Go SDK
+# benchmark driver (bench/gosdk, the trivial driver of bench/go_vs_cpp.sh on
+# k8s.io/dynamic-resource-allocation/kubeletplugin, pinned by bench/gosdk/go.mod).
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -14,7 +16,7 @@
 #
 # Usage: build-k8s.sh [--print-dir] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager
-#              kubeletpeer (default: etcd kube-apiserver kube-scheduler)
+#              kubeletpeer gosdk-driver (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
 # Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
@@ -40,8 +42,8 @@ components=()
 for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubeletpeer) components+=("$arg") ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubeletpeer|gosdk-driver) components+=("$arg") ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -67,29 +69,41 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 mkdir -p "$bin_dir"
 
 # A binary counts as built when it exists and answers --version; the kubelet
-# peer (our own source) when it is also newer than its sources.
+# peer and the Go SDK driver (our own sources) when they answer -h and are
+# newer than their sources.
 binary_ok() {
   local bin="$bin_dir/$1"
   [ -x "$bin" ] || return 1
-  if [ "$1" = kubeletpeer ]; then
-    [ -z "$(find "$here/kubeletpeer" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
-    "$bin" -h >/dev/null 2>&1
-    return
-  fi
+  case "$1" in
+    kubeletpeer|gosdk-driver)
+      [ -z "$(find "$(module_dir "$1")" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
+      "$bin" -h >/dev/null 2>&1
+      return
+      ;;
+  esac
   "$bin" --version >/dev/null 2>&1
 }
 version_line() {
-  if [ "$1" = kubeletpeer ]; then echo "kubelet peer on Kubernetes $K8S_VERSION"; else "$bin_dir/$1" --version 2>&1 | head -1; fi
+  case "$1" in
+    kubeletpeer) echo "kubelet peer on Kubernetes $K8S_VERSION" ;;
+    gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
+    *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
+  esac
 }
 
 # component -> module dir, package
 module_dir() {
-  case "$1" in etcd) echo "$here/etcd" ;; kubeletpeer) echo "$here/kubeletpeer" ;; *) echo "$here/k8s" ;; esac
+  case "$1" in
+    etcd) echo "$here/etcd" ;;
+    kubeletpeer) echo "$here/kubeletpeer" ;;
+    gosdk-driver) echo "$here/../../bench/gosdk" ;;
+    *) echo "$here/k8s" ;;
+  esac
 }
 package_of() {
   case "$1" in
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
-    kubeletpeer) echo "." ;;
+    kubeletpeer|gosdk-driver) echo "." ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -100,7 +114,7 @@ version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; *) echo "$K8S_VERSION"
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd) echo "-s -w" ;;
+    etcd|gosdk-driver) echo "-s -w" ;;
     *)
       local v="$K8S_VERSION" major minor
       major="$(echo "${v#v}" | cut -d. -f1)"; minor="$(echo "${v#v}" | cut -d. -f2)"
