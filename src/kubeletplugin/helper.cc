@@ -75,7 +75,11 @@ absl::Status ValidateOptions(const Options& options) {
   return absl::OkStatus();
 }
 
-// Builds and starts a gRPC server on a Unix socket at `path`.
+// Builds and starts a gRPC server on a Unix socket at `path`. The socket is
+// bound under a hidden name in the same directory (the kubelet's plugin
+// watcher skips dot files), given its mode, and renamed into place: the
+// kubelet never sees it before it accepts connections (a dial that comes too
+// early backs off for a second) or with a looser mode.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string& path,
                                                               const std::vector<grpc::Service*>& services) {
   if (path.size() >= internal::kUnixPathMax) {
@@ -84,15 +88,26 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
                                                    internal::kUnixPathMax - 1, ": use shorter directories"));
   }
   if (absl::Status status = internal::ClearStaleSocket(path); !status.ok()) return status;
+  const size_t slash = path.rfind('/');
+  std::string bound = path.substr(0, slash + 1) + "." + path.substr(slash + 1);
+  if (bound.size() >= internal::kUnixPathMax) bound = path;  // no room for the hidden name
+  if (absl::Status status = internal::ClearStaleSocket(bound); !status.ok()) return status;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  builder.AddListeningPort("unix:" + bound, grpc::InsecureServerCredentials());
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) return absl::UnavailableError(absl::StrCat("start gRPC server on ", path, " failed"));
-  if (chmod(path.c_str(), kSocketMode) != 0) {
+  if (server == nullptr) return absl::UnavailableError(absl::StrCat("start gRPC server on ", bound, " failed"));
+  const char* failed = nullptr;
+  if (chmod(bound.c_str(), kSocketMode) != 0) {
+    failed = "chmod";
+  } else if (bound != path && rename(bound.c_str(), path.c_str()) != 0) {
+    failed = "rename";
+  }
+  if (failed != nullptr) {
+    const int error = errno;
     server->Shutdown();
-    internal::RemoveSocket(path);
-    return absl::FailedPreconditionError(absl::StrCat("chmod ", path, ": ", std::strerror(errno)));
+    internal::RemoveSocket(bound);
+    return absl::FailedPreconditionError(absl::StrCat(failed, " ", bound, ": ", std::strerror(error)));
   }
   return server;
 }

@@ -417,6 +417,13 @@ TEST_CASE("sockets and the data dir have tight permissions", "[helper]") {
   CHECK((st.st_mode & 0777) == 0600);
   REQUIRE(stat(f.data.c_str(), &st) == 0);
   CHECK((st.st_mode & 0007) == 0);
+  // Bound under hidden names and renamed into place: nothing else is left.
+  for (const std::string& dir : {f.registry, f.data}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      INFO(entry.path());
+      CHECK(entry.path().filename().string()[0] != '.');
+    }
+  }
 }
 
 TEST_CASE("the checkpoint answers prepared claims across a restart", "[helper]") {
