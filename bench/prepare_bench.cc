@@ -61,7 +61,7 @@
 #include "dra/kubeletplugin/options.h"
 #include "dra/log.h"
 #include "dra/v1/api.grpc.pb.h"
-#include "kubeletplugin/atomic_file.h"
+#include "fileutil/atomic_file.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_preparer.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds dra-cpp, starts the minimal example driver
-# with its sockets in a temp dir and drives it the way the kubelet does, with
-# dractl: register, prepare, health, unprepare. Cleans up after itself.
+# with its sockets and CDI spec dir in a temp dir and drives it the way the
+# kubelet does, with dractl: register, prepare (showing the CDI spec file the
+# Helper wrote), health, unprepare. Cleans up after itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -28,9 +29,9 @@ uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "start the minimal driver (sockets under $work)"
+step "start the minimal driver (sockets under $work, CDI specs in $work/cdi)"
 "$driver_bin" --registrar-dir "$work/plugins_registry" --plugin-data-dir "$work/plugins/minimal.example.com" \
-  --claims "$claims" 2>"$work/driver.log" &
+  --cdi-dir "$work/cdi" --claims "$claims" 2>"$work/driver.log" &
 driver_pid=$!
 for _ in $(seq 1 500); do
   [ -S "$work/plugins_registry/minimal.example.com-reg.sock" ] && break
@@ -46,8 +47,18 @@ endpoint="$work/plugins/minimal.example.com/dra.sock"
 step "dractl prepare default/gpu-claim (NodePrepareResources, DRA v1)"
 "$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid"
 
-step "the checkpoint records the prepared claim"
+step "the claim's CDI spec, written by the Helper (the container runtime reads it; mode 0600)"
+spec="$work/cdi/minimal.example.com-claim_$uid.json"
+ls -l "$work/cdi"
+cat "$spec"
+
+step "the checkpoint records the prepared claim (with its CDI spec, to re-create it after a reboot)"
 cat "$work/plugins/minimal.example.com/checkpoint.json"; echo
+
+step "a reboot empties /var/run/cdi (tmpfs); prepare again: answered from the checkpoint, spec re-created"
+rm -f "$spec"
+"$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid" >/dev/null
+ls -l "$work/cdi"
 
 step "dractl prepare again: answered from the checkpoint"
 "$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid" --json
@@ -61,8 +72,9 @@ step "dractl health (NodeWatchResources, first update)"
 step "dractl unprepare (NodeUnprepareResources)"
 "$dractl" unprepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid"
 
-step "checkpoint after unprepare"
+step "checkpoint and CDI spec dir after unprepare"
 cat "$work/plugins/minimal.example.com/checkpoint.json"; echo
+echo "CDI spec dir now: $(ls -A "$work/cdi" | tr '\n' ' ')(the claim's spec is gone)"
 
 step "stop the driver with SIGTERM: sockets are removed"
 kill -TERM "$driver_pid"; wait "$driver_pid"; driver_pid=

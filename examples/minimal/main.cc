@@ -1,7 +1,9 @@
 // A minimal DRA driver on the public dra-cpp API: every allocated device of
-// this driver becomes one CDI device ID. Claims come from a JSON file (a list
-// of ResourceClaim objects) instead of the API server, so that it runs
-// without a cluster; see scripts/demo.sh.
+// this driver gets CDI edits (an environment variable naming it), and the
+// Helper writes them as the claim's CDI spec file under --cdi-dir and returns
+// the CDI device IDs. Claims come from a JSON file (a list of ResourceClaim
+// objects) instead of the API server, so that it runs without a cluster; see
+// scripts/demo.sh.
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -21,18 +23,18 @@ using dra::kubeletplugin::UnprepareResults;
 
 class MinimalDriver : public dra::kubeletplugin::Driver {
  public:
-  explicit MinimalDriver(std::string name) : name_(std::move(name)) {}
-
   absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
       auto& result = results[claim.metadata.uid];
       for (const auto& allocated : claim.status.allocation->devices.results) {
-        result.devices.push_back(Device{.requests = {allocated.request},
-                                        .pool_name = allocated.pool,
-                                        .device_name = allocated.device,
-                                        .cdi_device_ids = {name_ + "/device=" + allocated.device},
-                                        .share_id = allocated.share_id});
+        Device& device = result.devices.emplace_back();
+        device.requests = {allocated.request};
+        device.pool_name = allocated.pool;
+        device.device_name = allocated.device;
+        device.share_id = allocated.share_id;
+        // The Helper turns these into the claim's CDI spec and the device's CDI ID.
+        device.cdi_edits.emplace().env = {"MINIMAL_DEVICE=" + allocated.device};
       }
     }
     return results;
@@ -49,9 +51,6 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
   }
 
   bool ReportsDeviceHealth() const override { return true; }
-
- private:
-  const std::string name_;
 };
 
 absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryClaimSource& source) {
@@ -69,7 +68,8 @@ absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryCla
 
 int Usage() {
   std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR --claims FILE\n"
-               "                      [--driver-name NAME] [--devices N] [-v LEVEL] [--log-format text|json]\n";
+               "                      [--cdi-dir DIR (default /var/run/cdi)] [--driver-name NAME] [--devices N]\n"
+               "                      [-v LEVEL] [--log-format text|json]\n";
   return 2;
 }
 
@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
     else if (flag == "--plugin-data-dir") options.plugin_data_dir = value;
     else if (flag == "--driver-name") options.driver_name = value;
     else if (flag == "--claims") claims_file = value;
+    else if (flag == "--cdi-dir") options.cdi.spec_dir = value;
     else if (flag == "--devices") devices = std::stoi(value);
     else if (flag == "-v") verbosity = std::stoi(value);
     else if (flag == "--log-format" && (value == "text" || value == "json"))
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
   }
   options.claim_source = claims;
 
-  MinimalDriver driver(options.driver_name);
+  MinimalDriver driver;
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, options);
   if (!helper.ok()) {

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "atomic_file.h"
+#include "fileutil/atomic_file.h"
 #include "nlohmann/json.hpp"
 
 namespace dra::kubeletplugin::internal {
@@ -110,7 +110,12 @@ void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry
     if (i > 0) out.push_back(',');
     AppendDevice(out, entry.devices[i]);
   }
-  out.append("]}");
+  out.push_back(']');
+  if (!entry.cdi_spec.empty()) {
+    out.append(",\"cdiSpec\":");
+    AppendString(out, entry.cdi_spec);
+  }
+  out.push_back('}');
 }
 
 // Reads typed fields out of parsed JSON, keeping the first problem found
@@ -181,6 +186,7 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
     reader.Fail(absl::StrCat(where, "state: \"", state, "\" is neither \"", kPrepareStarted, "\" nor \"",
                              kPrepared, "\""));
   }
+  if (in.contains("cdiSpec")) entry.cdi_spec = reader.String(in, where, "cdiSpec");
   const json* devices = reader.Field(in, where, "devices", json::value_t::array, "an array");
   if (devices == nullptr) return entry;
   for (size_t i = 0; i < devices->size(); ++i) {

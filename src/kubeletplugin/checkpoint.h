@@ -29,6 +29,9 @@ struct CheckpointEntry {
   k8s::ClaimRef claim;
   ClaimState state = ClaimState::kPrepareStarted;
   std::vector<Device> devices;  // set when kPrepared
+  // The claim's CDI spec as JSON, when the Helper wrote one (ClaimCdiSpecs),
+  // to write it again if the file is lost (/var/run/cdi is a tmpfs).
+  std::string cdi_spec{};
 
   bool operator==(const CheckpointEntry&) const = default;
 };
@@ -45,8 +48,9 @@ struct CheckpointChange {
 //   line 2   snapshot   {"seq":S,"claims":{"<uid>":<entry>,...}}
 //   line 3.. change     {"seq":S+1,"set":{"<uid>":<entry>,...},"erase":["<uid>",...]}
 // with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
-//   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}]}
-// ("shareID" only when set). "seq" grows by one per line. Replaying the
+//   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}],
+//   "cdiSpec":"<CDI spec JSON>"}
+// ("shareID" and "cdiSpec" only when set; files without them load as before). "seq" grows by one per line. Replaying the
 // changes over the snapshot, in order, gives the entries.
 //
 // Each durable write is one line plus fdatasync: a change record carries the

@@ -49,7 +49,7 @@ std::string BaseRequestName(const std::string& request) { return request.substr(
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                              bool checkpoint_shared, CallSerializer& serializer, const Logger& logger,
-                             HelperMetrics& metrics)
+                             HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
       claims_(claims),
@@ -58,6 +58,7 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       serializer_(serializer),
       logger_(logger),
       metrics_(metrics),
+      cdi_specs_(cdi_specs),
       fetch_pool_(kMaxConcurrentFetches - 1) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
@@ -135,6 +136,14 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     if (checkpoint_ == nullptr || !checkpoint_current) return false;
     std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
     if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
+    // After a reboot the checkpoint is there but the tmpfs spec file is not:
+    // without it the runtime fails to create the container.
+    if (cdi_specs_ != nullptr && !entry->cdi_spec.empty()) {
+      if (absl::Status status = cdi_specs_->Restore(ref.uid, entry->cdi_spec); !status.ok()) {
+        outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
+        return true;
+      }
+    }
     outcomes[ref.uid] = ClaimOutcome{"", entry->devices};
     return true;
   };
@@ -201,8 +210,18 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     } else if (!it->second.status.ok()) {
       outcome.error = std::string(it->second.status.message());
     } else {
-      outcome.devices = WithBaseRequestNames(std::move(it->second.devices));
-      prepared.push_back({uid, CheckpointEntry{ref_of(claim), ClaimState::kPrepared, outcome.devices}});
+      std::vector<Device> devices = WithBaseRequestNames(std::move(it->second.devices));
+      // Written before the checkpoint records the claim as prepared, so a
+      // prepared claim always has its spec (or the means to re-create it).
+      absl::StatusOr<std::string> cdi_spec = WriteCdiSpec(ref_of(claim), devices);
+      if (!cdi_spec.ok()) {
+        outcome.error = std::string(cdi_spec.status().message());
+        continue;
+      }
+      outcome.devices = std::move(devices);
+      CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
+      entry.cdi_spec = *std::move(cdi_spec);
+      prepared.push_back({uid, std::move(entry)});
     }
   }
   if (absl::Status status = Commit(prepared); !status.ok()) {
@@ -214,6 +233,38 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     }
   }
   return outcomes;
+}
+
+absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices) {
+  if (cdi_specs_ == nullptr) {
+    for (const Device& device : devices) {
+      if (device.cdi_edits.has_value()) {
+        return absl::FailedPreconditionError(absl::StrCat("device ", device.device_name, " of claim ", ref.ToString(),
+                                                          " has CDI edits but options.cdi.enabled is off"));
+      }
+    }
+    return std::string();
+  }
+  std::optional<cdi::Spec> spec = cdi_specs_->TakeSpec(ref.uid, devices);
+  if (!spec.has_value()) return std::string();
+  absl::StatusOr<std::string> json = cdi_specs_->Write(ref.uid, *spec);
+  if (!json.ok()) return Annotate(json.status(), absl::StrCat("write CDI spec of claim ", ref.ToString()));
+  return json;
+}
+
+absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
+  if (cdi_specs_ == nullptr) return absl::OkStatus();
+  if (absl::Status status = cdi_specs_->Remove(uid); !status.ok()) return Annotate(status, "remove CDI spec");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedCdiSpecs() {
+  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return std::vector<std::string>();
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  if (!guard.ok()) return guard.status();
+  std::set<std::string> known;
+  for (const CheckpointEntry& entry : checkpoint_->Entries()) known.insert(entry.claim.uid);
+  return cdi_specs_->RemoveAllExcept(known);
 }
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
@@ -267,6 +318,8 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
     return absl::InternalError(absl::StrCat("driver returned no result for claim ", entry->claim.ToString()));
   }
   if (!it->second.ok()) return it->second;
+  // The spec may have been written before the crash that orphaned the claim.
+  if (absl::Status status = RemoveCdiSpec(ref.uid); !status.ok()) return status;
   if (absl::Status status = Commit({{ref.uid, std::nullopt}}); !status.ok()) {
     return Annotate(status, "remove claim from checkpoint");
   }
@@ -292,6 +345,9 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(std::span<const k8s
       outcome.error = absl::StrCat("driver returned no result for claim ", ref.ToString());
     } else if (!it->second.ok()) {
       outcome.error = std::string(it->second.message());
+    } else if (absl::Status status = RemoveCdiSpec(ref.uid); !status.ok()) {
+      // Kept in the checkpoint: the kubelet retries and the removal with it.
+      outcome.error = std::string(status.message());
     } else if (checkpoint_ != nullptr && checkpoint_->Get(ref.uid).has_value()) {
       dropped.push_back({ref.uid, std::nullopt});
     }

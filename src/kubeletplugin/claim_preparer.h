@@ -17,6 +17,7 @@
 #include "dra/log.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/fetch_pool.h"
 #include "kubeletplugin/metrics.h"
 
@@ -35,9 +36,12 @@ class ClaimPreparer {
   // `checkpoint` may be null (checkpointing off). `checkpoint_shared` means
   // another instance (rolling update) writes the same file under the
   // serializer's file lock, so it is reloaded after taking the lock and not
-  // trusted before. Everything must outlive this.
+  // trusted before. `cdi_specs` may be null (the Helper writes no CDI
+  // specs; a device with cdi_edits then fails its claim). Everything must
+  // outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                bool checkpoint_shared, CallSerializer& serializer, const Logger& logger, HelperMetrics& metrics);
+                bool checkpoint_shared, CallSerializer& serializer, const Logger& logger, HelperMetrics& metrics,
+                const ClaimCdiSpecs* cdi_specs = nullptr);
 
   // An error status fails the whole call (the kubelet retries all claims).
   // Prepare fetches the claims it needs concurrently (bounded; see
@@ -53,6 +57,12 @@ class ClaimPreparer {
   // (driver or checkpoint) leaves the entry. While it runs, a Prepare call
   // that names the claim fails that claim (only possible with serialize off).
   absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
+
+  // Under the serializer, removes the per-claim CDI spec files whose claim
+  // the checkpoint does not know (left by a crash between writing a spec and
+  // recording the claim, or by an unprepare that never came). Returns the
+  // paths removed; none without a checkpoint or CDI specs.
+  absl::StatusOr<std::vector<std::string>> RemoveOrphanedCdiSpecs();
 
  private:
   // Fetches a claim and checks it is the allocated claim the kubelet means;
@@ -71,6 +81,11 @@ class ClaimPreparer {
   // (and fails in `outcomes`) those the reaper is unpreparing right now.
   void MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes);
   void UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending);
+  // Moves the devices' CDI edits into the claim's spec file; returns the
+  // spec's JSON for the checkpoint ("" if none) or the claim's error.
+  absl::StatusOr<std::string> WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices);
+  // Removes a claim's CDI spec file after the driver unprepared it.
+  absl::Status RemoveCdiSpec(const std::string& uid);
 
   Driver& driver_;
   const std::string driver_name_;
@@ -80,6 +95,7 @@ class ClaimPreparer {
   CallSerializer& serializer_;
   const Logger& logger_;
   HelperMetrics& metrics_;
+  const ClaimCdiSpecs* const cdi_specs_;
 
   // Only matter with serialize off: with it on, a Prepare call and the
   // reaper never run at the same time.

@@ -17,6 +17,7 @@
 #include "dra/k8s/names.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/claim_preparer.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
@@ -75,6 +76,17 @@ absl::Status ValidateOptions(const Options& options) {
   return absl::OkStatus();
 }
 
+// The CDI spec kind "<vendor>/<class>" of options.cdi, vendor defaulting to
+// the driver name.
+absl::StatusOr<cdi::Kind> CdiKind(const Options& options) {
+  const std::string& vendor = options.cdi.vendor.empty() ? options.driver_name : options.cdi.vendor;
+  absl::StatusOr<cdi::Kind> kind = cdi::ParseKind(absl::StrCat(vendor, "/", options.cdi.class_name));
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.cdi.vendor/class_name: ", kind.status().message()));
+  }
+  return kind;
+}
+
 // Builds and starts a gRPC server on a Unix socket at `path`. The socket is
 // bound under a hidden name in the same directory (the kubelet's plugin
 // watcher skips dot files), given its mode, and renamed into place: the
@@ -128,6 +140,7 @@ class Helper::Impl {
   SocketPaths paths_;
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<CallSerializer> serializer_;
+  std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;  // null when options.cdi is off
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
@@ -167,9 +180,24 @@ absl::Status Helper::Impl::Start() {
   absl::StatusOr<std::unique_ptr<CallSerializer>> serializer = CallSerializer::Create(options_.serialize, lock_file);
   if (!serializer.ok()) return serializer.status();
   serializer_ = *std::move(serializer);
+  if (options_.cdi.enabled) {
+    absl::StatusOr<cdi::Kind> kind = CdiKind(options_);
+    if (!kind.ok()) return kind.status();
+    cdi::SpecDirOptions dir;
+    dir.path = options_.cdi.spec_dir;
+    dir.format = options_.cdi.format;
+    dir.file_mode = options_.cdi.file_mode;
+    cdi_specs_ = std::make_unique<internal::ClaimCdiSpecs>(*std::move(kind), std::move(dir));
+  }
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, options_.logger, metrics_);
+                                              *serializer_, options_.logger, metrics_, cdi_specs_.get());
+  // Not fatal: a spec left behind costs a file, not a container.
+  if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedCdiSpecs(); !removed.ok()) {
+    driver_.HandleError(removed.status(), "remove orphaned CDI specs");
+  } else {
+    for (const std::string& path : *removed) options_.logger.Info("Removed orphaned CDI spec", {{"path", path}});
+  }
 
   // Supported versions in the Go helper's order: DRA first, then health.
   std::vector<std::string> versions;

@@ -39,10 +39,12 @@ function(run step)
 endfunction()
 
 function(run_consumer binary_dir)
-  run("run the consumer" "${binary_dir}/app")
-  if(NOT last_stdout STREQUAL "OK\n")
-    message(FATAL_ERROR "[${MODE}] the consumer printed '${last_stdout}' instead of OK")
-  endif()
+  foreach(app app app_cdi)
+    run("run the consumer ${app}" "${binary_dir}/${app}")
+    if(NOT last_stdout STREQUAL "OK\n")
+      message(FATAL_ERROR "[${MODE}] the consumer ${app} printed '${last_stdout}' instead of OK")
+    endif()
+  endforeach()
 endfunction()
 
 # A fresh start each time: stale caches would hide packaging mistakes.
@@ -60,6 +62,7 @@ if(MODE STREQUAL "install")
   foreach(expected
       include/dra/kubeletplugin/helper.h
       include/dra/k8s/resource_claim.h
+      include/dra/cdi/spec_dir.h
       bin/dractl)
     if(NOT EXISTS "${prefix}/${expected}")
       message(FATAL_ERROR "[${MODE}] ${expected} is not installed")

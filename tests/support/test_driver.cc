@@ -10,6 +10,12 @@ std::string TestDriver::CdiId(const std::string& uid, const std::string& device)
   return absl::StrCat(kTestDriverName, "/gpu=", uid, "-", device);
 }
 
+void TestDriver::ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return_cdi_edits_ = true;
+  cdi_edits_ = std::move(edits);
+}
+
 void TestDriver::Enter() {
   std::unique_lock<std::mutex> lock(mu_);
   ++inside_;
@@ -45,8 +51,18 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
           result.status = absl::InternalError("got another driver's device " + allocated.device);
           break;
         }
-        result.devices.push_back(kubeletplugin::Device{
+        kubeletplugin::Device& device = result.devices.emplace_back(kubeletplugin::Device{
             {allocated.request}, allocated.pool, allocated.device, {CdiId(uid, allocated.device)}, allocated.share_id});
+        if (return_cdi_edits_) {
+          device.cdi_device_ids.clear();
+          cdi::ContainerEdits& edits = device.cdi_edits.emplace();
+          if (cdi_edits_.has_value()) {
+            edits = *cdi_edits_;
+          } else {
+            edits.env = {"DEVICE=" + allocated.device};
+            edits.device_nodes.emplace_back().path = "/dev/" + allocated.device;
+          }
+        }
       }
       prepared_.push_back(uid);
     }

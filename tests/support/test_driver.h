@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ class TestDriver : public kubeletplugin::Driver {
 
   // Claims (by UID) whose preparation fails with "injected failure".
   void FailClaim(const std::string& uid);
+  // From now on, return CDI edits for the Helper to write instead of CDI IDs:
+  // per device, env DEVICE=<device> and the device node /dev/<device>, or
+  // `edits` when given (to return invalid ones).
+  void ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits = std::nullopt);
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
@@ -54,6 +59,8 @@ class TestDriver : public kubeletplugin::Driver {
   std::vector<std::string> unprepared_;
   std::vector<std::string> errors_;
   absl::Duration overlap_window_ = absl::ZeroDuration();
+  bool return_cdi_edits_ = false;
+  std::optional<cdi::ContainerEdits> cdi_edits_;
   int inside_ = 0;
   std::atomic<int> prepare_calls_{0};
   std::atomic<int> unprepare_calls_{0};

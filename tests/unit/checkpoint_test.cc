@@ -19,7 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "kubeletplugin/atomic_file.h"
+#include "fileutil/atomic_file.h"
 #include "support/temp_dir.h"
 
 namespace dra::kubeletplugin::internal {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dra/cdi/spec.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
 
@@ -26,6 +27,13 @@ struct Device {
   std::vector<std::string> cdi_device_ids;
   // The allocation's shareID for consumable capacity; sent on DRA v1 only.
   std::optional<std::string> share_id;
+  // Edits for the container runtime, if the Helper is to write the CDI spec
+  // (Options::cdi): it puts the claim's devices with edits into one spec file,
+  // <spec_dir>/<vendor>-<class>_<claim UID>.json, as CDI devices named
+  // "<claim UID>-<device_name>", appends their IDs to cdi_device_ids and
+  // clears this field. Leave it empty for devices whose CDI spec the driver
+  // writes itself (or that need none).
+  std::optional<cdi::ContainerEdits> cdi_edits{};
 
   bool operator==(const Device&) const = default;
 };

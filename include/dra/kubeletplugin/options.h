@@ -4,7 +4,10 @@
 #include <memory>
 #include <string>
 
+#include <sys/types.h>
+
 #include "absl/time/time.h"
+#include "dra/cdi/codec.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/log.h"
 
@@ -16,6 +19,29 @@ struct Services {
   bool dra_v1beta1 = true;       // k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
   bool health_v1 = true;         // v1.DRAResourceHealth (if the driver reports health)
   bool health_v1alpha1 = true;   // v1alpha1.DRAResourceHealth (if the driver reports health)
+};
+
+// The per-claim CDI spec files the Helper writes for devices that carry
+// Device::cdi_edits. Each file is written (atomically) before the checkpoint
+// records the claim as prepared, and its content is kept in the checkpoint:
+// when a prepared claim is asked for again and its file is gone (a reboot
+// emptied the tmpfs), the file is written again before the answer. It is
+// removed after the driver unprepared the claim. At Start, this driver's
+// per-claim files whose claim is not in the checkpoint are removed (only
+// with the checkpoint on); files of other vendors or classes are never touched.
+struct CdiOptions {
+  // When off, a device with cdi_edits fails its claim. Default: true.
+  bool enabled = true;
+  // Where container runtimes read CDI specs. Default: /var/run/cdi.
+  std::string spec_dir = "/var/run/cdi";
+  // CDI vendor of the spec kind "<vendor>/<class>". Default: driver_name.
+  std::string vendor;
+  // CDI class of the spec kind. Default: "claim".
+  std::string class_name = "claim";
+  // Format of the files. Default: JSON.
+  cdi::Format format = cdi::Format::kJson;
+  // Mode of the files. Default: 0600, as the CDI reference library.
+  mode_t file_mode = 0600;
 };
 
 struct Options {
@@ -87,6 +113,9 @@ struct Options {
 
   // Where the Helper logs. Default: klog text on stderr, verbosity 0.
   Logger logger;
+
+  // CDI spec files for devices that carry CDI edits. Default: see CdiOptions.
+  CdiOptions cdi;
 };
 
 }  // namespace dra::kubeletplugin

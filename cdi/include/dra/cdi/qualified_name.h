@@ -1,0 +1,50 @@
+// CDI names: vendor, class, device name, the kind "vendor/class" and the
+// qualified device ID "vendor/class=name" that NodePrepareResources returns.
+// Rules as in tags.cncf.io/container-device-interface/pkg/parser.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace dra::cdi {
+
+// Vendor and class: ASCII letters, digits, '_', '-', '.'; start with a
+// letter, end with a letter or digit.
+absl::Status ValidateVendorName(absl::string_view vendor);
+absl::Status ValidateClassName(absl::string_view class_name);
+// Device name: ASCII letters, digits, '_', '-', '.', ':'; start and end with
+// a letter or digit.
+absl::Status ValidateDeviceName(absl::string_view name);
+
+struct Kind {
+  std::string vendor;
+  std::string class_name;
+
+  // "vendor/class"
+  std::string ToString() const;
+  bool operator==(const Kind&) const = default;
+};
+
+// Splits and checks "vendor/class".
+absl::StatusOr<Kind> ParseKind(absl::string_view kind);
+
+struct QualifiedName {
+  std::string vendor;
+  std::string class_name;
+  std::string name;
+
+  // "vendor/class=name"
+  std::string ToString() const;
+  bool operator==(const QualifiedName&) const = default;
+};
+
+// Splits and checks "vendor/class=name".
+absl::StatusOr<QualifiedName> ParseQualifiedName(absl::string_view device);
+
+// "vendor/class=name" after checking all three parts.
+absl::StatusOr<std::string> MakeQualifiedName(absl::string_view kind, absl::string_view name);
+
+}  // namespace dra::cdi

@@ -1,0 +1,57 @@
+#include "kubeletplugin/claim_cdi_specs.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "dra/cdi/codec.h"
+
+namespace dra::kubeletplugin::internal {
+
+ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir) : kind_(std::move(kind)), dir_(std::move(dir)) {}
+
+std::string ClaimCdiSpecs::FileName(const std::string& claim_uid) const {
+  return cdi::TransientSpecFileName(kind_, claim_uid);
+}
+
+std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, std::vector<Device>& devices) const {
+  cdi::Spec spec;
+  spec.kind = kind_.ToString();
+  std::map<std::string, int> seen;
+  for (Device& device : devices) {
+    if (!device.cdi_edits.has_value()) continue;
+    std::string name = absl::StrCat(claim_uid, "-", device.device_name);
+    if (const int count = ++seen[name]; count > 1) absl::StrAppend(&name, "-", count);
+    cdi::QualifiedName id{kind_.vendor, kind_.class_name, name};
+    device.cdi_device_ids.push_back(id.ToString());
+    cdi::Device& entry = spec.devices.emplace_back();
+    entry.name = std::move(name);
+    entry.container_edits = *std::move(device.cdi_edits);
+    device.cdi_edits.reset();
+  }
+  if (spec.devices.empty()) return std::nullopt;
+  return spec;
+}
+
+absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, const cdi::Spec& spec) const {
+  absl::StatusOr<std::string> json = cdi::EncodeSpec(spec, cdi::Format::kJson);
+  if (!json.ok()) return json.status();
+  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec); !path.ok()) return path.status();
+  return json;
+}
+
+absl::Status ClaimCdiSpecs::Restore(const std::string& claim_uid, const std::string& spec_json) const {
+  const std::string name = FileName(claim_uid);
+  if (dir_.Exists(name)) return absl::OkStatus();
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
+  if (!spec.ok()) return spec.status();
+  return dir_.Write(name, *spec).status();
+}
+
+absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid) const { return dir_.Remove(FileName(claim_uid)); }
+
+absl::StatusOr<std::vector<std::string>> ClaimCdiSpecs::RemoveAllExcept(const std::set<std::string>& keep) const {
+  return dir_.RemoveTransientSpecsExcept(kind_, keep);
+}
+
+}  // namespace dra::kubeletplugin::internal

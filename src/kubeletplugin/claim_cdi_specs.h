@@ -1,0 +1,45 @@
+// The Helper's per-claim CDI spec files: one transient spec per claim,
+// holding the devices for which the driver returned CDI edits.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dra/cdi/qualified_name.h"
+#include "dra/cdi/spec.h"
+#include "dra/cdi/spec_dir.h"
+#include "dra/kubeletplugin/driver.h"
+
+namespace dra::kubeletplugin::internal {
+
+class ClaimCdiSpecs {
+ public:
+  ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir);
+
+  // Moves the edits out of `devices` into the claim's spec, as CDI devices
+  // "<claim UID>-<device name>" (with "-2", "-3", ... for a name seen twice),
+  // and appends their qualified IDs to the devices' cdi_device_ids. nullopt
+  // when no device carries edits.
+  std::optional<cdi::Spec> TakeSpec(const std::string& claim_uid, std::vector<Device>& devices) const;
+
+  // Writes the claim's spec file; returns the spec as JSON for the checkpoint.
+  absl::StatusOr<std::string> Write(const std::string& claim_uid, const cdi::Spec& spec) const;
+  // Writes the spec file again from its checkpointed JSON if it is missing.
+  absl::Status Restore(const std::string& claim_uid, const std::string& spec_json) const;
+  // Removes the claim's spec file; a missing one is success.
+  absl::Status Remove(const std::string& claim_uid) const;
+  // Removes this kind's per-claim spec files whose claim UID is not in `keep`.
+  absl::StatusOr<std::vector<std::string>> RemoveAllExcept(const std::set<std::string>& keep) const;
+
+ private:
+  std::string FileName(const std::string& claim_uid) const;
+
+  const cdi::Kind kind_;
+  const cdi::SpecDir dir_;
+};
+
+}  // namespace dra::kubeletplugin::internal

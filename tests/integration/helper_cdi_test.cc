@@ -1,0 +1,217 @@
+// The Helper's per-claim CDI spec files, over real Unix sockets.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dra/cdi/codec.h"
+#include "dra/kubeletplugin/helper.h"
+#include "dractl/kubelet_client.h"
+#include "support/cdi_schema_validator.h"
+#include "support/temp_dir.h"
+#include "support/test_driver.h"
+
+namespace dra {
+namespace {
+
+using kubeletclient::DraApi;
+using kubeletclient::DraClient;
+using kubeletplugin::Helper;
+using kubeletplugin::InMemoryClaimSource;
+using kubeletplugin::Options;
+using testing::AllocatedClaim;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::TestDriver;
+using testing::WriteFile;
+
+class NullSink : public LogSink {
+ public:
+  void Write(const LogRecord&) override {}
+};
+
+struct Fixture {
+  TempDir dir;
+  std::string registry = dir.Join("plugins_registry");
+  std::string data = dir.Join("plugins/gpu.example.com");
+  std::string cdi_dir = dir.Join("run/cdi");
+  std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
+
+  Fixture() { std::filesystem::create_directories(registry); }
+
+  Options MakeOptions() const {
+    Options options;
+    options.driver_name = testing::kTestDriverName;
+    options.registrar_dir = registry;
+    options.plugin_data_dir = data;
+    options.claim_source = claims;
+    options.logger = Logger(std::make_shared<NullSink>());
+    options.cdi.spec_dir = cdi_dir;
+    return options;
+  }
+
+  std::unique_ptr<Helper> Start(TestDriver& driver) const { return Start(driver, MakeOptions()); }
+  static std::unique_ptr<Helper> Start(TestDriver& driver, Options options) {
+    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, std::move(options));
+    INFO(helper.status().ToString());
+    REQUIRE(helper.ok());
+    return *std::move(helper);
+  }
+
+  std::string SpecPath(const std::string& uid) const { return cdi_dir + "/gpu.example.com-claim_" + uid + ".json"; }
+};
+
+std::vector<k8s::ClaimRef> Refs(std::initializer_list<k8s::ClaimRef> refs) { return refs; }
+
+void CheckSchema(const std::string& path) {
+  INFO(path);
+  const std::string text = ReadFile(path);
+  REQUIRE(!text.empty());
+  CHECK(testing::CdiSchemaValidator::Reference().ValidateText(text) == std::vector<std::string>{});
+}
+
+TEST_CASE("the Helper writes the claim's CDI spec, returns its IDs and removes it at unprepare", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  auto helper = f.Start(driver);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1", {"gpu-0", "gpu-1"}));
+
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(prepared.ok());
+  const kubeletclient::PrepareOutcome& outcome = prepared->at("uid-1");
+  REQUIRE(outcome.error.empty());
+  REQUIRE(outcome.devices.size() == 2);
+  CHECK(outcome.devices[0].cdi_device_ids == std::vector<std::string>{"gpu.example.com/claim=uid-1-gpu-0"});
+  CHECK(outcome.devices[1].cdi_device_ids == std::vector<std::string>{"gpu.example.com/claim=uid-1-gpu-1"});
+
+  const std::string path = f.SpecPath("uid-1");
+  CheckSchema(path);
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(ReadFile(path), cdi::Format::kJson);
+  REQUIRE(spec.ok());
+  CHECK(spec->cdi_version == "0.3.0");
+  CHECK(spec->kind == "gpu.example.com/claim");
+  REQUIRE(spec->devices.size() == 2);
+  CHECK(spec->devices[0].name == "uid-1-gpu-0");
+  CHECK(spec->devices[0].container_edits.env == std::vector<std::string>{"DEVICE=gpu-0"});
+  CHECK(spec->devices[1].container_edits.device_nodes.at(0).path == "/dev/gpu-1");
+  CHECK((std::filesystem::status(path).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+
+  auto unprepared = client->NodeUnprepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(unprepared.ok());
+  CHECK(unprepared->at("uid-1").empty());
+  CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its spec back", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "c", "0f1e2d3c-uid"));
+  const std::string path = f.SpecPath("0f1e2d3c-uid");
+  std::string before;
+  {
+    auto helper = f.Start(driver);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "0f1e2d3c-uid"}}));
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->at("0f1e2d3c-uid").error.empty());
+    before = ReadFile(path);
+    REQUIRE(!before.empty());
+  }
+  // The node reboots: /var/run/cdi is a tmpfs, the checkpoint is on disk.
+  std::filesystem::remove_all(f.cdi_dir);
+
+  auto helper = f.Start(driver);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "0f1e2d3c-uid"}}));
+  REQUIRE(prepared.ok());
+  const kubeletclient::PrepareOutcome& outcome = prepared->at("0f1e2d3c-uid");
+  CHECK(outcome.error.empty());
+  CHECK(driver.prepare_calls() == 1);  // answered from the checkpoint
+  CHECK(outcome.devices.at(0).cdi_device_ids ==
+        std::vector<std::string>{"gpu.example.com/claim=0f1e2d3c-uid-gpu-0"});
+  CHECK(ReadFile(path) == before);
+  CHECK(cdi::DecodeSpec(before, cdi::Format::kJson)->cdi_version == "0.5.0");  // a name starting with a digit
+  CheckSchema(path);
+}
+
+TEST_CASE("at start, orphaned per-claim specs of this driver are removed, nothing else", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-kept"));
+  {
+    auto helper = f.Start(driver);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    REQUIRE(client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-kept"}})).ok());
+  }
+  const std::string spec = ReadFile(f.SpecPath("uid-kept"));
+  const std::vector<std::string> others = {
+      f.cdi_dir + "/gpu.example.com-claim.json",            // a static spec of the same kind
+      f.cdi_dir + "/gpu.example.com-gpu_uid-orphan.json",   // another class
+      f.cdi_dir + "/nic.example.com-claim_uid-orphan.json", // another driver
+  };
+  for (const std::string& path : others) WriteFile(path, spec);
+  WriteFile(f.SpecPath("uid-orphan"), spec);  // crash after writing the spec, before the checkpoint knew it
+
+  auto helper = f.Start(driver);
+  CHECK_FALSE(std::filesystem::exists(f.SpecPath("uid-orphan")));
+  CHECK(std::filesystem::exists(f.SpecPath("uid-kept")));
+  for (const std::string& path : others) CHECK(std::filesystem::exists(path));
+}
+
+TEST_CASE("invalid CDI edits fail the claim, naming the device and the field", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  cdi::ContainerEdits bad;
+  bad.env = {"NOVALUE"};
+  driver.ReturnCdiEdits(bad);
+  auto helper = f.Start(driver);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at("uid-1").error ==
+        "write CDI spec of claim ns/c: devices[\"uid-1-gpu-0\"].containerEdits.env[0]: \"NOVALUE\" is not KEY=VALUE");
+  CHECK_FALSE(std::filesystem::exists(f.SpecPath("uid-1")));
+}
+
+TEST_CASE("CDI options: vendor, class, format; edits with CDI off fail the claim", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+
+  Options options = f.MakeOptions();
+  options.cdi.vendor = "example.com";
+  options.cdi.class_name = "gpu";
+  options.cdi.format = cdi::Format::kYaml;
+  {
+    auto helper = f.Start(driver, options);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+    REQUIRE(prepared.ok());
+    CHECK(prepared->at("uid-1").devices.at(0).cdi_device_ids ==
+          std::vector<std::string>{"example.com/gpu=uid-1-gpu-0"});
+    CheckSchema(f.cdi_dir + "/example.com-gpu_uid-1.yaml");
+  }
+
+  options.cdi.class_name = "gpu-";
+  CHECK(Helper::Start(driver, options).status().message() ==
+        "options.cdi.vendor/class_name: kind \"example.com/gpu-\": invalid class \"gpu-\": must end with a letter or "
+        "digit");
+
+  Options off = f.MakeOptions();
+  off.plugin_data_dir = f.dir.Join("other-data");
+  off.cdi.enabled = false;
+  auto helper = f.Start(driver, off);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at("uid-1").error ==
+        "device gpu-0 of claim ns/c has CDI edits but options.cdi.enabled is off");
+}
+
+}  // namespace
+}  // namespace dra
