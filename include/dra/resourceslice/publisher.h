@@ -1,0 +1,125 @@
+// dra::resourceslice::Publisher keeps this driver's ResourceSlices in the API
+// server equal to the DriverResources it was last given:
+//
+//   auto publisher = dra::resourceslice::Publisher::Start(client, options, on_error);
+//   (*publisher)->Update(resources);  // returns at once; bursts coalesce
+//
+// What it does, on one background thread:
+// - Lists and watches only this driver's slices: spec.driver and
+//   spec.nodeName for node-local pools, spec.driver and spec.pool.name for
+//   each other pool. Work is keyed by pool.
+// - Validates every pool before any request (ValidateResourceSlice on each
+//   slice, plus pool-wide rules: unique device and counter set names, counters
+//   that devices consume exist). An invalid pool is reported through the
+//   error handler with the field and the rule, is not sent, and is not tried
+//   again until Update() changes it.
+// - Names slice i of a pool by generateName "<i as 5 hex digits>-<driver>-
+//   <node or pool>-", so name order is slice order, and matches existing
+//   slices to desired ones by the index in their names.
+// - Node-local slices carry a controller owner reference to the Node (UID
+//   from Options::node_uid, else looked up once), so they go with the node.
+// - Compares canonically (quantities by value, taint timeAdded within a
+//   second, fields the server sets ignored): republishing the same state
+//   sends nothing; one changed slice is one update. The pool generation stays
+//   when at most one slice changes and none is added; otherwise it is bumped
+//   and every slice rewritten. Obsolete slices are deleted first (with
+//   uid/resourceVersion preconditions), then updates, then creates;
+//   resourceSliceCount is always the number of desired slices. Generations
+//   never go back, also after every slice was deleted.
+// - Repairs drift: a slice that someone else deletes or edits is restored
+//   Options::drift_repair_delay after the watch reports it (the kubelet
+//   deletes a node's slices when it starts and after a driver left). Its own
+//   writes seen on the watch cause no work.
+// - When the server stores less than was sent (a feature gate is off), reports
+//   one error naming the dropped fields and the likely gates, and does not
+//   rewrite that slice until its desired content changes.
+// - A conflict is retried at once after a fresh read; other errors with
+//   per-pool exponential backoff. Every error reaches the error handler.
+// - Stop() (and the destructor) never deletes slices, unless
+//   Options::remove_on_stop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dra/k8s/client.h"
+#include "dra/log.h"
+#include "dra/resourceslice/driver_resources.h"
+
+namespace dra::resourceslice {
+
+struct Options {
+  // Required: the DRA driver name (DNS subdomain of at most 63 characters).
+  std::string driver_name;
+  // The node this instance runs on. Required for kThisNode pools. Default:
+  // empty (only network-attached pools).
+  std::string node_name;
+  // The Node's UID for owner references. Default: empty, looked up once.
+  std::string node_uid;
+  // How long after the watch reports someone else's change to a slice it is
+  // repaired. Default 2 s (the Go controller waits 30 s).
+  absl::Duration drift_repair_delay = absl::Seconds(2);
+  // Backoff after a failed pool sync or list: doubles from the initial
+  // delay up to the maximum. Defaults 250 ms and 10 s.
+  absl::Duration backoff_initial = absl::Milliseconds(250);
+  absl::Duration backoff_max = absl::Seconds(10);
+  // Delete every slice this publisher manages on Stop(). Default false: the
+  // kubelet removes a departed driver's slices itself.
+  bool remove_on_stop = false;
+  // Default: klog text on stderr at -v 0. Writes are logged at -v 4.
+  Logger logger;
+};
+
+// Called on the background thread with every error; `context` says what was
+// being done ("sync pool \"node-1\"", "list ResourceSlices", ...). It may
+// call Update() but must not stop or destroy the publisher.
+using ErrorHandler = std::function<void(const absl::Status& status, std::string_view context)>;
+
+struct Stats {
+  int64_t creates = 0;
+  int64_t updates = 0;
+  int64_t deletes = 0;
+  int64_t errors = 0;  // reports to the error handler
+};
+
+class Publisher {
+ public:
+  // Checks the options and starts the background thread, which lists and
+  // watches at once but writes nothing before the first Update(). The
+  // publisher keeps a reference to `client`.
+  static absl::StatusOr<std::unique_ptr<Publisher>> Start(std::shared_ptr<k8s::Client> client, Options options,
+                                                          ErrorHandler on_error);
+  ~Publisher();
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // The new desired state. Returns at once; the background thread publishes
+  // the latest state it has been given. Pools no longer listed are deleted.
+  void Update(DriverResources resources);
+
+  // What the publisher has done so far.
+  resourceslice::Stats Stats() const;
+
+  // True when nothing is pending: every scope listed and watched, every pool
+  // synced since the last Update() (an invalid pool counts as done), no
+  // retry or drift repair waiting.
+  bool Idle() const;
+
+  // Stops the background thread and the watches; idempotent. Deletes the
+  // slices only with Options::remove_on_stop.
+  void Stop();
+
+  class Impl;  // internal
+
+ private:
+  explicit Publisher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dra::resourceslice

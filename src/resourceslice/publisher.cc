@@ -1,0 +1,841 @@
+#include "dra/resourceslice/publisher.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "dra/k8s/field_error.h"
+#include "dra/k8s/names.h"
+#include "dra/k8s/resource_slice_json.h"
+#include "dra/k8s/validation.h"
+#include "resourceslice/canonical.h"
+#include "resourceslice/pool_validation.h"
+#include "resourceslice/slice_names.h"
+
+namespace dra::resourceslice {
+namespace {
+
+using nlohmann::json;
+
+// How often the worker looks whether a watch has ended (the client has no
+// callback for that).
+constexpr absl::Duration kWatchCheckInterval = absl::Milliseconds(200);
+// Conflicts retried at once before backoff applies.
+constexpr int kImmediateConflictRetries = 3;
+
+int64_t ResourceVersionOf(const json& object) {
+  int64_t rv = 0;
+  auto meta = object.find("metadata");
+  if (meta == object.end()) return 0;
+  auto it = meta->find("resourceVersion");
+  if (it == meta->end() || !it->is_string()) return 0;
+  return absl::SimpleAtoi(it->get<std::string>(), &rv) ? rv : 0;
+}
+
+std::string StringAt(const json& object, const json::json_pointer& pointer) {
+  if (!object.contains(pointer)) return "";
+  const json& value = object.at(pointer);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+// One slice as the server last showed it.
+struct CachedSlice {
+  json object;  // without "spec", which `typed` holds: an update replaces it anyway
+  std::optional<k8s::ResourceSlice> typed;  // nullopt: the codec refused it
+  int64_t resource_version = 0;
+  std::string pool;
+  bool node_local = false;  // spec.nodeName is set
+};
+
+std::shared_ptr<const CachedSlice> MakeCached(json object) {
+  auto cached = std::make_shared<CachedSlice>();
+  absl::StatusOr<k8s::ResourceSlice> typed = k8s::ResourceSliceFromJson(object);
+  if (typed.ok()) cached->typed = *std::move(typed);
+  cached->resource_version = ResourceVersionOf(object);
+  cached->pool = StringAt(object, json::json_pointer("/spec/pool/name"));
+  cached->node_local = !StringAt(object, json::json_pointer("/spec/nodeName")).empty();
+  if (cached->typed) object.erase("spec");
+  cached->object = std::move(object);
+  return cached;
+}
+
+absl::Duration Backoff(const Options& options, int failures) {
+  absl::Duration delay = options.backoff_initial;
+  for (int i = 1; i < failures && delay < options.backoff_max; ++i) delay *= 2;
+  return std::min(delay, options.backoff_max);
+}
+
+}  // namespace
+
+// The slices one field selector selects: listed, then kept current by a
+// watch that resumes from the last resourceVersion, or relists after 410 or
+// an error.
+struct Scope {
+  std::string field_selector;
+  // Guarded by Impl::mu_.
+  std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
+  std::string resource_version;
+  // Worker thread only.
+  bool listed = false;  // slices reflect the server and a watch runs
+  int failures = 0;
+  absl::Time retry_at = absl::InfinitePast();
+  // Last: destroyed first, so its thread is gone before the rest.
+  std::unique_ptr<k8s::WatchHandle> watch;
+};
+
+class Publisher::Impl {
+ public:
+  Impl(std::shared_ptr<k8s::Client> client, Options options, ErrorHandler on_error)
+      : client_(std::move(client)), options_(std::move(options)), on_error_(std::move(on_error)) {
+    if (!options_.node_name.empty()) {
+      node_scope_ = std::make_unique<Scope>();
+      node_scope_->field_selector =
+          absl::StrCat("spec.driver=", options_.driver_name, ",spec.nodeName=", options_.node_name);
+    }
+    node_uid_ = options_.node_uid;
+    worker_ = std::thread([this] { Run(); });
+  }
+
+  ~Impl() { Stop(); }
+
+  void Update(DriverResources resources) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const absl::Time now = absl::Now();
+    for (const auto& [name, pool] : desired_) ScheduleLocked(name, now);
+    std::map<std::string, std::shared_ptr<const Pool>> desired;
+    for (auto& [name, pool] : resources.pools) {
+      ScheduleLocked(name, now);
+      if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) {
+        auto scope = std::make_unique<Scope>();
+        scope->field_selector = absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name);
+        pool_scopes_.emplace(name, std::move(scope));
+      }
+      // An unchanged pool keeps its object, which tells the worker it needs
+      // no new validation.
+      auto old = desired_.find(name);
+      if (old != desired_.end() && *old->second == pool) {
+        desired.emplace(name, old->second);
+      } else {
+        desired.emplace(name, std::make_shared<const Pool>(std::move(pool)));
+      }
+    }
+    desired_ = std::move(desired);
+    have_desired_ = true;
+    cv_.notify_all();
+  }
+
+  resourceslice::Stats stats() const {
+    resourceslice::Stats stats;
+    stats.creates = creates_.load();
+    stats.updates = updates_.load();
+    stats.deletes = deletes_.load();
+    stats.errors = errors_.load();
+    return stats;
+  }
+
+  bool Idle() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!have_desired_ || !due_.empty() || busy_) return false;
+    for (const auto& [pool, drift] : drift_) {
+      if (!drift.names.empty()) return false;
+    }
+    if (node_scope_ && !node_scope_->listed) return false;
+    for (const auto& [name, scope] : pool_scopes_) {
+      if (!scope->listed) return false;
+    }
+    return true;
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      stop_requested_ = true;
+      cv_.notify_all();
+    }
+    worker_.join();
+    std::vector<Scope*> scopes = AllScopes();
+    for (Scope* scope : scopes) StopWatch(*scope);
+    if (options_.remove_on_stop) {
+      for (Scope* scope : scopes) RemoveAll(*scope);
+    }
+  }
+
+ private:
+  // Per-pool bookkeeping of the worker.
+  struct PoolState {
+    int64_t generation = 0;  // highest seen or written: generations never go back
+    // The desired pool `validation` is about; weak, so that a replaced pool
+    // is freed at once (an unchanged one keeps its object, see Update()).
+    std::weak_ptr<const Pool> validated;
+    absl::Status validation;
+    // By slice index: what was sent and what the server stored instead.
+    struct Skew {
+      k8s::ResourceSliceSpec sent;
+      k8s::ResourceSliceSpec stored;
+    };
+    std::map<size_t, Skew> skews;
+    std::set<std::string> reported_skews;  // messages, once per desired pool
+    int failures = 0;
+    int conflicts = 0;
+  };
+
+  // A slice of the pool being synced, and where it is cached.
+  struct Existing {
+    Scope* scope;
+    std::shared_ptr<const CachedSlice> slice;
+  };
+
+  // A change to slice `name` that this publisher did not make (as far as it
+  // knows yet): the pool is checked after the drift delay unless the
+  // publisher's own write explains the change first.
+  void NoteDriftLocked(const std::string& pool, const std::string& name) {
+    auto [it, inserted] = drift_.try_emplace(pool);
+    if (inserted || it->second.names.empty()) it->second.at = absl::Now() + options_.drift_repair_delay;
+    it->second.names.insert(name);
+    cv_.notify_all();
+  }
+
+  void ScheduleLocked(const std::string& pool, absl::Time when) {
+    auto [it, inserted] = due_.emplace(pool, when);
+    if (!inserted) it->second = std::min(it->second, when);
+    cv_.notify_all();
+  }
+
+  void Schedule(const std::string& pool, absl::Time when) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScheduleLocked(pool, when);
+  }
+
+  void Report(const absl::Status& status, std::string_view context) {
+    errors_.fetch_add(1);
+    options_.logger.Error("ResourceSlice publishing failed",
+                          {{"context", std::string(context)}, {"err", std::string(status.message())}});
+    if (on_error_) on_error_(status, context);
+  }
+
+  std::vector<Scope*> AllScopes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ScopesLocked();
+  }
+
+  // Scopes the slices of `pool` can be in.
+  std::vector<Scope*> ScopesOfLocked(const std::string& pool) {
+    std::vector<Scope*> scopes;
+    if (node_scope_) scopes.push_back(node_scope_.get());
+    auto it = pool_scopes_.find(pool);
+    if (it != pool_scopes_.end()) scopes.push_back(it->second.get());
+    return scopes;
+  }
+
+  void StopWatch(Scope& scope) {
+    std::unique_ptr<k8s::WatchHandle> watch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch = std::move(scope.watch);
+    }
+    if (watch) watch->Stop();  // the destructor joins; outside mu_, which the callback takes
+  }
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopped_) {
+      const absl::Time now = absl::Now();
+      absl::Time wake = now + kWatchCheckInterval;
+      bool worked = false;
+
+      for (Scope* scope : ScopesLocked()) {
+        if (scope->watch && scope->watch->Done()) {
+          std::unique_ptr<k8s::WatchHandle> watch = std::move(scope->watch);
+          lock.unlock();
+          absl::Status ended = watch->Wait();
+          watch.reset();
+          lock.lock();
+          if (ended.ok()) {
+            StartWatchLocked(*scope);
+          } else {
+            scope->listed = false;
+            scope->failures += k8s::IsGone(ended) ? 0 : 1;
+            scope->retry_at = k8s::IsGone(ended) ? now : now + Backoff(options_, scope->failures);
+            if (!k8s::IsGone(ended)) {
+              lock.unlock();
+              Report(ended, absl::StrCat("watch ResourceSlices ", scope->field_selector));
+              lock.lock();
+            }
+          }
+          worked = true;
+        }
+        if (!scope->listed) {
+          if (scope->retry_at <= now) {
+            lock.unlock();
+            ListAndWatch(*scope);
+            lock.lock();
+            worked = true;
+          } else {
+            wake = std::min(wake, scope->retry_at);
+          }
+        }
+      }
+      if (worked) continue;
+
+      // Drift checks whose time has come become syncs, unless the
+      // publisher's own writes explained every change.
+      for (auto it = drift_.begin(); it != drift_.end();) {
+        if (it->second.names.empty()) {
+          it = drift_.erase(it);
+        } else if (it->second.at <= now) {
+          ScheduleLocked(it->first, now);
+          it = drift_.erase(it);
+        } else {
+          wake = std::min(wake, it->second.at);
+          ++it;
+        }
+      }
+      if (have_desired_) {
+        std::optional<std::string> pool = NextDuePoolLocked(now, wake);
+        if (pool) {
+          due_.erase(*pool);
+          busy_ = true;
+          lock.unlock();
+          SyncAndSchedule(*pool);
+          lock.lock();
+          busy_ = false;
+          continue;
+        }
+      }
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(std::max(wake - now, absl::ZeroDuration())));
+    }
+  }
+
+  std::vector<Scope*> ScopesLocked() {
+    std::vector<Scope*> scopes;
+    if (node_scope_) scopes.push_back(node_scope_.get());
+    for (auto& [name, scope] : pool_scopes_) scopes.push_back(scope.get());
+    return scopes;
+  }
+
+  // A pool whose time has come and whose scopes are listed; else lowers
+  // `wake` to the earliest such time.
+  std::optional<std::string> NextDuePoolLocked(absl::Time now, absl::Time& wake) {
+    for (const auto& [pool, when] : due_) {
+      bool ready = true;
+      for (Scope* scope : ScopesOfLocked(pool)) ready = ready && scope->listed;
+      if (!ready) continue;
+      if (when <= now) return pool;
+      wake = std::min(wake, when);
+    }
+    return std::nullopt;
+  }
+
+  void ListAndWatch(Scope& scope) {
+    k8s::ListOptions options;
+    options.field_selector = scope.field_selector;
+    absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
+    if (!list.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        scope.failures++;
+        scope.retry_at = absl::Now() + Backoff(options_, scope.failures);
+      }
+      Report(list.status(), absl::StrCat("list ResourceSlices ", scope.field_selector));
+      return;
+    }
+    std::map<std::string, std::shared_ptr<const CachedSlice>> slices;
+    for (json& item : list->items) {
+      std::string name = StringAt(item, json::json_pointer("/metadata/name"));
+      slices.emplace(std::move(name), MakeCached(std::move(item)));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    // Every pool the list shows differently from the cache gets synced: a
+    // relist after a broken watch may reveal deletions nobody saw.
+    const absl::Time now = absl::Now();
+    std::set<std::string> changed;
+    for (const auto& [name, slice] : scope.slices) {
+      auto it = slices.find(name);
+      if (it == slices.end() || it->second->resource_version != slice->resource_version) changed.insert(slice->pool);
+    }
+    for (const auto& [name, slice] : slices) {
+      if (!scope.slices.contains(name)) changed.insert(slice->pool);
+    }
+    for (const std::string& pool : changed) ScheduleLocked(pool, now);
+    scope.slices = std::move(slices);
+    scope.resource_version = list->resource_version;
+    scope.failures = 0;
+    scope.listed = true;
+    StartWatchLocked(scope);
+  }
+
+  void StartWatchLocked(Scope& scope) {
+    k8s::WatchOptions options;
+    options.resource_version = scope.resource_version;
+    options.field_selector = scope.field_selector;
+    options.allow_bookmarks = true;
+    Scope* target = &scope;
+    scope.watch = client_->Watch(k8s::kResourceSlices, "", options,
+                                 [this, target](const k8s::WatchEvent& event) { OnEvent(*target, event); });
+  }
+
+  void OnEvent(Scope& scope, const k8s::WatchEvent& event) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string rv = StringAt(event.object, json::json_pointer("/metadata/resourceVersion"));
+    if (!rv.empty()) scope.resource_version = rv;
+    if (event.type == "BOOKMARK") return;
+    const std::string name = StringAt(event.object, json::json_pointer("/metadata/name"));
+    const int64_t version = ResourceVersionOf(event.object);
+    auto it = scope.slices.find(name);
+    if (event.type == "DELETED") {
+      // Not cached: this publisher deleted it already.
+      if (it == scope.slices.end() || it->second->resource_version > version) return;
+      NoteDriftLocked(it->second->pool, name);
+      scope.slices.erase(it);
+      return;
+    }
+    // Already cached at this version or later: this publisher wrote it.
+    if (it != scope.slices.end() && it->second->resource_version >= version) return;
+    std::shared_ptr<const CachedSlice> slice = MakeCached(event.object);
+    if (it != scope.slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
+    NoteDriftLocked(slice->pool, name);
+    scope.slices[name] = std::move(slice);
+  }
+
+  // The publisher's own write of `name` explains a watch event about it that
+  // came first.
+  void ExplainedLocked(const std::string& pool, const std::string& name) {
+    auto it = drift_.find(pool);
+    if (it != drift_.end()) it->second.names.erase(name);
+  }
+
+  // What this publisher wrote or read itself, unless the watch brought
+  // something newer already.
+  void Remember(Scope& scope, json object) {
+    std::shared_ptr<const CachedSlice> slice = MakeCached(std::move(object));
+    const std::string name = StringAt(slice->object, json::json_pointer("/metadata/name"));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = scope.slices.find(name);
+    // Newer in the cache: someone changed it after this write.
+    if (it != scope.slices.end() && it->second->resource_version > slice->resource_version) return;
+    ExplainedLocked(slice->pool, name);
+    scope.slices[name] = std::move(slice);
+  }
+
+  void Forget(Scope& scope, const std::string& name, const std::string& pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    scope.slices.erase(name);
+    ExplainedLocked(pool, name);
+  }
+
+  // After a conflict: read the slice again so that the next attempt starts
+  // from what the server has.
+  void Reread(Scope& scope, const std::string& name) {
+    absl::StatusOr<json> fresh = client_->Get(k8s::kResourceSlices, "", name);
+    if (fresh.ok()) {
+      std::shared_ptr<const CachedSlice> slice = MakeCached(*std::move(fresh));
+      std::lock_guard<std::mutex> lock(mu_);
+      scope.slices[name] = std::move(slice);
+    } else if (absl::IsNotFound(fresh.status())) {
+      std::lock_guard<std::mutex> lock(mu_);
+      scope.slices.erase(name);
+    }
+  }
+
+  void SyncAndSchedule(const std::string& pool) {
+    absl::Status status = SyncPool(pool);
+    PoolState& state = pools_[pool];
+    if (stop_requested_) return;
+    if (status.ok()) {
+      state.failures = 0;
+      state.conflicts = 0;
+      return;
+    }
+    Report(status, absl::StrCat("sync pool ", k8s::GoQuote(pool)));
+    if (k8s::IsConflict(status) && state.conflicts++ < kImmediateConflictRetries) {
+      Schedule(pool, absl::Now());
+    } else {
+      Schedule(pool, absl::Now() + Backoff(options_, ++state.failures));
+    }
+  }
+
+  // Slice `index` of a desired pool, at `generation`.
+  // Without `with_content`, devices and shared counters are left empty.
+  k8s::ResourceSlice DesiredSlice(const std::string& pool_name, const Pool& pool, size_t index, int64_t generation,
+                                  bool with_content = true) const {
+    k8s::ResourceSlice slice;
+    const bool node_local = pool.nodes == NodeSelection::kThisNode;
+    slice.metadata.generate_name =
+        SliceGenerateName(index, options_.driver_name, node_local ? options_.node_name : pool_name);
+    k8s::ResourceSliceSpec& spec = slice.spec;
+    spec.driver = options_.driver_name;
+    spec.pool.name = pool_name;
+    spec.pool.generation = generation;
+    spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
+    switch (pool.nodes) {
+      case NodeSelection::kThisNode:
+        spec.node_name = options_.node_name;
+        break;
+      case NodeSelection::kNodeSelector:
+        spec.node_selector = pool.node_selector;
+        break;
+      case NodeSelection::kAllNodes:
+        spec.all_nodes = true;
+        break;
+      case NodeSelection::kPerDevice:
+        spec.per_device_node_selection = true;
+        break;
+    }
+    if (with_content) {
+      spec.devices = pool.slices[index].devices;
+      spec.shared_counters = pool.slices[index].shared_counters;
+    }
+    return slice;
+  }
+
+  absl::Status CheckPool(const std::string& name, const Pool& pool) const {
+    if (pool.nodes == NodeSelection::kThisNode && options_.node_name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name),
+                                                     ": nodes: Invalid value: kThisNode: needs Options::node_name"));
+    }
+    if (pool.slices.size() > kMaxSliceIndex + 1) {
+      return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name), ": slices: Too many: ",
+                                                     pool.slices.size(), ": must have at most ",
+                                                     kMaxSliceIndex + 1, " items"));
+    }
+    return ValidatePool(name, pool, [&](size_t index) { return DesiredSlice(name, pool, index, 1); });
+  }
+
+  absl::Status SyncPool(const std::string& name) {
+    std::shared_ptr<const Pool> desired;
+    std::vector<Existing> existing;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      drift_.erase(name);  // this sync sees every change cached so far
+      auto it = desired_.find(name);
+      if (it != desired_.end()) desired = it->second;
+      for (Scope* scope : ScopesOfLocked(name)) {
+        const bool pool_scope = scope != node_scope_.get();
+        for (const auto& [slice_name, slice] : scope->slices) {
+          // The pool scope also sees other nodes' slices of a pool by that name.
+          if (slice->pool == name && (!pool_scope || !slice->node_local)) existing.push_back({scope, slice});
+        }
+      }
+    }
+    PoolState& state = pools_[name];
+    if (!desired) {
+      absl::Status status = DeleteAll(existing);
+      if (status.ok()) DropPoolScopeIfUnused(name);
+      return status;
+    }
+
+    if (state.validated.lock() != desired) {
+      state.validation = CheckPool(name, *desired);
+      state.validated = desired;
+      state.skews.clear();
+      state.reported_skews.clear();
+      if (!state.validation.ok()) Report(state.validation, absl::StrCat("validate pool ", k8s::GoQuote(name)));
+    }
+    if (!state.validation.ok()) return absl::OkStatus();  // not retried until the pool changes
+
+    const bool node_local = desired->nodes == NodeSelection::kThisNode;
+    if (node_local && node_uid_.empty()) {
+      absl::StatusOr<json> node = client_->Get(k8s::kNodes, "", options_.node_name);
+      if (!node.ok()) {
+        return absl::Status(node.status().code(), absl::StrCat("look up the Node's UID: ", node.status().message()));
+      }
+      node_uid_ = StringAt(*node, json::json_pointer("/metadata/uid"));
+    }
+
+    // Match existing slices to desired indexes; the rest is obsolete.
+    const size_t count = desired->slices.size();
+    std::vector<std::optional<Existing>> matched(count);
+    std::vector<Existing> obsolete;
+    int64_t generation = state.generation;
+    for (const Existing& e : existing) {
+      if (e.slice->typed) generation = std::max(generation, e.slice->typed->spec.pool.generation);
+    }
+    for (const Existing& e : existing) {
+      const bool right_scope = (e.scope == node_scope_.get()) == node_local;
+      std::optional<size_t> index =
+          ParseSliceIndex(StringAt(e.slice->object, json::json_pointer("/metadata/name")));
+      if (!right_scope || !index || *index >= count || !e.slice->typed) {
+        obsolete.push_back(e);
+        continue;
+      }
+      std::optional<Existing>& slot = matched[*index];
+      if (!slot) {
+        slot = e;
+        continue;
+      }
+      // Two slices for one index (a create that was retried): keep the newer.
+      const auto key = [](const Existing& x) {
+        return std::make_pair(x.slice->typed->spec.pool.generation, x.slice->resource_version);
+      };
+      if (key(e) > key(*slot)) {
+        obsolete.push_back(*slot);
+        slot = e;
+      } else {
+        obsolete.push_back(e);
+      }
+    }
+
+    // A slice below the highest generation means a rewrite was cut short:
+    // finish it at that generation.
+    bool unfinished = false;
+    size_t missing = 0;
+    for (const auto& slot : matched) {
+      if (!slot) {
+        ++missing;
+      } else if (slot->slice->typed->spec.pool.generation < generation) {
+        unfinished = true;
+      }
+    }
+    std::vector<bool> changed(count, false);
+    size_t num_changed = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (!matched[i]) continue;
+      const k8s::ResourceSliceSpec& stored = matched[i]->slice->typed->spec;
+      k8s::ResourceSliceSpec want = DesiredSlice(name, *desired, i, generation, false).spec;
+      want.shared_counters = desired->slices[i].shared_counters;
+      const std::vector<k8s::Device>& devices = desired->slices[i].devices;
+      bool same = SameSpec(want, devices, stored);
+      if (!same) {
+        auto skew = state.skews.find(i);
+        same = skew != state.skews.end() && SameSpec(want, devices, skew->second.sent) &&
+               SameSpec(skew->second.stored, stored);
+      }
+      changed[i] = !same;
+      num_changed += changed[i] ? 1 : 0;
+    }
+
+    int64_t target = generation;
+    bool rewrite_all = false;
+    if (desired->generation > generation) {
+      target = desired->generation;
+      rewrite_all = true;
+    } else if (!unfinished && (missing > 0 || num_changed > 1)) {
+      target = generation + 1;
+      rewrite_all = true;
+    }
+
+    // Deletes first: devices the driver no longer has go even if the new
+    // slices cannot be written.
+    absl::Status status = DeleteAll(obsolete);
+    if (!status.ok()) return status;
+
+    for (size_t i = 0; i < count && !stop_requested_; ++i) {
+      if (!matched[i] || (!rewrite_all && !changed[i])) continue;
+      k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
+      const k8s::ResourceSlice& stored = *matched[i]->slice->typed;
+      KeepTaintTimes(want.spec.devices, stored.spec.devices);
+      json object = matched[i]->slice->object;
+      object["apiVersion"] = "resource.k8s.io/v1";
+      object["kind"] = "ResourceSlice";
+      object["spec"] = k8s::ToJson(want)["spec"];
+      absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
+      if (!updated.ok()) {
+        if (k8s::IsConflict(updated.status())) Reread(*matched[i]->scope, stored.metadata.name);
+        return updated.status();
+      }
+      updates_.fetch_add(1);
+      options_.logger.InfoV(4, "Updated ResourceSlice", {{"name", stored.metadata.name}, {"pool", name}});
+      Stored(name, state, i, want.spec, *matched[i]->scope, *std::move(updated));
+    }
+
+    Scope* home = node_local ? node_scope_.get() : PoolScope(name);
+    for (size_t i = 0; i < count && !stop_requested_; ++i) {
+      if (matched[i]) continue;
+      k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
+      if (node_local) {
+        k8s::OwnerReference owner;
+        owner.api_version = "v1";
+        owner.kind = "Node";
+        owner.name = options_.node_name;
+        owner.uid = node_uid_;
+        owner.controller = true;
+        want.metadata.owner_references.push_back(std::move(owner));
+      }
+      absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", k8s::ToJson(want));
+      if (!created.ok()) return created.status();
+      creates_.fetch_add(1);
+      options_.logger.InfoV(4, "Created ResourceSlice",
+                            {{"name", StringAt(*created, json::json_pointer("/metadata/name"))}, {"pool", name}});
+      Stored(name, state, i, want.spec, *home, *std::move(created));
+    }
+    if (stop_requested_) return absl::CancelledError("stopping");
+    state.generation = std::max(state.generation, target);
+    return absl::OkStatus();
+  }
+
+  Scope* PoolScope(const std::string& pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pool_scopes_.at(pool).get();
+  }
+
+  // After a write: cache what the server stored, and check that it stored
+  // what was sent. If it did not (a feature gate is off), say so once and
+  // take the stored form as published until the desired slice changes.
+  void Stored(const std::string& pool, PoolState& state, size_t index, const k8s::ResourceSliceSpec& sent,
+              Scope& scope, json object) {
+    absl::StatusOr<k8s::ResourceSlice> stored = k8s::ResourceSliceFromJson(object);
+    const std::string name = StringAt(object, json::json_pointer("/metadata/name"));
+    Remember(scope, std::move(object));
+    if (!stored.ok() || SameSpec(sent, stored->spec)) {
+      state.skews.erase(index);
+      return;
+    }
+    state.skews[index] = {sent, stored->spec};
+    std::vector<std::string> dropped = DroppedFields(sent, stored->spec);
+    if (dropped.empty()) return;  // the server only added fields
+    std::vector<std::string> gates = LikelyFeatureGates(dropped);
+    std::string message = absl::StrCat(
+        "pool ", k8s::GoQuote(pool), ", slice ", index, " (", name,
+        "): the API server stored less than was sent, it dropped ", absl::StrJoin(dropped, ", "),
+        gates.empty() ? std::string("; is the server older than this SDK?")
+                      : absl::StrCat("; probably because these feature gates are off: ", absl::StrJoin(gates, ", ")),
+        ". The slice is not rewritten until its desired content changes");
+    if (state.reported_skews.insert(message).second) Report(absl::FailedPreconditionError(message), "publish slice");
+  }
+
+  absl::Status DeleteAll(const std::vector<Existing>& slices) {
+    for (const Existing& e : slices) {
+      const std::string name = StringAt(e.slice->object, json::json_pointer("/metadata/name"));
+      k8s::Preconditions preconditions;
+      preconditions.uid = StringAt(e.slice->object, json::json_pointer("/metadata/uid"));
+      preconditions.resource_version = StringAt(e.slice->object, json::json_pointer("/metadata/resourceVersion"));
+      absl::Status status = client_->Delete(k8s::kResourceSlices, "", name, preconditions);
+      if (status.ok()) {
+        deletes_.fetch_add(1);
+        options_.logger.InfoV(4, "Deleted ResourceSlice", {{"name", name}, {"pool", e.slice->pool}});
+        Forget(*e.scope, name, e.slice->pool);
+      } else if (absl::IsNotFound(status)) {
+        Forget(*e.scope, name, e.slice->pool);
+      } else {
+        if (k8s::IsConflict(status)) Reread(*e.scope, name);
+        return status;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A pool that is no longer desired and has no slices left needs no watch.
+  void DropPoolScopeIfUnused(const std::string& pool) {
+    std::unique_ptr<Scope> scope;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pool_scopes_.find(pool);
+      if (it == pool_scopes_.end() || desired_.contains(pool) || !it->second->slices.empty()) return;
+      scope = std::move(it->second);
+      pool_scopes_.erase(it);
+    }
+    if (scope->watch) scope->watch->Stop();
+  }
+
+  void RemoveAll(Scope& scope) {
+    if (!scope.listed) {
+      k8s::ListOptions options;
+      options.field_selector = scope.field_selector;
+      absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
+      if (!list.ok()) {
+        Report(list.status(), absl::StrCat("list ResourceSlices ", scope.field_selector));
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      for (json& item : list->items) {
+        std::string name = StringAt(item, json::json_pointer("/metadata/name"));
+        scope.slices[name] = MakeCached(std::move(item));
+      }
+    }
+    std::vector<Existing> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [name, slice] : scope.slices) all.push_back({&scope, slice});
+    }
+    absl::Status status = DeleteAll(all);
+    if (!status.ok()) Report(status, "remove ResourceSlices on stop");
+  }
+
+  const std::shared_ptr<k8s::Client> client_;
+  const Options options_;
+  const ErrorHandler on_error_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::map<std::string, std::shared_ptr<const Pool>> desired_;  // by pool name
+  bool have_desired_ = false;  // nothing is synced before the first Update()
+  std::map<std::string, absl::Time> due_;  // pools to sync, and when
+  struct DriftCheck {
+    absl::Time at;
+    std::set<std::string> names;  // slices changed by someone else, as far as known
+  };
+  std::map<std::string, DriftCheck> drift_;  // by pool
+  bool busy_ = false;                      // a pool sync is running
+  bool stopped_ = false;
+  std::unique_ptr<Scope> node_scope_;  // set at construction
+  std::map<std::string, std::unique_ptr<Scope>> pool_scopes_;
+
+  // Worker thread only.
+  std::map<std::string, PoolState> pools_;
+  std::string node_uid_;
+
+  std::atomic<bool> stop_requested_{false};  // Stop() began: cut a long sync short
+  std::atomic<int64_t> creates_{0};
+  std::atomic<int64_t> updates_{0};
+  std::atomic<int64_t> deletes_{0};
+  std::atomic<int64_t> errors_{0};
+
+  std::thread worker_;  // last: starts after everything above exists
+};
+
+absl::StatusOr<std::unique_ptr<Publisher>> Publisher::Start(std::shared_ptr<k8s::Client> client, Options options,
+                                                            ErrorHandler on_error) {
+  if (client == nullptr) return absl::InvalidArgumentError("resourceslice::Publisher: client: Required value");
+  if (options.driver_name.empty()) {
+    return absl::InvalidArgumentError("resourceslice::Options: driver_name: Required value");
+  }
+  std::vector<std::string> problems = k8s::IsDns1123Subdomain(options.driver_name);
+  if (options.driver_name.size() > k8s::kDriverNameMaxLength) {
+    problems.push_back(absl::StrCat("must be no more than ", k8s::kDriverNameMaxLength, " characters"));
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: driver_name: Invalid value: ",
+                                                   k8s::GoQuote(options.driver_name), ": ",
+                                                   absl::StrJoin(problems, "; ")));
+  }
+  if (!options.node_name.empty()) {
+    problems = k8s::IsDns1123Subdomain(options.node_name);
+    if (!problems.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: node_name: Invalid value: ",
+                                                     k8s::GoQuote(options.node_name), ": ",
+                                                     absl::StrJoin(problems, "; ")));
+    }
+  }
+  if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {
+    return absl::InvalidArgumentError(
+        "resourceslice::Options: backoff_initial must be positive and at most backoff_max");
+  }
+  if (options.drift_repair_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("resourceslice::Options: drift_repair_delay must not be negative");
+  }
+  return std::unique_ptr<Publisher>(
+      new Publisher(std::make_unique<Impl>(std::move(client), std::move(options), std::move(on_error))));
+}
+
+Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Publisher::~Publisher() = default;
+void Publisher::Update(DriverResources resources) { impl_->Update(std::move(resources)); }
+Stats Publisher::Stats() const { return impl_->stats(); }
+bool Publisher::Idle() const { return impl_->Idle(); }
+void Publisher::Stop() { impl_->Stop(); }
+
+}  // namespace dra::resourceslice

@@ -1,0 +1,500 @@
+// dra::resourceslice::Publisher against the real kube-apiserver (v1.37, all
+// DRA gates on; see README.md), publishing as a driver service account with
+// only the rights it needs: first publish with owner references and names in
+// slice order, identical republish (0 writes), one device changed (1 write),
+// growth past a slice boundary (generation bump), pool removal, drift (a
+// slice deleted, edited, all wiped as the kubelet does), a field the server
+// drops (one error, no loop; also on a private kube-apiserver with DRA gates
+// off, where the error names them), an invalid pool (no request), and every device
+// field (binding conditions, nodeAllocatableResources, counters, taints,
+// capacity policies) stored intact.
+//
+// Each test has its own node name (and so its own slices); write counts come
+// from the publisher's Stats, since the real server has no request counters.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/client.h"
+#include "dra/k8s/resource_slice_json.h"
+#include "dra/resourceslice/publisher.h"
+#include "dra/resourceslice/split.h"
+#include "e2e/e2e_cluster.h"
+#include "support/poll.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace dra::resourceslice {
+namespace {
+
+using e2e::Eventually;
+using nlohmann::json;
+
+constexpr char kIdentity[] = "gpu-driver";
+constexpr char kDriver[] = "publisher.e2e.example.com";
+
+k8s::Device Gpu(int i) {
+  k8s::Device device;
+  device.name = absl::StrCat("gpu-", i);
+  device.attributes["index"].int_value = i;
+  device.attributes["model"].string_value = "a100";
+  device.capacity["memory"].value = *k8s::Quantity::Parse("16Gi");
+  return device;
+}
+
+DriverResources NodePool(const std::string& node, int devices) {
+  std::vector<k8s::Device> list;
+  for (int i = 0; i < devices; ++i) list.push_back(Gpu(i));
+  DriverResources resources;
+  resources.pools[node].slices = SplitIntoSlices(std::move(list));
+  return resources;
+}
+
+// A Node of its own, the driver identity allowed to publish, and a publisher
+// for that node running as the driver.
+class Harness {
+ public:
+  Harness() : admin_(e2e::MakeClient(e2e::AdminConfig())), node_(e2e::UniqueName("pub-node")) {
+    absl::StatusOr<json> node = admin_->Create(
+        k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}});
+    INFO(node.status().ToString());
+    REQUIRE(node.ok());
+    node_uid_ = (*node)["metadata"]["uid"];
+    driver_ = e2e::MakeClient(e2e::DriverConfig(kIdentity));
+    e2e::Grant(*admin_, e2e::DriverUser(kIdentity), "",
+               json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
+                             {"resources", json::array({"resourceslices"})},
+                             {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
+                            {{"apiGroups", json::array({""})},
+                             {"resources", json::array({"nodes"})},
+                             {"verbs", json::array({"get"})}}}),
+               [&] { return driver_->Get(k8s::kNodes, "", node_).ok(); });
+    Options options;
+    options.driver_name = kDriver;
+    options.node_name = node_;
+    options.drift_repair_delay = absl::Milliseconds(100);
+    options.backoff_initial = absl::Milliseconds(50);
+    options.backoff_max = absl::Seconds(1);
+    auto publisher = Publisher::Start(driver_, options, [this](const absl::Status& s, std::string_view) {
+      std::lock_guard<std::mutex> lock(mu_);
+      errors_.push_back(s);
+    });
+    REQUIRE(publisher.ok());
+    publisher_ = *std::move(publisher);
+  }
+
+  ~Harness() {
+    publisher_.reset();
+    for (const auto& slice : Slices()) (void)admin_->Delete(k8s::kResourceSlices, "", slice.metadata.name);
+    (void)admin_->Delete(k8s::kNodes, "", node_);
+  }
+
+  const std::string& node() const { return node_; }
+  const std::string& node_uid() const { return node_uid_; }
+  k8s::Client& admin() { return *admin_; }
+  Publisher& publisher() { return *publisher_; }
+
+  void Publish(const DriverResources& resources) {
+    publisher_->Update(resources);
+    WaitIdle();
+  }
+  void WaitIdle() { REQUIRE(dra::testing::PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(30))); }
+  int64_t Writes() const {
+    Stats stats = publisher_->Stats();
+    return stats.creates + stats.updates + stats.deletes;
+  }
+  std::vector<absl::Status> errors() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return errors_;
+  }
+
+  // This node's slices of the driver, by name (= slice order).
+  std::vector<k8s::ResourceSlice> Slices() {
+    k8s::ListOptions options;
+    options.field_selector = absl::StrCat("spec.driver=", kDriver, ",spec.nodeName=", node_);
+    absl::StatusOr<k8s::ListResult> list = admin_->ListAll(k8s::kResourceSlices, "", options);
+    REQUIRE(list.ok());
+    std::vector<k8s::ResourceSlice> slices;
+    for (const json& item : list->items) {
+      absl::StatusOr<k8s::ResourceSlice> slice = k8s::ResourceSliceFromJson(item);
+      REQUIRE(slice.ok());
+      slices.push_back(*slice);
+    }
+    std::sort(slices.begin(), slices.end(),
+              [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+    return slices;
+  }
+
+ private:
+  std::shared_ptr<k8s::Client> admin_;
+  std::string node_;
+  std::string node_uid_;
+  std::shared_ptr<k8s::Client> driver_;
+  std::unique_ptr<Publisher> publisher_;
+  std::mutex mu_;
+  std::vector<absl::Status> errors_;
+};
+
+std::vector<std::vector<std::string>> DeviceNames(const std::vector<k8s::ResourceSlice>& slices) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& slice : slices) {
+    std::vector<std::string> names;
+    for (const auto& device : slice.spec.devices) names.push_back(device.name);
+    out.push_back(names);
+  }
+  return out;
+}
+
+std::vector<std::vector<std::string>> DeviceNames(const Pool& pool) {
+  std::vector<std::vector<std::string>> out;
+  for (const Slice& slice : pool.slices) {
+    std::vector<std::string> names;
+    for (const auto& device : slice.devices) names.push_back(device.name);
+    out.push_back(names);
+  }
+  return out;
+}
+
+TEST_CASE("publish, republish (0 writes), one device (1 write), growth (generation bump), removal",
+          "[e2e][publisher]") {
+  Harness h;
+  DriverResources resources = NodePool(h.node(), 200);
+  h.Publish(resources);
+  std::vector<k8s::ResourceSlice> slices = h.Slices();
+  REQUIRE(slices.size() == 2);
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(h.node())));
+  for (size_t i = 0; i < slices.size(); ++i) {
+    INFO(slices[i].metadata.name);
+    CHECK(absl::StartsWith(slices[i].metadata.name, absl::StrCat("0000", i, "-", kDriver, "-")));
+    CHECK(slices[i].spec.pool.generation == 1);
+    CHECK(slices[i].spec.pool.resource_slice_count == 2);
+    REQUIRE(slices[i].metadata.owner_references.size() == 1);
+    CHECK(slices[i].metadata.owner_references[0].kind == "Node");
+    CHECK(slices[i].metadata.owner_references[0].uid == h.node_uid());
+    CHECK(slices[i].metadata.owner_references[0].controller == true);
+  }
+  CHECK(h.publisher().Stats().creates == 2);
+
+  h.Publish(resources);
+  CHECK(h.Writes() == 2);
+
+  resources.pools[h.node()].slices[0].devices[9].attributes["model"].string_value = "h100";
+  h.Publish(resources);
+  CHECK(h.publisher().Stats().updates == 1);
+  CHECK(h.Writes() == 3);
+  CHECK(h.Slices()[0].spec.devices[9].attributes.at("model").string_value == "h100");
+  CHECK(h.Slices()[0].spec.pool.generation == 1);
+
+  resources = NodePool(h.node(), 300);
+  h.Publish(resources);
+  CHECK(h.Writes() == 3 + 3);  // two updates, one create
+  slices = h.Slices();
+  REQUIRE(slices.size() == 3);
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(h.node())));
+  for (const auto& slice : slices) {
+    CHECK(slice.spec.pool.generation == 2);
+    CHECK(slice.spec.pool.resource_slice_count == 3);
+  }
+
+  h.Publish(DriverResources());
+  CHECK(h.Slices().empty());
+  CHECK(h.publisher().Stats().deletes == 3);
+  CHECK(h.errors().empty());
+}
+
+TEST_CASE("drift: a slice deleted, edited, or all wiped by someone else is restored", "[e2e][publisher]") {
+  Harness h;
+  const DriverResources resources = NodePool(h.node(), 200);
+  const auto expected = DeviceNames(resources.pools.at(h.node()));
+  h.Publish(resources);
+  std::vector<k8s::ResourceSlice> slices = h.Slices();
+  REQUIRE(slices.size() == 2);
+
+  REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", slices[1].metadata.name).ok());
+  REQUIRE(Eventually([&] { return h.Slices().size() == 2 && h.Slices()[1].spec.pool.generation == 2; }));
+  CHECK(DeviceNames(h.Slices()) == expected);
+
+  absl::StatusOr<json> stored = h.admin().Get(k8s::kResourceSlices, "", h.Slices()[0].metadata.name);
+  REQUIRE(stored.ok());
+  (*stored)["spec"]["devices"][3]["attributes"]["model"]["string"] = "edited";
+  REQUIRE(h.admin().Update(k8s::kResourceSlices, "", *stored).ok());
+  REQUIRE(Eventually([&] { return h.Slices()[0].spec.devices[3].attributes.at("model").string_value == "a100"; }));
+
+  // The kubelet deletes all of a node's slices when it starts (one delete
+  // each here, so a repair may come between them: generation 3 or 4).
+  for (const auto& slice : h.Slices()) REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", slice.metadata.name).ok());
+  REQUIRE(Eventually([&] { return DeviceNames(h.Slices()) == expected; }));
+  h.WaitIdle();
+  slices = h.Slices();
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0].spec.pool.generation >= 3);
+  CHECK(slices[1].spec.pool.generation == slices[0].spec.pool.generation);
+
+  const int64_t writes = h.Writes();
+  h.Publish(resources);
+  CHECK(h.Writes() == writes);
+  CHECK(h.errors().empty());
+}
+
+TEST_CASE("a field the server drops: one error, no update loop", "[e2e][publisher]") {
+  Harness h;
+  DriverResources resources = NodePool(h.node(), 3);
+  // A field this server does not know (as a gated field on a server with the
+  // gate off): stored without it, with a Warning.
+  resources.pools[h.node()].slices[0].devices[1].unknown_fields = {{"futureField", "x"}};
+  h.Publish(resources);
+  std::vector<absl::Status> errors = h.errors();
+  REQUIRE(errors.size() == 1);
+  INFO(errors[0].ToString());
+  CHECK(errors[0].code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(errors[0].message(), "dropped spec.devices[].futureField"));
+
+  const int64_t writes = h.Writes();
+  CHECK(writes == 1);
+  for (int i = 0; i < 3; ++i) h.Publish(resources);
+  // A drift repair would be the same: the stored form is what was published.
+  absl::StatusOr<json> stored = h.admin().Get(k8s::kResourceSlices, "", h.Slices()[0].metadata.name);
+  REQUIRE(stored.ok());
+  (*stored)["metadata"]["labels"] = {{"touched", "yes"}};
+  REQUIRE(h.admin().Update(k8s::kResourceSlices, "", *stored).ok());
+  h.Publish(resources);
+  CHECK(h.Writes() == writes);
+  CHECK(h.errors().size() == 1);
+}
+
+// A control plane of its own (cluster.sh, next to this file, in a temp dir),
+// for what the shared one must not see: feature gates off (empty: the
+// defaults), or its kube-apiserver frozen. Stopped when the test ends.
+class PrivateCluster {
+ public:
+  explicit PrivateCluster(const std::string& feature_gates = "") {
+    const std::string source = __FILE__;
+    script_ = source.substr(0, source.rfind('/')) + "/cluster.sh";
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    if (!feature_gates.empty()) argv.push_back("DRA_E2E_FEATURE_GATES=" + feature_gates);
+    argv.insert(argv.end(), {script_, "start", dir_.path()});
+    // Up to three attempts: on a loaded machine cluster.sh can take a daemon
+    // that has not exec'd yet for one that exited, or give up on a slow etcd
+    // (a failed start cleans up after itself).
+    absl::StatusOr<dra::testing::ProcessResult> started = dra::testing::RunProcess(argv);
+    for (int attempt = 1; attempt < 3 && started.ok() && started->exit_code != 0; ++attempt) {
+      started = dra::testing::RunProcess(argv);
+    }
+    REQUIRE(started.ok());
+    INFO(started->out << started->err);
+    REQUIRE(started->exit_code == 0);
+  }
+  ~PrivateCluster() {
+    Thaw();
+    (void)dra::testing::RunProcess({script_, "stop", dir_.path()});
+  }
+
+  std::shared_ptr<k8s::Client> Admin(absl::Duration timeout = absl::Seconds(30)) const {
+    absl::StatusOr<k8s::ClientConfig> config = k8s::LoadKubeconfig(dir_.Join("admin.kubeconfig"));
+    REQUIRE(config.ok());
+    config->qps = 0;
+    config->max_retries = 0;  // the publisher's own retries are under test
+    config->timeout = timeout;
+    return e2e::MakeClient(*config);
+  }
+
+  // SIGSTOP / SIGCONT to this cluster's kube-apiserver (its pid file says
+  // which process cluster.sh started): it stops answering without closing
+  // connections, as a hung or unreachable server does.
+  void Freeze() { Signal(SIGSTOP); }
+  void Thaw() { Signal(SIGCONT); }
+
+ private:
+  void Signal(int signal) {
+    std::istringstream line(dra::testing::ReadFile(dir_.Join("pids/kube-apiserver.pid")));
+    pid_t pid = 0;
+    if (line >> pid && pid > 0) ::kill(pid, signal);
+  }
+
+  dra::testing::TempDir dir_;
+  std::string script_;
+};
+
+TEST_CASE("feature gates off: one error naming the dropped fields and the gates, no update loop",
+          "[e2e][publisher][skew]") {
+  PrivateCluster cluster(
+      "DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=false,DRAConsumableCapacity=false,"
+      "DRAFractionalCapacityRange=false,DRAPartitionableDevices=true,DRADeviceTaints=true");
+  auto admin = cluster.Admin();
+  const std::string node = e2e::UniqueName("skew-node");
+  REQUIRE(admin->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
+              .ok());
+  Options options;
+  options.driver_name = kDriver;
+  options.node_name = node;
+  options.drift_repair_delay = absl::Milliseconds(100);
+  std::mutex mu;
+  std::vector<absl::Status> errors;
+  auto publisher = Publisher::Start(admin, options, [&](const absl::Status& s, std::string_view) {
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back(s);
+  });
+  REQUIRE(publisher.ok());
+  auto error_count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return errors.size();
+  };
+
+  DriverResources resources = NodePool(node, 4);
+  k8s::Device& device = resources.pools[node].slices[0].devices[2];
+  device.binds_to_node = true;
+  device.binding_conditions = {"example.com/attached"};
+  device.binding_failure_conditions = {"example.com/attach-failed"};
+  device.allow_multiple_allocations = true;
+  (*publisher)->Update(resources);
+  REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
+  REQUIRE(error_count() == 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    INFO(errors[0].ToString());
+    CHECK(errors[0].code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(errors[0].message(), "spec.devices[].bindingConditions"));
+    CHECK(absl::StrContains(errors[0].message(), "spec.devices[].allowMultipleAllocations"));
+    CHECK(absl::StrContains(errors[0].message(),
+                            "probably because these feature gates are off: DRADeviceBindingConditions, "
+                            "DRAConsumableCapacity"));
+  }
+  const Stats first = (*publisher)->Stats();
+  CHECK(first.creates == 1);
+  for (int i = 0; i < 3; ++i) {
+    (*publisher)->Update(resources);
+    REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
+  }
+  const Stats later = (*publisher)->Stats();
+  CHECK(later.creates + later.updates + later.deletes == 1);
+  CHECK(error_count() == 1);
+  (*publisher)->Stop();
+}
+
+TEST_CASE("kube-apiserver hung, then back: converges with nothing lost", "[e2e][publisher][down]") {
+  PrivateCluster cluster;
+  auto admin = cluster.Admin();
+  const std::string node = e2e::UniqueName("down-node");
+  REQUIRE(admin->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
+              .ok());
+  Options options;
+  options.driver_name = kDriver;
+  options.node_name = node;
+  options.backoff_initial = absl::Milliseconds(100);
+  options.backoff_max = absl::Seconds(1);
+  std::atomic<int> errors{0};
+  auto publisher = Publisher::Start(cluster.Admin(absl::Seconds(2)), options,
+                                    [&](const absl::Status&, std::string_view) { errors++; });
+  REQUIRE(publisher.ok());
+  (*publisher)->Update(NodePool(node, 200));
+  REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
+  REQUIRE(errors == 0);
+
+  cluster.Freeze();
+  const DriverResources resources = NodePool(node, 300);
+  (*publisher)->Update(resources);
+  REQUIRE(dra::testing::PollUntil([&] { return errors >= 2; }, absl::Seconds(30)));
+  CHECK_FALSE((*publisher)->Idle());
+  cluster.Thaw();
+  REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(60)));
+
+  k8s::ListOptions list_options;
+  list_options.field_selector = absl::StrCat("spec.nodeName=", node);
+  absl::StatusOr<k8s::ListResult> list = admin->ListAll(k8s::kResourceSlices, "", list_options);
+  REQUIRE(list.ok());
+  std::vector<k8s::ResourceSlice> slices;
+  for (const json& item : list->items) slices.push_back(*k8s::ResourceSliceFromJson(item));
+  std::sort(slices.begin(), slices.end(),
+            [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(node)));
+  for (const auto& slice : slices) {
+    CHECK(slice.spec.pool.generation == 2);
+    CHECK(slice.spec.pool.resource_slice_count == 3);
+  }
+  (*publisher)->Stop();
+}
+
+TEST_CASE("an invalid pool is reported and never sent", "[e2e][publisher]") {
+  Harness h;
+  DriverResources resources = NodePool(h.node(), 2);
+  resources.pools[h.node()].slices[0].devices[0].attributes["model"].string_value = std::string(65, 'x');
+  h.Publish(resources);
+  std::vector<absl::Status> errors = h.errors();
+  REQUIRE(errors.size() == 1);
+  CHECK(absl::StrContains(errors[0].message(),
+                          "spec.devices[0].attributes[model].string: Too long: may not be more than 64 bytes"));
+  CHECK(h.Writes() == 0);
+  CHECK(h.Slices().empty());
+}
+
+TEST_CASE("binding conditions, nodeAllocatableResources, counters, taints and capacity policies stored intact",
+          "[e2e][publisher]") {
+  Harness h;
+  // The NodeDeclaredFeatures admission plugin wants the node to declare it.
+  k8s::PatchOptions status;
+  status.subresource = "status";
+  REQUIRE(h.admin()
+              .Patch(k8s::kNodes, "", h.node(), k8s::PatchType::kMerge,
+                     json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
+              .ok());
+
+  k8s::CounterSet counters;
+  counters.name = "gpu-0-memory";
+  counters.counters["memory"].value = *k8s::Quantity::Parse("80Gi");
+  k8s::Device device = Gpu(0);
+  device.capacity["memory"].request_policy.emplace().default_value = *k8s::Quantity::Parse("1Gi");
+  device.capacity["memory"].request_policy->valid_range.emplace().min = *k8s::Quantity::Parse("1024Mi");
+  device.capacity["memory"].request_policy->valid_range->step = *k8s::Quantity::Parse("1Gi");
+  device.consumes_counters.emplace_back().counter_set = "gpu-0-memory";
+  device.consumes_counters[0].counters["memory"].value = *k8s::Quantity::Parse("10Gi");
+  device.taints.emplace_back().key = "example.com/degraded";
+  device.taints[0].value = "ecc";
+  device.taints[0].effect = "NoSchedule";
+  device.binds_to_node = true;
+  device.binding_conditions = {"example.com/attached"};
+  device.binding_failure_conditions = {"example.com/attach-failed"};
+  device.allow_multiple_allocations = true;
+  device.attributes["models"].string_values = {"a100", "a100-80g"};
+  device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = *k8s::Quantity::Parse("8");
+  device.node_allocatable_resources["memory"].mapping.emplace().capacity_key = "memory";
+  device.node_allocatable_resources["memory"].mapping->capacity_multiplier = *k8s::Quantity::Parse("1");
+  device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
+  DriverResources resources;
+  resources.pools[h.node()].slices = SplitIntoSlices({device}, {counters});
+  h.Publish(resources);
+  INFO((h.errors().empty() ? std::string() : h.errors()[0].ToString()));
+  REQUIRE(h.errors().empty());
+
+  std::vector<k8s::ResourceSlice> slices = h.Slices();
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0].spec.shared_counters == resources.pools[h.node()].slices[0].shared_counters);
+  const k8s::Device& stored = slices[1].spec.devices.at(0);
+  CHECK(stored.binds_to_node == true);
+  CHECK(stored.binding_conditions == device.binding_conditions);
+  CHECK(stored.binding_failure_conditions == device.binding_failure_conditions);
+  CHECK(stored.node_allocatable_resources == device.node_allocatable_resources);
+  CHECK(stored.consumes_counters == device.consumes_counters);
+  CHECK(stored.capacity == device.capacity);
+  CHECK(stored.attributes == device.attributes);
+  CHECK(stored.allow_multiple_allocations == true);
+  REQUIRE(stored.taints.size() == 1);
+  CHECK(stored.taints[0].value == "ecc");
+  CHECK(stored.taints[0].time_added.has_value());  // set by the server, not a difference
+
+  const int64_t writes = h.Writes();
+  h.Publish(resources);
+  CHECK(h.Writes() == writes);
+}
+
+}  // namespace
+}  // namespace dra::resourceslice
