@@ -1,0 +1,156 @@
+// bench_trivial_driver: the trivial DRA driver of bench/go_vs_cpp.sh on the
+// public dra-cpp API, doing the same work as bench/gosdk (the same driver on
+// the Go SDK's kubeletplugin helper):
+//
+//   - claims come from an InMemoryClaimSource preloaded with N allocated
+//     ResourceClaims: namespace "default", name "claim-<i>", UID
+//     "00000000-0000-4000-8000-<i as 12 hex digits>", one allocation result
+//     (request "gpu", pool "pool-a", device "gpu-0") for this driver;
+//   - prepare returns one device with one CDI device ID per allocation result;
+//     unprepare always succeeds;
+//   - serialization off; no health reporting (not advertised); the Helper's
+//     CDI spec files off (Options::cdi.enabled: the driver has no cdi_edits,
+//     and the Go helper writes or removes no CDI files either);
+//   - checkpoint off by default (the Go helper keeps none), on with
+//     --checkpoint on (put --plugin-data-dir on tmpfs for the usual case).
+//
+//   bench_trivial_driver --registrar-dir DIR --plugin-data-dir DIR
+//       [--driver-name NAME] [--claims N] [--checkpoint on|off] [-v LEVEL]
+//
+// Runs until SIGTERM or SIGINT.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dra/kubeletplugin/helper.h"
+
+namespace {
+
+using dra::kubeletplugin::Device;
+using dra::kubeletplugin::PrepareResults;
+using dra::kubeletplugin::UnprepareResults;
+
+// The UID of bench claim i; the same scheme as bench/gosdk and the kubelet
+// peer's --bench-claims.
+std::string ClaimUid(long i) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "00000000-0000-4000-8000-%012lx", i);
+  return buf;
+}
+
+dra::k8s::ResourceClaim BenchClaim(const std::string& driver_name, long i) {
+  dra::k8s::ResourceClaim claim;
+  claim.metadata.namespace_ = "default";
+  claim.metadata.name = "claim-" + std::to_string(i);
+  claim.metadata.uid = ClaimUid(i);
+  dra::k8s::DeviceRequestAllocationResult result;
+  result.request = "gpu";
+  result.driver = driver_name;
+  result.pool = "pool-a";
+  result.device = "gpu-0";
+  dra::k8s::AllocationResult allocation;
+  allocation.devices.results.push_back(result);
+  claim.status.allocation = allocation;
+  return claim;
+}
+
+class TrivialDriver : public dra::kubeletplugin::Driver {
+ public:
+  explicit TrivialDriver(std::string name) : name_(std::move(name)) {}
+
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
+    PrepareResults results;
+    for (const auto& claim : claims) {
+      auto& result = results[claim.metadata.uid];
+      // The Helper leaves only this driver's allocation results.
+      for (const auto& allocated : claim.status.allocation->devices.results) {
+        result.devices.push_back(Device{.requests = {allocated.request},
+                                        .pool_name = allocated.pool,
+                                        .device_name = allocated.device,
+                                        .cdi_device_ids = {name_ + "/device=" + claim.metadata.uid + "-" +
+                                                           allocated.device},
+                                        .share_id = std::nullopt,
+                                        .cdi_edits = std::nullopt});
+      }
+    }
+    return results;
+  }
+
+  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(std::span<const dra::k8s::ClaimRef> claims) override {
+    UnprepareResults results;
+    for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
+    return results;
+  }
+
+  void HandleError(const absl::Status& status, std::string_view context) override {
+    std::cerr << "error in " << context << ": " << status << "\n";
+  }
+
+ private:
+  const std::string name_;
+};
+
+int Usage() {
+  std::cerr << "usage: bench_trivial_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
+               "                            [--claims N] [--checkpoint on|off] [-v LEVEL]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Signals are taken by sigwait below, never by a gRPC thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  dra::kubeletplugin::Options options;
+  options.driver_name = "bench.example.com";
+  options.serialize = false;
+  options.checkpoint = false;
+  options.cdi.enabled = false;
+  long num_claims = 1024;
+  int verbosity = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      Usage();
+      return 0;
+    }
+    if (i + 1 >= argc) return Usage();
+    const std::string value = argv[++i];
+    if (flag == "--registrar-dir") options.registrar_dir = value;
+    else if (flag == "--plugin-data-dir") options.plugin_data_dir = value;
+    else if (flag == "--driver-name") options.driver_name = value;
+    else if (flag == "--claims") num_claims = std::stol(value);
+    else if (flag == "--checkpoint" && (value == "on" || value == "off")) options.checkpoint = value == "on";
+    else if (flag == "-v" || flag == "--v") verbosity = std::stoi(value);
+    else return Usage();
+  }
+  options.logger = dra::Logger(dra::NewStderrLogSink(dra::LogFormat::kKlogText), verbosity);
+
+  auto claims = std::make_shared<dra::kubeletplugin::InMemoryClaimSource>();
+  for (long i = 0; i < num_claims; ++i) claims->Put(BenchClaim(options.driver_name, i));
+  options.claim_source = claims;
+
+  TrivialDriver driver(options.driver_name);
+  absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
+      dra::kubeletplugin::Helper::Start(driver, options);
+  if (!helper.ok()) {
+    std::cerr << "start: " << helper.status().message() << "\n";
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&signals, &signal);
+  (*helper)->Stop();
+  return 0;
+}
