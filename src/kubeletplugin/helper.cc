@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/names.h"
+#include "dra/kubeletplugin/api_claim_source.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
@@ -62,7 +63,9 @@ absl::Status ValidateOptions(const Options& options) {
   if (!options.services.dra_v1 && !options.services.dra_v1beta1) {
     return absl::InvalidArgumentError("options.services: no supported DRA gRPC API is enabled");
   }
-  if (options.claim_source == nullptr) return absl::InvalidArgumentError("options.claim_source: Required value");
+  if (options.claim_source == nullptr && options.kube_client == nullptr) {
+    return absl::InvalidArgumentError("options.claim_source: Required value: set it or options.kube_client");
+  }
   if (options.orphan_check_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("options.orphan_check_interval: Invalid value: \"",
                                                    absl::FormatDuration(options.orphan_check_interval),
@@ -134,6 +137,7 @@ class Helper::Impl {
   absl::Status Start();
   void Stop();
   internal::HttpResponse ServeHttp(const std::string& path);
+  absl::Status PublishResources(resourceslice::DriverResources resources);
 
   Driver& driver_;
   Options options_;
@@ -155,10 +159,18 @@ class Helper::Impl {
   mutable std::condition_variable registration_cv_;
   RegistrationStatus registration_;
   bool stopped_ = false;
+
+  // Started by the first PublishResources; gone after Stop().
+  mutable std::mutex publisher_mu_;
+  std::unique_ptr<resourceslice::Publisher> publisher_;
+  bool publishing_closed_ = false;
 };
 
 absl::Status Helper::Impl::Start() {
   if (absl::Status status = ValidateOptions(options_); !status.ok()) return status;
+  if (options_.claim_source == nullptr) {
+    options_.claim_source = std::make_shared<ApiClaimSource>(options_.kube_client);
+  }
   if (options_.plugin_data_dir.empty()) {
     options_.plugin_data_dir = "/var/lib/kubelet/plugins/" + options_.driver_name;
   }
@@ -312,6 +324,13 @@ void Helper::Impl::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  std::unique_ptr<resourceslice::Publisher> publisher;
+  {
+    std::lock_guard<std::mutex> lock(publisher_mu_);
+    publishing_closed_ = true;
+    publisher = std::move(publisher_);
+  }
+  publisher.reset();  // stops it; the slices stay unless remove_on_stop
   // No orphan is unprepared while the servers drain.
   if (reaper_) reaper_->Stop();
   // The registration socket goes first so that the kubelet stops routing
@@ -329,6 +348,28 @@ void Helper::Impl::Stop() {
   }
   if (!paths_.dra.empty()) internal::RemoveSocket(paths_.dra);
   http_server_.reset();
+}
+
+absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resources) {
+  std::lock_guard<std::mutex> lock(publisher_mu_);
+  if (publishing_closed_) return absl::FailedPreconditionError("PublishResources: the Helper is stopped");
+  if (publisher_ == nullptr) {
+    if (options_.kube_client == nullptr) {
+      return absl::FailedPreconditionError("PublishResources: options.kube_client: Required value");
+    }
+    resourceslice::Options options = options_.resource_slices;
+    options.driver_name = options_.driver_name;
+    options.node_name = options_.node_name;
+    options.logger = options_.logger;
+    absl::StatusOr<std::unique_ptr<resourceslice::Publisher>> started = resourceslice::Publisher::Start(
+        options_.kube_client, std::move(options), [this](const absl::Status& status, std::string_view context) {
+          driver_.HandleError(status, "ResourceSlice publisher: " + std::string(context));
+        });
+    if (!started.ok()) return started.status();
+    publisher_ = *std::move(started);
+  }
+  publisher_->Update(std::move(resources));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Helper>> Helper::Start(Driver& driver, Options options) {
@@ -355,6 +396,15 @@ RegistrationStatus Helper::WaitForRegistration(absl::Duration timeout) const {
 }
 
 void Helper::PublishHealth(std::vector<DeviceHealth> devices) { impl_->health_.Publish(std::move(devices)); }
+
+absl::Status Helper::PublishResources(resourceslice::DriverResources resources) {
+  return impl_->PublishResources(std::move(resources));
+}
+
+resourceslice::Stats Helper::ResourceSliceStats() const {
+  std::lock_guard<std::mutex> lock(impl_->publisher_mu_);
+  return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::Stats{};
+}
 
 int Helper::http_port() const { return impl_->http_server_ ? impl_->http_server_->port() : 0; }
 

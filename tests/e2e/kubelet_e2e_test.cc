@@ -1,10 +1,11 @@
 // The kubelet side end to end: a driver on the Helper, with its claims read
-// from a real kube-apiserver (ApiClaimSource, as a driver's service account),
-// registered and driven by the kubelet's own plugin manager and DRA client
-// (tests/e2e/kubeletpeer). Then the whole path: ResourceSlices published with
-// the SDK client, a Node, a DeviceClass, a ResourceClaim and a Pod; the real
-// kube-scheduler allocates from our slices and binds the pod; the kubelet
-// peer prepares the claim through the Helper.
+// from a real kube-apiserver (through Options::kube_client, as a driver's
+// service account), registered and driven by the kubelet's own plugin
+// manager and DRA client (tests/e2e/kubeletpeer). Then the whole path: the
+// Helper publishes ResourceSlices (PublishResources), a Node, a DeviceClass,
+// a ResourceClaim and a Pod; the real kube-scheduler allocates from our
+// slices and binds the pod; the kubelet peer prepares the claim through the
+// Helper, which writes the claim's CDI spec.
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -15,10 +16,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "dra/k8s/resource_slice_json.h"
-#include "dra/kubeletplugin/api_claim_source.h"
+#include "dra/resourceslice/split.h"
 #include "dra/kubeletplugin/helper.h"
 #include "e2e/e2e_cluster.h"
+#include "support/cdi_schema_validator.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -71,7 +72,9 @@ struct NodePlugin {
     options.registrar_dir = dir.Join("plugins_registry");
     options.plugin_data_dir = dir.Join("plugins/" + std::string(kTestDriverName));
     std::filesystem::create_directories(options.registrar_dir);
-    options.claim_source = std::make_shared<kubeletplugin::ApiClaimSource>(MakeClient(DriverConfig(kIdentity)));
+    // As the Go helper's KubeClient: claims and slices through one client.
+    options.kube_client = MakeClient(DriverConfig(kIdentity));
+    options.cdi.spec_dir = dir.Join("cdi");
     absl::StatusOr<std::unique_ptr<kubeletplugin::Helper>> started = kubeletplugin::Helper::Start(driver, options);
     INFO(started.status().ToString());
     REQUIRE(started.ok());
@@ -225,25 +228,19 @@ json ReadyNodeStatus() {
                                              {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}}};
 }
 
-// Two GPUs of our driver on `node`, as the SDK's typed model. Their "run"
-// attribute ties them to this test's DeviceClass, so that pods other runs
-// left pending on the same cluster cannot take them.
-k8s::ResourceSlice NodeSlice(const std::string& node, const std::string& run) {
-  k8s::ResourceSlice slice;
-  slice.metadata.generate_name = node + "-" + std::string(kTestDriverName) + "-";
-  slice.spec.driver = kTestDriverName;
-  slice.spec.node_name = node;
-  slice.spec.pool.name = node;
-  slice.spec.pool.generation = 1;
-  slice.spec.pool.resource_slice_count = 1;
+// Two GPUs of our driver on this node. Their "run" attribute ties them to
+// this test's DeviceClass, so that pods other runs left pending on the same
+// cluster cannot take them.
+resourceslice::DriverResources NodeGpus(const std::string& node, const std::string& run) {
+  std::vector<k8s::Device> devices(2);
   for (int i = 0; i < 2; ++i) {
-    k8s::Device device;
-    device.name = absl::StrCat("gpu-", i);
-    device.attributes["model"].string_value = "e2e-1000";
-    device.attributes["run"].string_value = run;
-    slice.spec.devices.push_back(device);
+    devices[i].name = absl::StrCat("gpu-", i);
+    devices[i].attributes["model"].string_value = "e2e-1000";
+    devices[i].attributes["run"].string_value = run;
   }
-  return slice;
+  resourceslice::DriverResources resources;
+  resources.pools[node].slices = resourceslice::SplitIntoSlices(std::move(devices));
+  return resources;
 }
 
 json DeviceClass(const std::string& name, const std::string& run) {
@@ -287,16 +284,26 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
   INFO(untainted.status().ToString());
   REQUIRE(untainted.ok());
 
-  // Published as the driver, through the SDK's typed model and client.
+  // The driver's rights for publishing (what its ClusterRole gives it).
   auto driver = MakeClient(DriverConfig(kIdentity));
   Grant(*admin, DriverUser(kIdentity), "",
         json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
                       {"resources", json::array({"resourceslices"})},
-                      {"verbs", json::array({"get", "list", "watch", "create", "update", "patch", "delete"})}}}),
-        [&] { return driver->List(kResourceSlices, "").ok(); });
-  absl::StatusOr<json> slice = driver->Create(kResourceSlices, "", k8s::ToJson(NodeSlice(node, device_class)));
-  INFO(slice.status().ToString());
-  REQUIRE(slice.ok());
+                      {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
+                     {{"apiGroups", json::array({""})},
+                      {"resources", json::array({"nodes"})},
+                      {"verbs", json::array({"get"})}}}),
+        [&] { return driver->List(kResourceSlices, "").ok() && driver->Get(kNodes, "", node).ok(); });
+  NodePlugin plugin(node);
+  plugin.driver.ReturnCdiEdits();
+  REQUIRE(plugin.helper->PublishResources(NodeGpus(node, device_class)).ok());
+  k8s::ListOptions ours;
+  ours.field_selector = absl::StrCat("spec.nodeName=", node);
+  REQUIRE(Eventually([&] {
+    absl::StatusOr<k8s::ListResult> slices = admin->List(kResourceSlices, "", ours);
+    return slices.ok() && slices->items.size() == 1;
+  }));
+  CHECK(plugin.driver.errors().empty());
 
   REQUIRE(admin->Create(kDeviceClasses, "", DeviceClass(device_class, device_class)).ok());
   const std::string claim_uid = CreateClaim(*admin, ns, "gpu", device_class);
@@ -333,14 +340,23 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
   CHECK((*claim)["status"]["reservedFor"][0]["name"] == "app");
 
   AllowClaimReads(*admin, ns, "gpu");
-  NodePlugin plugin(node);
   auto steps = plugin.RunKubelet({ClaimArg(ns, "gpu", claim_uid)}, "register,prepare");
   INFO(json(steps).dump(1));
   REQUIRE(steps["prepare"].size() == 1);
   const json& prepared = steps["prepare"][0]["response"]["claims"][claim_uid];
   CHECK_FALSE(prepared.contains("error"));
   CHECK(DeviceNames(prepared) == std::vector<std::string>{device});
-  CHECK(prepared["devices"][0]["cdi_device_ids"] == json::array({TestDriver::CdiId(claim_uid, device)}));
+  // The Helper wrote the claim's CDI spec; the ID points into it.
+  const std::string kind = absl::StrCat(kTestDriverName, "/claim");
+  CHECK(prepared["devices"][0]["cdi_device_ids"] == json::array({absl::StrCat(kind, "=", claim_uid, "-", device)}));
+  const std::string spec_path =
+      plugin.dir.Join(absl::StrCat("cdi/", kTestDriverName, "-claim_", claim_uid, ".json"));
+  const std::string spec_text = testing::ReadFile(spec_path);
+  CHECK(testing::CdiSchemaValidator::Reference().ValidateText(spec_text).empty());
+  const json spec = json::parse(spec_text);
+  CHECK(spec["kind"] == kind);
+  CHECK(spec["devices"][0]["name"] == absl::StrCat(claim_uid, "-", device));
+  CHECK(plugin.driver.errors().empty());
 }
 
 }  // namespace

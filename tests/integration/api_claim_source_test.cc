@@ -29,6 +29,7 @@
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/orphan_reaper.h"
+#include "support/discard_logger.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -55,11 +56,6 @@ using testing::TempDir;
 using testing::TestDriver;
 
 constexpr char kNamespace[] = "ns";
-
-class NullSink : public LogSink {
- public:
-  void Write(const LogRecord&) override {}
-};
 
 std::unique_ptr<FakeApiServer> StartServer() {
   FakeApiServer::Options options;
@@ -155,7 +151,7 @@ struct Fixture {
     options.registrar_dir = registry;
     options.plugin_data_dir = data;
     options.claim_source = std::make_shared<ApiClaimSource>(std::move(client));
-    options.logger = Logger(std::make_shared<NullSink>());
+    options.logger = testing::DiscardLogger();
     return options;
   }
 
@@ -436,7 +432,7 @@ struct ReaperFixture {
   std::unique_ptr<Checkpoint> checkpoint;
   CountingSource source;
   TestDriver driver;
-  Logger logger{std::make_shared<NullSink>()};
+  Logger logger = testing::DiscardLogger();
   std::vector<k8s::ClaimRef> unprepare_calls;
   absl::Status unprepare_error;
   std::unique_ptr<OrphanReaper> reaper;

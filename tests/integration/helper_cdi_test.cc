@@ -5,6 +5,7 @@
 #include "dra/cdi/codec.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
+#include "support/discard_logger.h"
 #include "support/cdi_schema_validator.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -23,11 +24,6 @@ using testing::TempDir;
 using testing::TestDriver;
 using testing::WriteFile;
 
-class NullSink : public LogSink {
- public:
-  void Write(const LogRecord&) override {}
-};
-
 struct Fixture {
   TempDir dir;
   std::string registry = dir.Join("plugins_registry");
@@ -43,7 +39,7 @@ struct Fixture {
     options.registrar_dir = registry;
     options.plugin_data_dir = data;
     options.claim_source = claims;
-    options.logger = Logger(std::make_shared<NullSink>());
+    options.logger = testing::DiscardLogger();
     options.cdi.spec_dir = cdi_dir;
     return options;
   }

@@ -16,6 +16,7 @@
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
+#include "support/discard_logger.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -33,11 +34,6 @@ using testing::AllocatedClaim;
 using testing::TempDir;
 using testing::TestDriver;
 
-class NullSink : public LogSink {
- public:
-  void Write(const LogRecord&) override {}
-};
-
 // A registry dir and plugin data dir in a temp dir, claims in memory.
 struct Fixture {
   TempDir dir;
@@ -54,7 +50,7 @@ struct Fixture {
     options.registrar_dir = registry;
     options.plugin_data_dir = data;
     options.claim_source = claims;
-    options.logger = Logger(std::make_shared<NullSink>());
+    options.logger = testing::DiscardLogger();
     return options;
   }
 

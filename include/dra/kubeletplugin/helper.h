@@ -32,6 +32,9 @@
 // the kubelet never asks about again is handed to the driver's unprepare once
 // the ClaimSource says the claim is gone (Options::orphan_check_interval).
 //
+// ResourceSlices. PublishResources keeps the driver's devices in the API
+// server for the scheduler.
+//
 // Health. A driver that reports health publishes complete device lists with
 // PublishHealth; every NodeWatchResources stream gets the current list at
 // once and each later one.
@@ -55,6 +58,8 @@
 #include "dra/kubeletplugin/device_health.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/options.h"
+#include "dra/resourceslice/driver_resources.h"
+#include "dra/resourceslice/publisher.h"
 
 namespace dra::kubeletplugin {
 
@@ -86,6 +91,20 @@ class Helper {
 
   // Replaces the complete health list and sends it to every watcher.
   void PublishHealth(std::vector<DeviceHealth> devices);
+
+  // Makes this driver's ResourceSlices in the API server match `resources`
+  // (see resourceslice/publisher.h), through Options::kube_client; the
+  // publisher starts at the first call. Returns at once: the slices are
+  // written in the background, bursts coalesce, and errors reach
+  // Driver::HandleError with a context starting "ResourceSlice publisher".
+  // The slices stay when the Helper stops (the kubelet removes a departed
+  // driver's slices) unless Options::resource_slices.remove_on_stop.
+  // FailedPrecondition without a kube_client or after Stop(). Thread-safe.
+  absl::Status PublishResources(resourceslice::DriverResources resources);
+
+  // The publisher's creates, updates, deletes and errors; zeros before the
+  // first PublishResources.
+  resourceslice::Stats ResourceSliceStats() const;
 
   // The port of the /metrics and /healthz server; 0 when it is off.
   int http_port() const;

@@ -8,8 +8,10 @@
 
 #include "absl/time/time.h"
 #include "dra/cdi/codec.h"
+#include "dra/k8s/client.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/log.h"
+#include "dra/resourceslice/publisher.h"
 
 namespace dra::kubeletplugin {
 
@@ -83,8 +85,21 @@ struct Options {
   // Default: all on.
   Services services;
 
-  // Source of ResourceClaim objects for NodePrepareResources. Required.
+  // The API server client, as the Go helper's KubeClient: Helper::
+  // PublishResources publishes ResourceSlices through it, and when
+  // claim_source is unset, claims are read through it (an ApiClaimSource).
+  // Default: none.
+  std::shared_ptr<k8s::Client> kube_client;
+
+  // Source of ResourceClaim objects for NodePrepareResources. Required unless
+  // kube_client is set.
   std::shared_ptr<ClaimSource> claim_source;
+
+  // How Helper::PublishResources publishes: node_uid, drift_repair_delay,
+  // backoff, remove_on_stop (see resourceslice/publisher.h). Its
+  // driver_name, node_name and logger are ignored: these Options' own are
+  // used. Default: the publisher's defaults.
+  resourceslice::Options resource_slices;
 
   // Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
   // makes every prepare call the driver. Default: true.

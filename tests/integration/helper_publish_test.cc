@@ -1,0 +1,178 @@
+// Helper::PublishResources: the Helper's ResourceSlice publisher over
+// Options::kube_client, against the fake API server. The publisher itself is
+// tested in publisher_test.cc; this covers what the Helper adds: claims read
+// through the same client when no claim source is given, errors routed to
+// Driver::HandleError, the slices left in place when the Helper stops.
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/helper.h"
+#include "dra/resourceslice/split.h"
+#include "dractl/kubelet_client.h"
+#include "support/discard_logger.h"
+#include "support/fake_apiserver.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
+#include "support/test_driver.h"
+
+namespace dra {
+namespace {
+
+using kubeletplugin::Helper;
+using kubeletplugin::Options;
+using nlohmann::json;
+using testing::FakeApiServer;
+using testing::PollUntil;
+using testing::TestDriver;
+
+constexpr char kNode[] = "node-1";
+
+struct Fixture {
+  testing::TempDir dir;
+  std::unique_ptr<FakeApiServer> server;
+  std::shared_ptr<k8s::Client> client;
+  std::string node_uid;
+
+  Fixture() {
+    FakeApiServer::Options server_options;
+    server_options.extra_args = {"--quiet"};
+    absl::StatusOr<std::unique_ptr<FakeApiServer>> started = FakeApiServer::Start(server_options);
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    server = *std::move(started);
+    k8s::ClientConfig config;
+    config.server = server->url();
+    config.ca_file = server->ca_file();
+    config.bearer_token = server->admin_token();
+    config.qps = 0;
+    absl::StatusOr<std::shared_ptr<k8s::Client>> made = k8s::Client::Create(config);
+    REQUIRE(made.ok());
+    client = *made;
+    absl::StatusOr<json> node =
+        client->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}});
+    REQUIRE(node.ok());
+    node_uid = (*node)["metadata"]["uid"];
+    std::filesystem::create_directories(dir.Join("plugins_registry"));
+  }
+
+  // No claim source: the Helper reads claims through the kube client.
+  Options MakeOptions() const {
+    Options options;
+    options.driver_name = testing::kTestDriverName;
+    options.node_name = kNode;
+    options.registrar_dir = dir.Join("plugins_registry");
+    options.plugin_data_dir = dir.Join("plugins/gpu.example.com");
+    options.kube_client = client;
+    options.cdi.enabled = false;
+    options.logger = testing::DiscardLogger();
+    options.resource_slices.drift_repair_delay = absl::Milliseconds(50);
+    return options;
+  }
+
+  std::vector<json> Slices() {
+    k8s::ListOptions options;
+    options.field_selector = absl::StrCat("spec.driver=", testing::kTestDriverName);
+    absl::StatusOr<k8s::ListResult> list = client->ListAll(k8s::kResourceSlices, "", options);
+    REQUIRE(list.ok());
+    return list->items;
+  }
+};
+
+resourceslice::DriverResources TwoGpus() {
+  std::vector<k8s::Device> devices(2);
+  devices[0].name = "gpu-0";
+  devices[1].name = "gpu-1";
+  resourceslice::DriverResources resources;
+  resources.pools[kNode].slices = resourceslice::SplitIntoSlices(std::move(devices));
+  return resources;
+}
+
+TEST_CASE("PublishResources publishes through kube_client, errors reach the driver, Stop keeps the slices",
+          "[helper][publish]") {
+  Fixture f;
+  TestDriver driver;
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+  INFO(helper.status().ToString());
+  REQUIRE(helper.ok());
+  CHECK((*helper)->ResourceSliceStats().creates == 0);
+
+  REQUIRE((*helper)->PublishResources(TwoGpus()).ok());
+  REQUIRE(PollUntil([&] { return f.Slices().size() == 1; }, absl::Seconds(20)));
+  const json slice = f.Slices().at(0);
+  CHECK(slice["spec"]["nodeName"] == kNode);
+  CHECK(slice["spec"]["devices"].size() == 2);
+  CHECK(slice["metadata"]["ownerReferences"][0]["uid"] == f.node_uid);
+  CHECK(absl::StartsWith(slice["metadata"]["name"].get<std::string>(), "00000-gpu.example.com-node-1-"));
+  CHECK((*helper)->ResourceSliceStats().creates == 1);
+
+  // An invalid pool is never sent; the driver hears why.
+  resourceslice::DriverResources invalid = TwoGpus();
+  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
+  REQUIRE((*helper)->PublishResources(invalid).ok());
+  REQUIRE(PollUntil([&] { return !driver.errors().empty(); }, absl::Seconds(20)));
+  const std::string error = driver.errors().at(0);
+  CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("spec.devices[1].name") &&
+                        Catch::Contains("GPU_1"));
+  CHECK((*helper)->ResourceSliceStats().updates == 0);
+
+  (*helper)->Stop();
+  CHECK(f.Slices().size() == 1);
+  CHECK(absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())));
+}
+
+TEST_CASE("PublishResources without a kube_client fails, and the Helper keeps serving", "[helper][publish]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.kube_client = nullptr;
+  options.claim_source = std::make_shared<kubeletplugin::InMemoryClaimSource>();
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, options);
+  REQUIRE(helper.ok());
+  absl::Status status = (*helper)->PublishResources(TwoGpus());
+  CHECK(absl::IsFailedPrecondition(status));
+  CHECK_THAT(std::string(status.message()), Catch::Contains("options.kube_client"));
+
+  options.claim_source = nullptr;
+  CHECK_THAT(Helper::Start(driver, options).status().ToString(),
+             Catch::Contains("options.claim_source: Required value: set it or options.kube_client"));
+}
+
+TEST_CASE("without a claim source, claims are read through kube_client", "[helper][publish]") {
+  Fixture f;
+  k8s::ResourceClaim claim = testing::AllocatedClaim("default", "c1", "");
+  json body = k8s::ToJson(claim);
+  body["metadata"].erase("uid");
+  const json allocation = body["status"]["allocation"];
+  body.erase("status");
+  absl::StatusOr<json> created = f.client->Create(k8s::kResourceClaims, "default", body);
+  INFO(created.status().ToString());
+  REQUIRE(created.ok());
+  k8s::PatchOptions status;
+  status.subresource = "status";
+  REQUIRE(f.client
+              ->Patch(k8s::kResourceClaims, "default", "c1", k8s::PatchType::kMerge,
+                      json{{"status", {{"allocation", allocation}}}}, status)
+              .ok());
+  const std::string uid = (*created)["metadata"]["uid"];
+
+  TestDriver driver;
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+  REQUIRE(helper.ok());
+  std::unique_ptr<kubeletclient::DraClient> kubelet = kubeletclient::DraClient::Create((*helper)->dra_socket_path());
+  const std::vector<k8s::ClaimRef> claims = {{"default", "c1", uid}};
+  absl::StatusOr<std::map<std::string, kubeletclient::PrepareOutcome>> prepared =
+      kubelet->NodePrepareResources(kubeletclient::DraApi::kV1, claims);
+  INFO(prepared.status().ToString());
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at(uid).error.empty());
+  CHECK(prepared->at(uid).devices.size() == 1);
+  CHECK(driver.prepared_uids() == std::vector<std::string>{uid});
+}
+
+}  // namespace
+}  // namespace dra
