@@ -254,6 +254,16 @@ absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref
 
 absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
   if (cdi_specs_ == nullptr) return absl::OkStatus();
+  // With a checkpoint, only where a file can be: a claim whose preparation
+  // started (the file is written before it is marked prepared) or whose
+  // prepared entry holds a spec. Saves two failing unlinks per claim of a
+  // driver that returns CDI IDs only.
+  if (checkpoint_ != nullptr) {
+    std::optional<CheckpointEntry> entry = checkpoint_->Get(uid);
+    if (!entry.has_value() || (entry->state == ClaimState::kPrepared && entry->cdi_spec.empty())) {
+      return absl::OkStatus();
+    }
+  }
   if (absl::Status status = cdi_specs_->Remove(uid); !status.ok()) return Annotate(status, "remove CDI spec");
   return absl::OkStatus();
 }
