@@ -31,6 +31,7 @@
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
 #include "support/poll.h"
+#include "support/published_devices.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -43,22 +44,6 @@ using nlohmann::json;
 constexpr char kIdentity[] = "gpu-driver";
 constexpr char kDriver[] = "publisher.e2e.example.com";
 
-k8s::Device Gpu(int i) {
-  k8s::Device device;
-  device.name = absl::StrCat("gpu-", i);
-  device.attributes["index"].int_value = i;
-  device.attributes["model"].string_value = "a100";
-  device.capacity["memory"].value = *k8s::Quantity::Parse("16Gi");
-  return device;
-}
-
-DriverResources NodePool(const std::string& node, int devices) {
-  std::vector<k8s::Device> list;
-  for (int i = 0; i < devices; ++i) list.push_back(Gpu(i));
-  DriverResources resources;
-  resources.pools[node].slices = SplitIntoSlices(std::move(list));
-  return resources;
-}
 
 // A Node of its own, the driver identity allowed to publish, and a publisher
 // for that node running as the driver.
@@ -168,7 +153,7 @@ std::vector<std::vector<std::string>> DeviceNames(const Pool& pool) {
 TEST_CASE("publish, republish (0 writes), one device (1 write), growth (generation bump), removal",
           "[e2e][publisher]") {
   Harness h;
-  DriverResources resources = NodePool(h.node(), 200);
+  DriverResources resources = testing::GpuPool(h.node(), 200);
   h.Publish(resources);
   std::vector<k8s::ResourceSlice> slices = h.Slices();
   REQUIRE(slices.size() == 2);
@@ -195,7 +180,7 @@ TEST_CASE("publish, republish (0 writes), one device (1 write), growth (generati
   CHECK(h.Slices()[0].spec.devices[9].attributes.at("model").string_value == "h100");
   CHECK(h.Slices()[0].spec.pool.generation == 1);
 
-  resources = NodePool(h.node(), 300);
+  resources = testing::GpuPool(h.node(), 300);
   h.Publish(resources);
   CHECK(h.Writes() == 3 + 3);  // two updates, one create
   slices = h.Slices();
@@ -214,7 +199,7 @@ TEST_CASE("publish, republish (0 writes), one device (1 write), growth (generati
 
 TEST_CASE("drift: a slice deleted, edited, or all wiped by someone else is restored", "[e2e][publisher]") {
   Harness h;
-  const DriverResources resources = NodePool(h.node(), 200);
+  const DriverResources resources = testing::GpuPool(h.node(), 200);
   const auto expected = DeviceNames(resources.pools.at(h.node()));
   h.Publish(resources);
   std::vector<k8s::ResourceSlice> slices = h.Slices();
@@ -248,7 +233,7 @@ TEST_CASE("drift: a slice deleted, edited, or all wiped by someone else is resto
 
 TEST_CASE("a field the server drops: one error, no update loop", "[e2e][publisher]") {
   Harness h;
-  DriverResources resources = NodePool(h.node(), 3);
+  DriverResources resources = testing::GpuPool(h.node(), 3);
   // A field this server does not know (as a gated field on a server with the
   // gate off): stored without it, with a Warning.
   resources.pools[h.node()].slices[0].devices[1].unknown_fields = {{"futureField", "x"}};
@@ -350,7 +335,7 @@ TEST_CASE("feature gates off: one error naming the dropped fields and the gates,
     return errors.size();
   };
 
-  DriverResources resources = NodePool(node, 4);
+  DriverResources resources = testing::GpuPool(node, 4);
   k8s::Device& device = resources.pools[node].slices[0].devices[2];
   device.binds_to_node = true;
   device.binding_conditions = {"example.com/attached"};
@@ -396,12 +381,12 @@ TEST_CASE("kube-apiserver hung, then back: converges with nothing lost", "[e2e][
   auto publisher = Publisher::Start(cluster.Admin(absl::Seconds(2)), options,
                                     [&](const absl::Status&, std::string_view) { errors++; });
   REQUIRE(publisher.ok());
-  (*publisher)->Update(NodePool(node, 200));
+  (*publisher)->Update(testing::GpuPool(node, 200));
   REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
   REQUIRE(errors == 0);
 
   cluster.Freeze();
-  const DriverResources resources = NodePool(node, 300);
+  const DriverResources resources = testing::GpuPool(node, 300);
   (*publisher)->Update(resources);
   REQUIRE(dra::testing::PollUntil([&] { return errors >= 2; }, absl::Seconds(30)));
   CHECK_FALSE((*publisher)->Idle());
@@ -426,7 +411,7 @@ TEST_CASE("kube-apiserver hung, then back: converges with nothing lost", "[e2e][
 
 TEST_CASE("an invalid pool is reported and never sent", "[e2e][publisher]") {
   Harness h;
-  DriverResources resources = NodePool(h.node(), 2);
+  DriverResources resources = testing::GpuPool(h.node(), 2);
   resources.pools[h.node()].slices[0].devices[0].attributes["model"].string_value = std::string(65, 'x');
   h.Publish(resources);
   std::vector<absl::Status> errors = h.errors();
@@ -448,27 +433,8 @@ TEST_CASE("binding conditions, nodeAllocatableResources, counters, taints and ca
                      json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
               .ok());
 
-  k8s::CounterSet counters;
-  counters.name = "gpu-0-memory";
-  counters.counters["memory"].value = *k8s::Quantity::Parse("80Gi");
-  k8s::Device device = Gpu(0);
-  device.capacity["memory"].request_policy.emplace().default_value = *k8s::Quantity::Parse("1Gi");
-  device.capacity["memory"].request_policy->valid_range.emplace().min = *k8s::Quantity::Parse("1024Mi");
-  device.capacity["memory"].request_policy->valid_range->step = *k8s::Quantity::Parse("1Gi");
-  device.consumes_counters.emplace_back().counter_set = "gpu-0-memory";
-  device.consumes_counters[0].counters["memory"].value = *k8s::Quantity::Parse("10Gi");
-  device.taints.emplace_back().key = "example.com/degraded";
-  device.taints[0].value = "ecc";
-  device.taints[0].effect = "NoSchedule";
-  device.binds_to_node = true;
-  device.binding_conditions = {"example.com/attached"};
-  device.binding_failure_conditions = {"example.com/attach-failed"};
-  device.allow_multiple_allocations = true;
-  device.attributes["models"].string_values = {"a100", "a100-80g"};
-  device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = *k8s::Quantity::Parse("8");
-  device.node_allocatable_resources["memory"].mapping.emplace().capacity_key = "memory";
-  device.node_allocatable_resources["memory"].mapping->capacity_multiplier = *k8s::Quantity::Parse("1");
-  device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
+  const k8s::CounterSet counters = testing::GpuMemoryCounters();
+  const k8s::Device device = testing::DeviceWithEveryField();
   DriverResources resources;
   resources.pools[h.node()].slices = SplitIntoSlices({device}, {counters});
   h.Publish(resources);

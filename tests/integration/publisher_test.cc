@@ -25,6 +25,7 @@
 #include "dra/resourceslice/split.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
+#include "support/published_devices.h"
 
 namespace dra::resourceslice {
 namespace {
@@ -36,22 +37,6 @@ using nlohmann::json;
 constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNode[] = "node-1";
 
-k8s::Device Gpu(int i) {
-  k8s::Device device;
-  device.name = absl::StrCat("gpu-", i);
-  device.attributes["index"].int_value = i;
-  device.attributes["model"].string_value = "a100";
-  device.capacity["memory"].value = k8s::Quantity::FromInt(int64_t{16} << 30, k8s::Quantity::Format::kBinarySI);
-  return device;
-}
-
-DriverResources NodePool(int devices) {
-  std::vector<k8s::Device> list;
-  for (int i = 0; i < devices; ++i) list.push_back(Gpu(i));
-  DriverResources resources;
-  resources.pools[kNode].slices = SplitIntoSlices(std::move(list));
-  return resources;
-}
 
 // Polls `condition` every 20 ms (for conditions that send requests).
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(20)) {
@@ -210,7 +195,7 @@ std::vector<std::vector<std::string>> DeviceNames(const DriverResources& resourc
 TEST_CASE("first publish: names in slice order, owner reference, pool fields; then 0 writes to republish",
           "[publisher]") {
   Harness h;
-  const DriverResources resources = NodePool(200);  // 128 + 72
+  const DriverResources resources = testing::GpuPool(kNode, 200);  // 128 + 72
   h.Publish(resources);
 
   std::vector<k8s::ResourceSlice> slices = h.Slices();
@@ -250,7 +235,7 @@ TEST_CASE("first publish: names in slice order, owner reference, pool fields; th
 TEST_CASE("one device changed is one update; a device past the slice boundary bumps the generation",
           "[publisher]") {
   Harness h;
-  DriverResources resources = NodePool(200);
+  DriverResources resources = testing::GpuPool(kNode, 200);
   h.Publish(resources);
 
   h.ResetCounts();
@@ -265,7 +250,7 @@ TEST_CASE("one device changed is one update; a device past the slice boundary bu
   CHECK(slices[1].spec.pool.generation == 1);
 
   h.ResetCounts();
-  resources = NodePool(257);  // 128 + 128 + 1
+  resources = testing::GpuPool(kNode, 257);  // 128 + 128 + 1
   resources.pools[kNode].slices[1].devices[5].attributes["model"].string_value = "h100";
   h.Publish(resources);
   CHECK(h.Count("UPDATE resourceslices") == 2);
@@ -283,7 +268,7 @@ TEST_CASE("one device changed is one update; a device past the slice boundary bu
   // Shrinking: obsolete slices go first, then the one left is updated in
   // place (one update: the generation stays, as in the Go controller).
   h.ResetCounts();
-  resources = NodePool(100);
+  resources = testing::GpuPool(kNode, 100);
   h.Publish(resources);
   CHECK(h.Count("DELETE resourceslices") == 2);
   CHECK(h.Count("UPDATE resourceslices") == 1);
@@ -297,7 +282,7 @@ TEST_CASE("one device changed is one update; a device past the slice boundary bu
 
 TEST_CASE("a pool floor generation, a removed pool, and stop without removal", "[publisher]") {
   Harness h;
-  DriverResources resources = NodePool(10);
+  DriverResources resources = testing::GpuPool(kNode, 10);
   resources.pools[kNode].generation = 7;
   h.Publish(resources);
   std::vector<k8s::ResourceSlice> slices = h.Slices();
@@ -310,7 +295,7 @@ TEST_CASE("a pool floor generation, a removed pool, and stop without removal", "
   CHECK(h.Slices().empty());
   CHECK(h.publisher().Stats().deletes == 1);
 
-  h.Publish(NodePool(10));
+  h.Publish(testing::GpuPool(kNode, 10));
   REQUIRE(h.Slices().size() == 1);
   CHECK(h.Slices()[0].spec.pool.generation == 8);  // never back
   h.StopPublisher();
@@ -321,9 +306,9 @@ TEST_CASE("remove_on_stop deletes every slice of the publisher", "[publisher]") 
   Options options = Harness::DefaultOptions();
   options.remove_on_stop = true;
   Harness h(options);
-  DriverResources resources = NodePool(300);
+  DriverResources resources = testing::GpuPool(kNode, 300);
   resources.pools["net-pool"].nodes = NodeSelection::kAllNodes;
-  resources.pools["net-pool"].slices = SplitIntoSlices({Gpu(1000)});
+  resources.pools["net-pool"].slices = SplitIntoSlices({testing::Gpu(1000)});
   h.Publish(resources);
   REQUIRE(h.Slices().size() == 4);
   h.StopPublisher();
@@ -332,7 +317,7 @@ TEST_CASE("remove_on_stop deletes every slice of the publisher", "[publisher]") 
 
 TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a wiped node", "[publisher]") {
   Harness h;
-  const DriverResources resources = NodePool(200);
+  const DriverResources resources = testing::GpuPool(kNode, 200);
   h.Publish(resources);
   std::vector<k8s::ResourceSlice> slices = h.Slices();
   REQUIRE(slices.size() == 2);
@@ -378,7 +363,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
 TEST_CASE("a watch that ends is resumed without a list; after 410 or while it fails, lists repair drift",
           "[publisher]") {
   Harness h;
-  const DriverResources resources = NodePool(200);
+  const DriverResources resources = testing::GpuPool(kNode, 200);
   h.Publish(resources);
 
   h.ResetCounts();
@@ -414,7 +399,7 @@ TEST_CASE("dropped fields: one error naming the fields and gates, no update loop
               .Admin("POST", "/fake/config",
                      R"({"dropFields":["spec.devices[].taints","spec.devices[].bindingConditions"]})")
               .ok());
-  DriverResources resources = NodePool(3);
+  DriverResources resources = testing::GpuPool(kNode, 3);
   k8s::Device& device = resources.pools[kNode].slices[0].devices[1];
   device.taints.push_back({});
   device.taints[0].key = "example.com/unhealthy";
@@ -447,7 +432,7 @@ TEST_CASE("dropped fields: one error naming the fields and gates, no update loop
 
 TEST_CASE("a conflict is retried after a fresh read", "[publisher]") {
   Harness h;
-  DriverResources resources = NodePool(10);
+  DriverResources resources = testing::GpuPool(kNode, 10);
   h.Publish(resources);
   h.ResetCounts();
   h.Fail("UPDATE", 409, 1);
@@ -463,9 +448,9 @@ TEST_CASE("a conflict is retried after a fresh read", "[publisher]") {
 
 TEST_CASE("server down, then up: converges with nothing lost", "[publisher]") {
   Harness h;
-  h.Publish(NodePool(130));
+  h.Publish(testing::GpuPool(kNode, 130));
   h.Fail("", 503, 1000000);  // everything fails
-  DriverResources resources = NodePool(300);
+  DriverResources resources = testing::GpuPool(kNode, 300);
   h.publisher().Update(resources);
   REQUIRE(PollUntil([&] { return h.errors().size() >= 3; }));
   CHECK_FALSE(h.publisher().Idle());
@@ -484,11 +469,11 @@ TEST_CASE("an invalid pool is reported with field and rule, never sent, not retr
           "[publisher]") {
   Harness h;
   CHECK_FALSE(h.publisher().Idle());  // nothing is synced before the first Update()
-  h.publisher().Update(NodePool(1));
+  h.publisher().Update(testing::GpuPool(kNode, 1));
   h.WaitIdle();
   h.ResetCounts();
   h.ClearErrors();
-  DriverResources resources = NodePool(3);
+  DriverResources resources = testing::GpuPool(kNode, 3);
   resources.pools[kNode].slices[0].devices[2].name = "GPU 2";
   h.Publish(resources);
   std::vector<absl::Status> errors = h.errors();
@@ -519,27 +504,8 @@ TEST_CASE("every device field is carried intact, and network pools use the pool 
   requirement.values = {"rack-1"};
   pool.node_selector.node_selector_terms.emplace_back().match_expressions.push_back(requirement);
 
-  k8s::CounterSet counters;
-  counters.name = "gpu-0-memory";
-  counters.counters["memory"].value = *k8s::Quantity::Parse("80Gi");
-  k8s::Device device = Gpu(0);
-  device.capacity["memory"].request_policy.emplace().default_value = *k8s::Quantity::Parse("1Gi");
-  device.capacity["memory"].request_policy->valid_range.emplace().min = *k8s::Quantity::Parse("1024Mi");
-  device.capacity["memory"].request_policy->valid_range->step = *k8s::Quantity::Parse("1Gi");
-  device.consumes_counters.emplace_back().counter_set = "gpu-0-memory";
-  device.consumes_counters[0].counters["memory"].value = *k8s::Quantity::Parse("10Gi");
-  device.taints.emplace_back().key = "example.com/degraded";
-  device.taints[0].value = "ecc";
-  device.taints[0].effect = "NoSchedule";
-  device.binds_to_node = true;
-  device.binding_conditions = {"example.com/attached"};
-  device.binding_failure_conditions = {"example.com/attach-failed"};
-  device.allow_multiple_allocations = true;
-  device.attributes["models"].string_values = {"a100", "a100-80g"};
-  device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = *k8s::Quantity::Parse("8");
-  device.node_allocatable_resources["memory"].mapping.emplace().capacity_key = "memory";
-  device.node_allocatable_resources["memory"].mapping->capacity_multiplier = *k8s::Quantity::Parse("1");
-  device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
+  const k8s::CounterSet counters = testing::GpuMemoryCounters();
+  const k8s::Device device = testing::DeviceWithEveryField();
   pool.slices = SplitIntoSlices({device}, {counters});
   REQUIRE(pool.slices.size() == 2);
   h.Publish(resources);
