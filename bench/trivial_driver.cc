@@ -20,7 +20,6 @@
 // Runs until SIGTERM or SIGINT.
 #include <pthread.h>
 
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "dra/kubeletplugin/helper.h"
+#include "dra/kubeletplugin/termination_signals.h"
 
 namespace {
 
@@ -106,12 +106,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Signals are taken by sigwait below, never by a gRPC thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  dra::kubeletplugin::TerminationSignals signals;
 
   dra::kubeletplugin::Options options;
   options.driver_name = "bench.example.com";
@@ -149,8 +144,7 @@ int main(int argc, char** argv) {
     std::cerr << "start: " << helper.status().message() << "\n";
     return 1;
   }
-  int signal = 0;
-  sigwait(&signals, &signal);
+  signals.Wait();
   (*helper)->Stop();
   return 0;
 }

@@ -4,7 +4,6 @@
 // the CDI device IDs. Claims come from a JSON file (a list of ResourceClaim
 // objects) instead of the API server, so that it runs without a cluster; see
 // scripts/demo.sh.
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +12,7 @@
 
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/helper.h"
+#include "dra/kubeletplugin/termination_signals.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -76,12 +76,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Signals are taken by sigwait below, never by a gRPC thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  dra::kubeletplugin::TerminationSignals signals;
 
   dra::kubeletplugin::Options options;
   options.driver_name = "minimal.example.com";
@@ -129,8 +124,7 @@ int main(int argc, char** argv) {
   }
   (*helper)->PublishHealth(health);
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  signals.Wait();
   (*helper)->Stop();
   return 0;
 }

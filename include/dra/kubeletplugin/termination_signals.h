@@ -1,0 +1,31 @@
+// dra::kubeletplugin::TerminationSignals: SIGTERM (how the kubelet stops a
+// DaemonSet pod) and SIGINT for a driver's main(), taken on the thread that
+// waits for them and never on a gRPC thread, which would end the process
+// without a clean Helper::Stop().
+//
+//   int main() {
+//     dra::kubeletplugin::TerminationSignals signals;  // first, before any thread
+//     auto helper = dra::kubeletplugin::Helper::Start(driver, options);
+//     signals.Wait();
+//     (*helper)->Stop();
+//   }
+#pragma once
+
+#include <csignal>
+
+namespace dra::kubeletplugin {
+
+class TerminationSignals {
+ public:
+  // Blocks SIGTERM and SIGINT in the calling thread; threads started after
+  // this inherit the mask.
+  TerminationSignals();
+
+  // Waits until one of them arrives; returns its number.
+  int Wait() const;
+
+ private:
+  sigset_t set_;
+};
+
+}  // namespace dra::kubeletplugin
