@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds dra-cpp, starts the minimal example driver
-# with its sockets and CDI spec dir in a temp dir and drives it the way the
-# kubelet does, with dractl: register, prepare (showing the CDI spec file the
-# Helper wrote), health, unprepare. Cleans up after itself.
+# Installs what is missing, builds dra-cpp, starts a local stand-in for
+# kube-apiserver (tests/support/fakeapiserver) and the minimal example driver
+# with its sockets and CDI spec dir in a temp dir; shows the ResourceSlice the
+# driver publishes, then drives it the way the kubelet does, with dractl:
+# register, prepare (showing the CDI spec file the Helper wrote), health,
+# unprepare. Cleans up after itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -10,14 +12,17 @@ root=$(pwd)
 scripts/install-deps.sh >/dev/null
 echo "== building (first run takes a few minutes)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"${DRA_JOBS:-2}" --target minimal-driver dractl >/dev/null
+cmake --build build -j"${DRA_JOBS:-2}" --target minimal-driver dractl fakeapiserver >/dev/null
 
 dractl="$root/build/tools/dractl/dractl"
 driver_bin="$root/build/examples/minimal/minimal-driver"
+apiserver_bin="$root/build/tests/support/fakeapiserver/bin/fakeapiserver"
 work=$(mktemp -d /tmp/dra-demo-XXXXXX)
 driver_pid=
+apiserver_pid=
 cleanup() {
   [ -n "$driver_pid" ] && kill "$driver_pid" 2>/dev/null && wait "$driver_pid" 2>/dev/null || true
+  [ -n "$apiserver_pid" ] && kill "$apiserver_pid" 2>/dev/null && wait "$apiserver_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,9 +34,34 @@ uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "start the minimal driver (sockets under $work, CDI specs in $work/cdi)"
+step "a local API server (the test suite's stand-in for kube-apiserver, HTTPS on 127.0.0.1) and the Node"
+echo "demo-token,admin" > "$work/tokens.csv"
+"$apiserver_bin" --cert-dir "$work/apiserver" --port-file "$work/apiserver.port" --token-file "$work/tokens.csv" \
+  --quiet --exit-with-parent 2>"$work/apiserver.log" &
+apiserver_pid=$!
+for _ in $(seq 1 1000); do
+  [ -s "$work/apiserver.port" ] && break
+  kill -0 "$apiserver_pid" 2>/dev/null || { cat "$work/apiserver.log"; exit 1; }
+  sleep 0.01
+done
+server="https://127.0.0.1:$(cat "$work/apiserver.port")"
+api() { curl -sS --cacert "$work/apiserver/ca.crt" -H "Authorization: Bearer demo-token" "$@"; }
+cat > "$work/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters: [{name: demo, cluster: {server: "$server", certificate-authority: "$work/apiserver/ca.crt"}}]
+users: [{name: driver, user: {token: demo-token}}]
+contexts: [{name: demo, context: {cluster: demo, user: driver}}]
+current-context: demo
+KUBECONFIG
+api -X POST -H "Content-Type: application/json" "$server/api/v1/nodes" \
+  -d '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-local"}}' >/dev/null
+echo "API server at $server; Node node-local created"
+
+step "start the minimal driver (sockets under $work, CDI specs in $work/cdi, slices to the API server)"
 "$driver_bin" --registrar-dir "$work/plugins_registry" --plugin-data-dir "$work/plugins/minimal.example.com" \
-  --cdi-dir "$work/cdi" --claims "$claims" 2>"$work/driver.log" &
+  --cdi-dir "$work/cdi" --claims "$claims" --kubeconfig "$work/kubeconfig" --node-name node-local \
+  2>"$work/driver.log" &
 driver_pid=$!
 for _ in $(seq 1 500); do
   [ -S "$work/plugins_registry/minimal.example.com-reg.sock" ] && break
@@ -39,6 +69,19 @@ for _ in $(seq 1 500); do
   sleep 0.01
 done
 ls -l "$work/plugins_registry" "$work/plugins/minimal.example.com"
+
+step "the ResourceSlice the driver published (Helper::PublishResources), as the scheduler sees it"
+slices="$server/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver%3Dminimal.example.com"
+for _ in $(seq 1 500); do
+  api "$slices" | grep -q '"nodeName"' && break
+  sleep 0.01
+done
+api "$slices" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["items"]:
+    m = s["metadata"]
+    print("name:", m["name"], "  owner:", m["ownerReferences"][0]["kind"], m["ownerReferences"][0]["name"])
+    print(json.dumps(s["spec"], indent=2))'
 
 step "dractl register: discover the socket, GetInfo, validate, NotifyRegistrationStatus"
 "$dractl" register --registry-dir "$work/plugins_registry"
@@ -80,5 +123,6 @@ step "stop the driver with SIGTERM: sockets are removed"
 kill -TERM "$driver_pid"; wait "$driver_pid"; driver_pid=
 echo "registry dir now: $(ls -A "$work/plugins_registry" | tr '\n' ' ')(nothing left)"
 echo "plugin dir now:   $(ls -A "$work/plugins/minimal.example.com" | tr '\n' ' ')"
+echo "ResourceSlices now: $(api "$slices" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["items"]))') (kept: the kubelet removes a departed driver's slices)"
 echo "driver log:"; sed 's/^/  /' "$work/driver.log"
 echo; echo "demo finished"

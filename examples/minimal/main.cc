@@ -2,8 +2,9 @@
 // this driver gets CDI edits (an environment variable naming it), and the
 // Helper writes them as the claim's CDI spec file under --cdi-dir and returns
 // the CDI device IDs. Claims come from a JSON file (a list of ResourceClaim
-// objects) instead of the API server, so that it runs without a cluster; see
-// scripts/demo.sh.
+// objects) instead of the API server, so that it runs without a cluster.
+// With --kubeconfig it publishes its devices as ResourceSlices of the pool
+// --node-name through Helper::PublishResources; see scripts/demo.sh.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,8 +12,11 @@
 #include <string>
 
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/k8s/client.h"
+#include "dra/k8s/client_config.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
+#include "dra/resourceslice/split.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -69,6 +73,7 @@ absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryCla
 int Usage() {
   std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR --claims FILE\n"
                "                      [--cdi-dir DIR (default /var/run/cdi)] [--driver-name NAME] [--devices N]\n"
+               "                      [--kubeconfig FILE (publish ResourceSlices)] [--node-name NAME (default node-local)]\n"
                "                      [-v LEVEL] [--log-format text|json]\n";
   return 2;
 }
@@ -80,7 +85,9 @@ int main(int argc, char** argv) {
 
   dra::kubeletplugin::Options options;
   options.driver_name = "minimal.example.com";
+  options.node_name = "node-local";
   std::string claims_file;
+  std::string kubeconfig;
   int devices = 2;
   int verbosity = 0;
   auto format = dra::LogFormat::kKlogText;
@@ -93,6 +100,8 @@ int main(int argc, char** argv) {
     else if (flag == "--driver-name") options.driver_name = value;
     else if (flag == "--claims") claims_file = value;
     else if (flag == "--cdi-dir") options.cdi.spec_dir = value;
+    else if (flag == "--kubeconfig") kubeconfig = value;
+    else if (flag == "--node-name") options.node_name = value;
     else if (flag == "--devices") devices = std::stoi(value);
     else if (flag == "-v") verbosity = std::stoi(value);
     else if (flag == "--log-format" && (value == "text" || value == "json"))
@@ -108,6 +117,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   options.claim_source = claims;
+  if (!kubeconfig.empty()) {
+    absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadKubeconfig(kubeconfig);
+    if (!config.ok()) {
+      std::cerr << "--kubeconfig: " << config.status().message() << "\n";
+      return 1;
+    }
+    absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*config);
+    if (!client.ok()) {
+      std::cerr << "--kubeconfig: " << client.status().message() << "\n";
+      return 1;
+    }
+    options.kube_client = *client;
+  }
 
   MinimalDriver driver;
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
@@ -117,12 +139,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<dra::kubeletplugin::DeviceHealth> health(devices);
+  std::vector<dra::k8s::Device> published(devices);
   for (int i = 0; i < devices; ++i) {
-    health[i].pool_name = "node-local";
-    health[i].device_name = "dev-" + std::to_string(i);
+    const std::string name = "dev-" + std::to_string(i);
+    health[i].pool_name = options.node_name;
+    health[i].device_name = name;
     health[i].health = dra::kubeletplugin::HealthStatus::kHealthy;
+    published[i].name = name;
+    published[i].attributes["index"].int_value = i;
   }
   (*helper)->PublishHealth(health);
+  if (options.kube_client != nullptr) {
+    dra::resourceslice::DriverResources resources;
+    resources.pools[options.node_name].slices = dra::resourceslice::SplitIntoSlices(std::move(published));
+    if (absl::Status status = (*helper)->PublishResources(std::move(resources)); !status.ok()) {
+      std::cerr << "publish: " << status.message() << "\n";
+    }
+  }
 
   signals.Wait();
   (*helper)->Stop();
