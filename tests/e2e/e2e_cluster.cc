@@ -69,13 +69,7 @@ std::string CreateNamespace(k8s::Client& admin, const std::string& prefix) {
 }
 
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) {
-  return testing::PollUntil(
-      [&] {
-        if (condition()) return true;
-        absl::SleepFor(absl::Milliseconds(50));
-        return false;
-      },
-      timeout);
+  return testing::PollUntil(condition, timeout, absl::Milliseconds(50));
 }
 
 void Grant(k8s::Client& admin, const std::string& user, const std::string& ns, const json& rules,

@@ -38,15 +38,9 @@ constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNode[] = "node-1";
 
 
-// Polls `condition` every 20 ms (for conditions that send requests).
+// Polls `condition`, which sends requests, at most every 20 ms.
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(20)) {
-  return PollUntil(
-      [&] {
-        if (condition()) return true;
-        absl::SleepFor(absl::Milliseconds(20));
-        return false;
-      },
-      timeout);
+  return PollUntil(condition, timeout, absl::Milliseconds(20));
 }
 
 // A fake API server with a Node, an admin client for the tests' own requests,
