@@ -30,6 +30,7 @@
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/orphan_reaper.h"
 #include "support/discard_logger.h"
+#include "support/helper_dirs.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -137,29 +138,9 @@ void SetDelay(const FakeApiServer& server, int milliseconds) {
 }
 
 // A registry dir and plugin data dir in a temp dir, claims from the API.
-struct Fixture {
-  TempDir dir;
-  std::string registry = dir.Join("plugins_registry");
-  std::string data = dir.Join("plugins/gpu.example.com");
-
-  Fixture() { std::filesystem::create_directories(registry); }
-
+struct Fixture : testing::HelperDirs {
   Options MakeOptions(std::shared_ptr<k8s::Client> client) const {
-    Options options;
-    options.driver_name = testing::kTestDriverName;
-    options.node_name = "node-1";
-    options.registrar_dir = registry;
-    options.plugin_data_dir = data;
-    options.claim_source = std::make_shared<ApiClaimSource>(std::move(client));
-    options.logger = testing::DiscardLogger();
-    return options;
-  }
-
-  static std::unique_ptr<Helper> Start(TestDriver& driver, Options options) {
-    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, std::move(options));
-    INFO(helper.status().ToString());
-    REQUIRE(helper.ok());
-    return *std::move(helper);
+    return HelperDirs::MakeOptions(std::make_shared<ApiClaimSource>(std::move(client)));
   }
 
   // Writes checkpoint entries before the Helper starts, as a crashed one

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dra/kubeletplugin/helper.h"
+#include "support/helper_dirs.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -43,25 +44,14 @@ std::vector<json> JsonLines(const std::string& text) {
   return documents;
 }
 
-// A Helper for TestDriver with its registry and plugin data dirs in a temp dir.
-struct Plugin {
-  testing::TempDir dir;
-  std::string registry = dir.Join("plugins_registry");
+// A Helper for TestDriver with its dirs in a temp dir.
+struct Plugin : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
   TestDriver driver;
   std::unique_ptr<Helper> helper;
 
   explicit Plugin(bool reports_health = false) : driver(reports_health) {
-    std::filesystem::create_directories(registry);
-    Options options;
-    options.driver_name = testing::kTestDriverName;
-    options.registrar_dir = registry;
-    options.plugin_data_dir = dir.Join("plugins/gpu.example.com");
-    options.claim_source = claims;
-    absl::StatusOr<std::unique_ptr<Helper>> started = Helper::Start(driver, std::move(options));
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    helper = *std::move(started);
+    helper = Start(driver, MakeOptions(claims));
   }
 
   const std::string& dra_socket() const { return helper->dra_socket_path(); }

@@ -6,6 +6,7 @@
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
 #include "support/discard_logger.h"
+#include "support/helper_dirs.h"
 #include "support/cdi_schema_validator.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -20,29 +21,13 @@ using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using testing::AllocatedClaim;
 using testing::ReadFile;
-using testing::TempDir;
 using testing::TestDriver;
 using testing::WriteFile;
 
-struct Fixture {
-  TempDir dir;
-  std::string registry = dir.Join("plugins_registry");
-  std::string data = dir.Join("plugins/gpu.example.com");
-  std::string cdi_dir = dir.Join("run/cdi");
+struct Fixture : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
 
-  Fixture() { std::filesystem::create_directories(registry); }
-
-  Options MakeOptions() const {
-    Options options;
-    options.driver_name = testing::kTestDriverName;
-    options.registrar_dir = registry;
-    options.plugin_data_dir = data;
-    options.claim_source = claims;
-    options.logger = testing::DiscardLogger();
-    options.cdi.spec_dir = cdi_dir;
-    return options;
-  }
+  Options MakeOptions() const { return HelperDirs::MakeOptions(claims); }
 
   std::unique_ptr<Helper> Start(TestDriver& driver) const { return Start(driver, MakeOptions()); }
   static std::unique_ptr<Helper> Start(TestDriver& driver, Options options) {

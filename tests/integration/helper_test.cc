@@ -17,6 +17,7 @@
 #include "kubeletplugin/checkpoint.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "support/discard_logger.h"
+#include "support/helper_dirs.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -31,36 +32,15 @@ using kubeletplugin::Helper;
 using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using testing::AllocatedClaim;
-using testing::TempDir;
 using testing::TestDriver;
 
-// A registry dir and plugin data dir in a temp dir, claims in memory.
-struct Fixture {
-  TempDir dir;
-  std::string registry = dir.Join("plugins_registry");
-  std::string data = dir.Join("plugins/gpu.example.com");
+// The Helper's dirs in a temp dir, claims in memory.
+struct Fixture : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
 
-  Fixture() { std::filesystem::create_directories(registry); }
-
-  Options MakeOptions() const {
-    Options options;
-    options.driver_name = testing::kTestDriverName;
-    options.node_name = "node-1";
-    options.registrar_dir = registry;
-    options.plugin_data_dir = data;
-    options.claim_source = claims;
-    options.logger = testing::DiscardLogger();
-    return options;
-  }
-
+  Options MakeOptions() const { return HelperDirs::MakeOptions(claims); }
+  using HelperDirs::Start;
   std::unique_ptr<Helper> Start(TestDriver& driver) const { return Start(driver, MakeOptions()); }
-  static std::unique_ptr<Helper> Start(TestDriver& driver, Options options) {
-    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, std::move(options));
-    INFO(helper.status().ToString());
-    REQUIRE(helper.ok());
-    return *std::move(helper);
-  }
 };
 
 bool IsSocket(const std::string& path) {
