@@ -40,6 +40,7 @@ namespace {
 
 using e2e::Eventually;
 using nlohmann::json;
+using dra::testing::DeviceNames;
 
 constexpr char kIdentity[] = "gpu-driver";
 constexpr char kDriver[] = "publisher.e2e.example.com";
@@ -129,26 +130,6 @@ class Harness {
   std::mutex mu_;
   std::vector<absl::Status> errors_;
 };
-
-std::vector<std::vector<std::string>> DeviceNames(const std::vector<k8s::ResourceSlice>& slices) {
-  std::vector<std::vector<std::string>> out;
-  for (const auto& slice : slices) {
-    std::vector<std::string> names;
-    for (const auto& device : slice.spec.devices) names.push_back(device.name);
-    out.push_back(names);
-  }
-  return out;
-}
-
-std::vector<std::vector<std::string>> DeviceNames(const Pool& pool) {
-  std::vector<std::vector<std::string>> out;
-  for (const Slice& slice : pool.slices) {
-    std::vector<std::string> names;
-    for (const auto& device : slice.devices) names.push_back(device.name);
-    out.push_back(names);
-  }
-  return out;
-}
 
 TEST_CASE("publish, republish (0 writes), one device (1 write), growth (generation bump), removal",
           "[e2e][publisher]") {

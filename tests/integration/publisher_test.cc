@@ -33,6 +33,7 @@ namespace {
 using dra::testing::FakeApiServer;
 using dra::testing::PollUntil;
 using nlohmann::json;
+using dra::testing::DeviceNames;
 
 constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNode[] = "node-1";
@@ -165,27 +166,6 @@ class Harness {
   std::vector<absl::Status> errors_;
 };
 
-// The devices of each slice, in slice order.
-std::vector<std::vector<std::string>> DeviceNames(const std::vector<k8s::ResourceSlice>& slices) {
-  std::vector<std::vector<std::string>> out;
-  for (const auto& slice : slices) {
-    std::vector<std::string> names;
-    for (const auto& device : slice.spec.devices) names.push_back(device.name);
-    out.push_back(names);
-  }
-  return out;
-}
-
-std::vector<std::vector<std::string>> DeviceNames(const DriverResources& resources) {
-  std::vector<std::vector<std::string>> out;
-  for (const Slice& slice : resources.pools.at(kNode).slices) {
-    std::vector<std::string> names;
-    for (const auto& device : slice.devices) names.push_back(device.name);
-    out.push_back(names);
-  }
-  return out;
-}
-
 TEST_CASE("first publish: names in slice order, owner reference, pool fields; then 0 writes to republish",
           "[publisher]") {
   Harness h;
@@ -194,7 +174,7 @@ TEST_CASE("first publish: names in slice order, owner reference, pool fields; th
 
   std::vector<k8s::ResourceSlice> slices = h.Slices();
   REQUIRE(slices.size() == 2);
-  CHECK(DeviceNames(slices) == DeviceNames(resources));
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
   for (size_t i = 0; i < slices.size(); ++i) {
     const k8s::ResourceSlice& slice = slices[i];
     INFO(slice.metadata.name);
@@ -252,7 +232,7 @@ TEST_CASE("one device changed is one update; a device past the slice boundary bu
   CHECK(h.Writes() == 3);
   slices = h.Slices();
   REQUIRE(slices.size() == 3);
-  CHECK(DeviceNames(slices) == DeviceNames(resources));
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
   for (const auto& slice : slices) {
     CHECK(slice.spec.pool.generation == 2);
     CHECK(slice.spec.pool.resource_slice_count == 3);
@@ -270,7 +250,7 @@ TEST_CASE("one device changed is one update; a device past the slice boundary bu
   REQUIRE(slices.size() == 1);
   CHECK(slices[0].spec.pool.generation == 2);
   CHECK(slices[0].spec.pool.resource_slice_count == 1);
-  CHECK(DeviceNames(slices) == DeviceNames(resources));
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
   CHECK(h.errors().empty());
 }
 
@@ -323,7 +303,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
       return now.size() == 2 && absl::StartsWith(now[1].metadata.name, "00001-") &&
              now[0].spec.pool.generation == 2 && now[1].spec.pool.generation == 2;
     }));
-    CHECK(DeviceNames(h.Slices()) == DeviceNames(resources));
+    CHECK(DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)));
   }
   SECTION("edited") {
     absl::StatusOr<json> stored = h.admin().Get(k8s::kResourceSlices, "", slices[0].metadata.name);
@@ -331,7 +311,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     (*stored)["spec"]["devices"][3]["attributes"]["model"]["string"] = "fake";
     (*stored)["spec"]["devices"].erase(7);
     REQUIRE(h.admin().Update(k8s::kResourceSlices, "", *stored).ok());
-    REQUIRE(Eventually([&] { return DeviceNames(h.Slices()) == DeviceNames(resources) &&
+    REQUIRE(Eventually([&] { return DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)) &&
                                     h.Slices()[0].spec.devices[3].attributes.at("model").string_value == "a100"; }));
     CHECK(h.Slices()[0].spec.pool.generation == 1);  // one slice rewritten in place
   }
@@ -343,7 +323,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     REQUIRE(Eventually([&] { return h.Slices().size() == 2; }));
     h.WaitIdle();
     slices = h.Slices();
-    CHECK(DeviceNames(slices) == DeviceNames(resources));
+    CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
     CHECK(slices[0].spec.pool.generation == 2);
     CHECK(slices[1].spec.pool.generation == 2);
   }
@@ -381,7 +361,7 @@ TEST_CASE("a watch that ends is resumed without a list; after 410 or while it fa
   h.ClearErrors();
   REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", h.Slices()[1].metadata.name).ok());
   REQUIRE(Eventually([&] { return h.Slices().size() == 2; }));
-  CHECK(DeviceNames(h.Slices()) == DeviceNames(resources));
+  CHECK(DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)));
   CHECK_FALSE(h.errors().empty());  // the failed watches were reported
   REQUIRE(h.server().Admin("DELETE", "/fake/fail").ok());
   h.WaitIdle();
@@ -451,7 +431,7 @@ TEST_CASE("server down, then up: converges with nothing lost", "[publisher]") {
   REQUIRE(h.server().Admin("DELETE", "/fake/fail").ok());
   h.WaitIdle();
   std::vector<k8s::ResourceSlice> slices = h.Slices();
-  CHECK(DeviceNames(slices) == DeviceNames(resources));
+  CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
   for (const auto& slice : slices) {
     CHECK(slice.spec.pool.generation == 2);
     CHECK(slice.spec.pool.resource_slice_count == 3);

@@ -65,4 +65,24 @@ inline k8s::Device DeviceWithEveryField() {
   return device;
 }
 
+// The device names of each slice, in slice order: what was published...
+inline std::vector<std::vector<std::string>> DeviceNames(const std::vector<k8s::ResourceSlice>& slices) {
+  std::vector<std::vector<std::string>> out;
+  for (const k8s::ResourceSlice& slice : slices) {
+    std::vector<std::string>& names = out.emplace_back();
+    for (const k8s::Device& device : slice.spec.devices) names.push_back(device.name);
+  }
+  return out;
+}
+
+// ...and what was asked for.
+inline std::vector<std::vector<std::string>> DeviceNames(const resourceslice::Pool& pool) {
+  std::vector<std::vector<std::string>> out;
+  for (const resourceslice::Slice& slice : pool.slices) {
+    std::vector<std::string>& names = out.emplace_back();
+    for (const k8s::Device& device : slice.devices) names.push_back(device.name);
+  }
+  return out;
+}
+
 }  // namespace dra::testing
