@@ -120,21 +120,7 @@ class Harness {
   }
 
   // This driver's slices on the server, by name (= slice order).
-  std::vector<k8s::ResourceSlice> Slices() {
-    k8s::ListOptions options;
-    options.field_selector = absl::StrCat("spec.driver=", kDriver);
-    absl::StatusOr<k8s::ListResult> list = admin_->ListAll(k8s::kResourceSlices, "", options);
-    REQUIRE(list.ok());
-    std::vector<k8s::ResourceSlice> slices;
-    for (const json& item : list->items) {
-      absl::StatusOr<k8s::ResourceSlice> slice = k8s::ResourceSliceFromJson(item);
-      REQUIRE(slice.ok());
-      slices.push_back(*slice);
-    }
-    std::sort(slices.begin(), slices.end(),
-              [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
-    return slices;
-  }
+  std::vector<k8s::ResourceSlice> Slices() { return testing::ListSlices(*admin_, absl::StrCat("spec.driver=", kDriver)); }
 
   json Counts() {
     absl::StatusOr<std::string> body = server_->Admin("GET", "/fake/requests");

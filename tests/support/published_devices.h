@@ -3,11 +3,16 @@
 // field a ResourceSlice device has.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "absl/strings/str_cat.h"
+#include "dra/k8s/client.h"
 #include "dra/k8s/resource_slice.h"
+#include "dra/k8s/resource_slice_json.h"
 #include "dra/resourceslice/driver_resources.h"
 #include "dra/resourceslice/split.h"
 
@@ -63,6 +68,24 @@ inline k8s::Device DeviceWithEveryField() {
   device.node_allocatable_resources["memory"].mapping->capacity_multiplier = *k8s::Quantity::Parse("1");
   device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
   return device;
+}
+
+// The slices `field_selector` selects, typed, sorted by name (= slice order).
+inline std::vector<k8s::ResourceSlice> ListSlices(k8s::Client& client, const std::string& field_selector) {
+  k8s::ListOptions options;
+  options.field_selector = field_selector;
+  absl::StatusOr<k8s::ListResult> list = client.ListAll(k8s::kResourceSlices, "", options);
+  INFO(list.status().ToString());
+  REQUIRE(list.ok());
+  std::vector<k8s::ResourceSlice> slices;
+  for (const nlohmann::json& item : list->items) {
+    absl::StatusOr<k8s::ResourceSlice> slice = k8s::ResourceSliceFromJson(item);
+    INFO(slice.status().ToString());
+    REQUIRE(slice.ok());
+    slices.push_back(*std::move(slice));
+  }
+  std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+  return slices;
 }
 
 // The device names of each slice, in slice order: what was published...
