@@ -45,6 +45,7 @@
 #include "dra/kubeletplugin/options.h"
 #include "dra/log.h"
 #include "dractl/kubelet_client.h"
+#include "support/discard_logger.h"
 #include "support/fake_apiserver.h"
 #include "support/temp_dir.h"
 
@@ -61,11 +62,6 @@ constexpr char kNamespace[] = "bench";
   std::fprintf(stderr, "bench_claim_fetch: %s: %s\n", what.c_str(), status.ToString().c_str());
   std::exit(1);
 }
-
-class NullSink : public dra::LogSink {
- public:
-  void Write(const dra::LogRecord&) override {}
-};
 
 // One CDI ID per device; unprepare always succeeds.
 class BenchDriver : public dra::kubeletplugin::Driver {
@@ -222,7 +218,8 @@ int main(int argc, char** argv) {
   options.registrar_dir = registry;
   options.plugin_data_dir = dir.Join("plugins/gpu.example.com");
   options.claim_source = std::make_shared<dra::kubeletplugin::ApiClaimSource>(MakeClient(**server));
-  options.logger = dra::Logger(std::make_shared<NullSink>());
+  options.logger = dra::testing::DiscardLogger();
+  options.cdi.enabled = false;  // CDI IDs only: no spec files, no scan of /var/run/cdi
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, std::move(options));
   if (!helper.ok()) Die("start the Helper", helper.status());

@@ -407,6 +407,7 @@ void StartHelper(Target& t, const std::string& data_dir, const std::string& regi
   options.plugin_data_dir = data_dir;
   options.claim_source = t.claims;
   options.checkpoint = checkpoint;
+  options.cdi.enabled = false;  // CDI IDs only: no spec files, no scan of /var/run/cdi
   options.shutdown_grace = absl::Seconds(1);
   options.http_endpoint = "127.0.0.1:0";
   options.logger = dra::Logger(std::make_shared<QuietSink>());
