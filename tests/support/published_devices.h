@@ -70,6 +70,25 @@ inline k8s::Device DeviceWithEveryField() {
   return device;
 }
 
+// Checks that `stored` (as the server returned it) still has every field of
+// `sent` (DeviceWithEveryField) that the server must keep as sent.
+inline void CheckStoredIntact(const k8s::Device& stored, const k8s::Device& sent) {
+  CHECK(stored.binds_to_node == sent.binds_to_node);
+  CHECK(stored.binding_conditions == sent.binding_conditions);
+  CHECK(stored.binding_failure_conditions == sent.binding_failure_conditions);
+  CHECK(stored.node_allocatable_resources == sent.node_allocatable_resources);
+  CHECK(stored.consumes_counters == sent.consumes_counters);
+  CHECK(stored.capacity == sent.capacity);
+  CHECK(stored.attributes == sent.attributes);
+  CHECK(stored.allow_multiple_allocations == sent.allow_multiple_allocations);
+  REQUIRE(stored.taints.size() == sent.taints.size());
+  for (size_t i = 0; i < sent.taints.size(); ++i) {
+    CHECK(stored.taints[i].key == sent.taints[i].key);
+    CHECK(stored.taints[i].value == sent.taints[i].value);
+    CHECK(stored.taints[i].effect == sent.taints[i].effect);
+  }
+}
+
 // The slices `field_selector` selects, typed, sorted by name (= slice order).
 inline std::vector<k8s::ResourceSlice> ListSlices(k8s::Client& client, const std::string& field_selector) {
   k8s::ListOptions options;
