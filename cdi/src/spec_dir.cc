@@ -11,22 +11,13 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "fileutil/atomic_file.h"
+#include "fileutil/directories.h"
 
 namespace dra::cdi {
 namespace {
 
 constexpr absl::string_view kJsonExtension = ".json";
 constexpr absl::string_view kYamlExtension = ".yaml";
-
-absl::Status MakeDirectories(const std::string& path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    const std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", prefix));
-    }
-    if (slash == std::string::npos) return absl::OkStatus();
-  }
-}
 
 absl::Status RemoveFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return absl::ErrnoToStatus(errno, absl::StrCat("unlink ", path));
@@ -81,7 +72,7 @@ std::string SpecDir::PathOf(absl::string_view name) const {
 absl::StatusOr<std::string> SpecDir::Write(absl::string_view name, const Spec& spec) const {
   absl::StatusOr<std::string> content = EncodeSpec(spec, options_.format);
   if (!content.ok()) return content.status();
-  if (absl::Status s = MakeDirectories(options_.path); !s.ok()) return s;
+  if (absl::Status s = internal::MakeDirectories(options_.path, 0755); !s.ok()) return s;
   std::string path = PathOf(name);
   if (absl::Status s = internal::WriteFileAtomically(path, *content, options_.file_mode); !s.ok()) return s;
   return path;

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "dra/k8s/names.h"
 #include "dra/kubeletplugin/api_claim_source.h"
+#include "fileutil/directories.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
@@ -174,7 +175,7 @@ absl::Status Helper::Impl::Start() {
   if (options_.plugin_data_dir.empty()) {
     options_.plugin_data_dir = "/var/lib/kubelet/plugins/" + options_.driver_name;
   }
-  if (absl::Status status = internal::MakeDirectories(options_.plugin_data_dir, kDataDirMode); !status.ok()) {
+  if (absl::Status status = dra::internal::MakeDirectories(options_.plugin_data_dir, kDataDirMode); !status.ok()) {
     return absl::Status(status.code(), absl::StrCat("options.plugin_data_dir: ", status.message()));
   }
   paths_ = internal::ComputeSocketPaths(options_.driver_name, options_.registrar_dir, options_.plugin_data_dir,

@@ -4,8 +4,6 @@
 
 #include <string>
 
-#include <sys/types.h>
-
 #include "absl/status/status.h"
 
 namespace dra::kubeletplugin::internal {
@@ -16,8 +14,5 @@ absl::Status ClearStaleSocket(const std::string& path);
 
 // Removes the socket at `path` if it is one; a missing file is fine.
 void RemoveSocket(const std::string& path);
-
-// Creates `path` and missing parents with `mode` (existing ones keep theirs).
-absl::Status MakeDirectories(const std::string& path, mode_t mode);
 
 }  // namespace dra::kubeletplugin::internal
