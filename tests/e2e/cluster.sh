@@ -77,6 +77,13 @@ pid_alive() {
   tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$bin"
 }
 
+# Whether process $1 exists and has not exited: a zombie whose parent is gone
+# is reaped by init soon. Unlike pid_alive, true also right after the fork,
+# before the child has exec'd the binary.
+running() {
+  [ -d "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
 stop_one() {
   local name="$1" f="$dir/pids/$1.pid" pid bin i
   [ -f "$f" ] || return 0
@@ -84,9 +91,7 @@ stop_one() {
     read -r pid bin < "$f"
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 1 100); do
-      [ -d "/proc/$pid" ] || break
-      # A zombie whose parent is gone is reaped by init soon; stop waiting.
-      [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+      running "$pid" || break
       sleep 0.1
     done
     if [ -d "/proc/$pid" ] && pid_alive "$f"; then
@@ -123,9 +128,7 @@ wait_for() {
   local pid
   read -r pid _ < "$dir/pids/$name.pid"
   while ! "$@" >/dev/null 2>&1; do
-    # Not pid_alive: right after the fork the child may not have exec'd the
-    # binary yet, and its command line is still the shell's.
-    if [ ! -d "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]; then
+    if ! running "$pid"; then
       log "$name exited; the end of $dir/logs/$name.log:"
       tail -n 30 "$dir/logs/$name.log" >&2 || true
       return 1
