@@ -72,6 +72,15 @@ bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) 
   return testing::PollUntil(condition, timeout, absl::Milliseconds(50));
 }
 
+json SlicePublisherRules() {
+  return json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
+                       {"resources", json::array({"resourceslices"})},
+                       {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
+                      {{"apiGroups", json::array({""})},
+                       {"resources", json::array({"nodes"})},
+                       {"verbs", json::array({"get"})}}});
+}
+
 void Grant(k8s::Client& admin, const std::string& user, const std::string& ns, const json& rules,
            const std::function<bool()>& probe) {
   const std::string name = UniqueName("e2e-grant");

@@ -45,6 +45,10 @@ std::string CreateNamespace(k8s::Client& admin, const std::string& prefix);
 // Polls `condition` every 50 ms (for conditions that send requests).
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(20));
 
+// The RBAC rules a driver's ClusterRole needs for ResourceSlice publishing:
+// its slices, and the Node it reads once for owner references.
+nlohmann::json SlicePublisherRules();
+
 // Grants `rules` to `user` in `ns` (a Role), or cluster-wide when ns is empty
 // (a ClusterRole), and waits until the authorizer sees it (`probe` succeeds).
 void Grant(k8s::Client& admin, const std::string& user, const std::string& ns, const nlohmann::json& rules,

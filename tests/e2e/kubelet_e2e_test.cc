@@ -286,13 +286,7 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
 
   // The driver's rights for publishing (what its ClusterRole gives it).
   auto driver = MakeClient(DriverConfig(kIdentity));
-  Grant(*admin, DriverUser(kIdentity), "",
-        json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
-                      {"resources", json::array({"resourceslices"})},
-                      {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
-                     {{"apiGroups", json::array({""})},
-                      {"resources", json::array({"nodes"})},
-                      {"verbs", json::array({"get"})}}}),
+  Grant(*admin, DriverUser(kIdentity), "", SlicePublisherRules(),
         [&] { return driver->List(kResourceSlices, "").ok() && driver->Get(kNodes, "", node).ok(); });
   NodePlugin plugin(node);
   plugin.driver.ReturnCdiEdits();

@@ -57,13 +57,7 @@ class Harness {
     REQUIRE(node.ok());
     node_uid_ = (*node)["metadata"]["uid"];
     driver_ = e2e::MakeClient(e2e::DriverConfig(kIdentity));
-    e2e::Grant(*admin_, e2e::DriverUser(kIdentity), "",
-               json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
-                             {"resources", json::array({"resourceslices"})},
-                             {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
-                            {{"apiGroups", json::array({""})},
-                             {"resources", json::array({"nodes"})},
-                             {"verbs", json::array({"get"})}}}),
+    e2e::Grant(*admin_, e2e::DriverUser(kIdentity), "", e2e::SlicePublisherRules(),
                [&] { return driver_->Get(k8s::kNodes, "", node_).ok(); });
     Options options;
     options.driver_name = kDriver;
