@@ -33,17 +33,27 @@ claims="$root/examples/minimal/claims.json"
 uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# wait_until PID LOG CMD...: runs CMD every 10 ms until it succeeds; stops
+# the demo, showing LOG, if PID exits first or 10 s pass.
+wait_until() {
+  local pid="$1" log="$2"
+  shift 2
+  for _ in $(seq 1 1000); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log"; exit 1; }
+    sleep 0.01
+  done
+  echo "timed out waiting for: $*" >&2
+  cat "$log"
+  exit 1
+}
 
 step "a local API server (the test suite's stand-in for kube-apiserver, HTTPS on 127.0.0.1) and the Node"
 echo "demo-token,admin" > "$work/tokens.csv"
 "$apiserver_bin" --cert-dir "$work/apiserver" --port-file "$work/apiserver.port" --token-file "$work/tokens.csv" \
   --quiet --exit-with-parent 2>"$work/apiserver.log" &
 apiserver_pid=$!
-for _ in $(seq 1 1000); do
-  [ -s "$work/apiserver.port" ] && break
-  kill -0 "$apiserver_pid" 2>/dev/null || { cat "$work/apiserver.log"; exit 1; }
-  sleep 0.01
-done
+wait_until "$apiserver_pid" "$work/apiserver.log" test -s "$work/apiserver.port"
 server="https://127.0.0.1:$(cat "$work/apiserver.port")"
 api() { curl -sS --cacert "$work/apiserver/ca.crt" -H "Authorization: Bearer demo-token" "$@"; }
 cat > "$work/kubeconfig" <<KUBECONFIG
@@ -63,19 +73,13 @@ step "start the minimal driver (sockets under $work, CDI specs in $work/cdi, sli
   --cdi-dir "$work/cdi" --claims "$claims" --kubeconfig "$work/kubeconfig" --node-name node-local \
   2>"$work/driver.log" &
 driver_pid=$!
-for _ in $(seq 1 500); do
-  [ -S "$work/plugins_registry/minimal.example.com-reg.sock" ] && break
-  kill -0 "$driver_pid" 2>/dev/null || { cat "$work/driver.log"; exit 1; }
-  sleep 0.01
-done
+wait_until "$driver_pid" "$work/driver.log" test -S "$work/plugins_registry/minimal.example.com-reg.sock"
 ls -l "$work/plugins_registry" "$work/plugins/minimal.example.com"
 
 step "the ResourceSlice the driver published (Helper::PublishResources), as the scheduler sees it"
 slices="$server/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver%3Dminimal.example.com"
-for _ in $(seq 1 500); do
-  api "$slices" | grep -q '"nodeName"' && break
-  sleep 0.01
-done
+slice_published() { api "$slices" | grep -q '"nodeName"'; }
+wait_until "$driver_pid" "$work/driver.log" slice_published
 api "$slices" | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["items"]:
