@@ -108,7 +108,8 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   CHECK(slice["spec"]["devices"].size() == 2);
   CHECK(slice["metadata"]["ownerReferences"][0]["uid"] == f.node_uid);
   CHECK(absl::StartsWith(slice["metadata"]["name"].get<std::string>(), "00000-gpu.example.com-node-1-"));
-  CHECK((*helper)->ResourceSliceStats().creates == 1);
+  // The slice can show on the server before the publisher has counted it.
+  CHECK(PollUntil([&] { return (*helper)->ResourceSliceStats().creates == 1; }));
 
   // An invalid pool is never sent; the driver hears why.
   resourceslice::DriverResources invalid = TwoGpus();
