@@ -8,6 +8,12 @@
 # stdout: metric | Go SDK | dra-cpp | ratio, with the issue's targets.
 #
 #   bench/go_vs_cpp.sh [--duration 5s] [--starts 5] [--claims 1024] [--rounds 3]
+#                      [--link static|shared]
+#
+# --link: how the dra-cpp drivers link gRPC, protobuf and abseil. static (the
+# default, DRA_STATIC_GRPC=ON, build tree build-bench) is how a driver image
+# should ship them, as the Go driver is one static binary; shared (build tree
+# build-bench-shared) uses Debian's shared libraries.
 #
 # Per driver:
 #   start-to-registered  the peer starts the driver itself (fork/exec) and
@@ -35,8 +41,8 @@
 # With --rounds R > 1 every number is the median over R rounds (drivers run
 # in alternating order).
 #
-# Builds what it needs: bench_trivial_driver in the Release tree build-bench
-# (DRA_BENCH_BUILD_DIR), the peer and the Go driver with
+# Builds what it needs: bench_trivial_driver and bench_raw_grpc_driver in the
+# Release tree of --link (or DRA_BENCH_BUILD_DIR), the peer and the Go driver with
 # tests/e2e/build-k8s.sh (cached in ~/.cache/dra-cpp). Progress on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,25 +52,30 @@ duration=5s
 starts=5
 claims=1024
 rounds=3
+link=static
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
     --starts) starts="$2"; shift 2 ;;
     --claims) claims="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --link) link="$2"; shift 2 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "go_vs_cpp: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 
-build=${DRA_BENCH_BUILD_DIR:-build-bench}
+case "$link" in
+  static) static_grpc=ON; build=${DRA_BENCH_BUILD_DIR:-build-bench} ;;
+  shared) static_grpc=OFF; build=${DRA_BENCH_BUILD_DIR:-build-bench-shared} ;;
+  *) echo "go_vs_cpp: --link is static or shared, not '$link'" >&2; exit 2 ;;
+esac
 log() { echo "go_vs_cpp: $*" >&2; }
 
 t=$SECONDS
 scripts/install-deps.sh >&2
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRA_BUILD_BENCHMARKS=ON >&2
-fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRA_BUILD_BENCHMARKS=ON \
+  -DDRA_STATIC_GRPC="$static_grpc" >&2
 nice cmake --build "$build" --target bench_trivial_driver bench_raw_grpc_driver -j"${DRA_JOBS:-2}" >&2
 bin_dir="$(tests/e2e/build-k8s.sh --print-dir kubeletpeer gosdk-driver)"
 log "built in $((SECONDS - t)) s"
@@ -134,9 +145,9 @@ done
 
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$work" "$rounds" "$starts" "$duration" "$claims" "$load_before" "$load_after" "$(nproc)" <<'EOF'
+python3 - "$work" "$rounds" "$starts" "$duration" "$claims" "$load_before" "$load_after" "$(nproc)" "$link" <<'EOF'
 import glob, json, os, statistics, sys
-work, rounds, starts, duration, claims, load_before, load_after, ncpu = sys.argv[1:]
+work, rounds, starts, duration, claims, load_before, load_after, ncpu, link = sys.argv[1:]
 rounds = int(rounds)
 
 def lines(path):
@@ -231,8 +242,10 @@ for r in rows:
 print()
 print("Ratio: dra-cpp divided by Go (below 1 is better for latency, CPU and RSS; above 1 for calls/s). "
       "Go SDK: k8s.io/dynamic-resource-allocation/kubeletplugin v0.37.2; client: the kubelet v1.37.2 DRA client (grpc-go). "
+      "dra-cpp links gRPC, protobuf and abseil %s. "
       "%s rounds, %s claims, %s per level, serialize off, dra-cpp checkpoint off unless stated. "
       "Start times (ms) Go: %s; dra-cpp: %s. %s CPUs; load average (1/5/15 min) before: %s, after: %s."
-      % (rounds, claims, duration, " ".join("%.1f" % x for x in sorted(go["starts"])),
+      % ({"static": "statically (DRA_STATIC_GRPC=ON)", "shared": "as Debian's shared libraries"}[link],
+         rounds, claims, duration, " ".join("%.1f" % x for x in sorted(go["starts"])),
          " ".join("%.1f" % x for x in sorted(cpp["starts"])), ncpu, load_before, load_after))
 EOF

@@ -8,3 +8,8 @@ find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+
+include(DraStaticGrpc)
+if(DRA_STATIC_GRPC)
+  dra_link_grpc_statically()
+endif()

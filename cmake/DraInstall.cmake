@@ -39,4 +39,5 @@ write_basic_package_version_file(
 install(FILES
   "${PROJECT_BINARY_DIR}/draConfig.cmake"
   "${PROJECT_BINARY_DIR}/draConfigVersion.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/DraStaticGrpc.cmake"
   DESTINATION "${DRA_INSTALL_CMAKEDIR}")

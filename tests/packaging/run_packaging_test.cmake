@@ -3,9 +3,13 @@
 #       -P run_packaging_test.cmake
 #
 # install:      configure, build and install dra-cpp into WORK_DIR/prefix,
-#               then build the consumer with find_package(dra CONFIG) and run it.
-# fetchcontent: build the consumer with FetchContent(dra SOURCE_DIR ...), check
-#               that no dra-cpp test, example or benchmark was built, run it.
+#               then build the consumer with find_package(dra CONFIG) and run
+#               it, once as it is and once with DRA_STATIC_GRPC=ON.
+# fetchcontent: build the consumer with FetchContent(dra SOURCE_DIR ...) and
+#               DRA_STATIC_GRPC=ON, check that no dra-cpp test, example or
+#               benchmark was built, run it.
+# Every consumer binary's DT_NEEDED entries are checked against how it was
+# meant to link gRPC.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required MODE SOURCE_DIR CONSUMER_DIR WORK_DIR)
@@ -38,13 +42,38 @@ function(run step)
   set(last_stdout "${stdout}" PARENT_SCOPE)
 endfunction()
 
-function(run_consumer binary_dir)
+# needed_libraries(<binary> <out-var>): the binary's DT_NEEDED entries.
+function(needed_libraries binary out)
+  run("read the NEEDED entries of ${binary}" readelf --dynamic --wide "${binary}")
+  string(REGEX MATCHALL "Shared library: \\[[^]]+\\]" entries "${last_stdout}")
+  list(TRANSFORM entries REPLACE "Shared library: \\[([^]]+)\\]" "\\1")
+  set(${out} "${entries}" PARENT_SCOPE)
+endfunction()
+
+# run_consumer(<binary-dir> <grpc-linkage>): runs both consumer programs and
+# checks that app needs gRPC's shared libraries exactly when <grpc-linkage> is
+# "shared", and that app_cdi (dra::cdi only) never needs gRPC, protobuf or curl.
+function(run_consumer binary_dir grpc_linkage)
   foreach(app app app_cdi)
     run("run the consumer ${app}" "${binary_dir}/${app}")
     if(NOT last_stdout STREQUAL "OK\n")
       message(FATAL_ERROR "[${MODE}] the consumer ${app} printed '${last_stdout}' instead of OK")
     endif()
   endforeach()
+
+  needed_libraries("${binary_dir}/app" app_needed)
+  list(FILTER app_needed INCLUDE REGEX "^lib(grpc|gpr|protobuf|absl_|upb|re2|cares)")
+  if(grpc_linkage STREQUAL "shared" AND NOT app_needed MATCHES "libgrpc\\+\\+\\.so")
+    message(FATAL_ERROR "[${MODE}] app should need libgrpc++.so, needs only: ${app_needed}")
+  elseif(grpc_linkage STREQUAL "static" AND app_needed)
+    message(FATAL_ERROR "[${MODE}] app was linked with DRA_STATIC_GRPC=ON but needs ${app_needed}")
+  endif()
+
+  needed_libraries("${binary_dir}/app_cdi" cdi_needed)
+  list(FILTER cdi_needed INCLUDE REGEX "^lib(grpc|protobuf|curl)")
+  if(cdi_needed)
+    message(FATAL_ERROR "[${MODE}] app_cdi (dra::cdi only) needs ${cdi_needed}")
+  endif()
 endfunction()
 
 # A fresh start each time: stale caches would hide packaging mistakes.
@@ -77,16 +106,24 @@ if(MODE STREQUAL "install")
     message(FATAL_ERROR "[${MODE}] generated protobuf headers were installed: ${generated_headers}")
   endif()
 
-  run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/consumer" ${common_args}
-    -DDRA_CONSUMER_MODE=find_package "-DCMAKE_PREFIX_PATH=${prefix}")
-  run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/consumer" --parallel 2)
-  run_consumer("${WORK_DIR}/consumer")
+  foreach(linkage shared static)
+    set(consumer_dir "${WORK_DIR}/consumer-${linkage}")
+    set(static_grpc OFF)
+    if(linkage STREQUAL "static")
+      set(static_grpc ON)
+    endif()
+    run("configure the ${linkage} consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${consumer_dir}"
+      ${common_args} -DDRA_CONSUMER_MODE=find_package "-DCMAKE_PREFIX_PATH=${prefix}"
+      -DDRA_STATIC_GRPC=${static_grpc})
+    run("build the ${linkage} consumer" ${CMAKE_COMMAND} --build "${consumer_dir}" --parallel 2)
+    run_consumer("${consumer_dir}" ${linkage})
+  endforeach()
 
 elseif(MODE STREQUAL "fetchcontent")
   # The SDK must turn its own tests, examples and benchmarks off when it is
   # not the top-level project, so none of sdk_options are passed here.
   run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${WORK_DIR}/consumer" ${common_args}
-    -DDRA_CONSUMER_MODE=fetchcontent "-DDRA_SOURCE_DIR=${SOURCE_DIR}")
+    -DDRA_CONSUMER_MODE=fetchcontent "-DDRA_SOURCE_DIR=${SOURCE_DIR}" -DDRA_STATIC_GRPC=ON)
   run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/consumer" --parallel 2)
 
   file(GLOB_RECURSE built_extras LIST_DIRECTORIES false
@@ -103,7 +140,7 @@ elseif(MODE STREQUAL "fetchcontent")
       message(FATAL_ERROR "[${MODE}] dra-cpp configured its ${extra_dir}/ for a consumer")
     endif()
   endforeach()
-  run_consumer("${WORK_DIR}/consumer")
+  run_consumer("${WORK_DIR}/consumer" static)
 
 else()
   message(FATAL_ERROR "MODE must be install or fetchcontent, not '${MODE}'")

@@ -1,0 +1,65 @@
+# dra_link_grpc_statically(): makes everything that links gRPC::grpc++ link
+# gRPC, protobuf, abseil, re2 and c-ares from the static archives Debian ships
+# next to the shared ones (libgrpc++.a, libprotobuf.a, libabsl_*.a, ...).
+#
+# Why: a driver linked against Debian's shared gRPC loads 85 shared libraries
+# (abseil alone is 50); their loading and relocation is most of the time from
+# exec to the kubelet's registration, and the pages they touch are a third of
+# the idle RSS. bench/go_vs_cpp.sh measures both builds.
+#
+# OpenSSL and zlib stay shared: libcurl.so loads them anyway, and a second,
+# static copy of OpenSSL in the same process would interpose on libcurl's.
+#
+# It rewrites the imported targets in place (their IMPORTED_LOCATION and
+# "-l<name>" link items), so it applies to every target in the directory scope
+# where gRPC was found, including a consumer's own uses of gRPC::grpc++.
+function(dra_link_grpc_statically)
+  set(static_prefixes "gRPC::" "absl::" "protobuf::" "re2::" "c-ares::")
+  set(pending gRPC::grpc++)
+  set(visited "")
+  while(pending)
+    list(POP_FRONT pending target)
+    if(target IN_LIST visited OR NOT TARGET "${target}")
+      continue()
+    endif()
+    list(APPEND visited "${target}")
+    set(is_static_candidate FALSE)
+    foreach(prefix IN LISTS static_prefixes)
+      string(FIND "${target}" "${prefix}" at)
+      if(at EQUAL 0)
+        set(is_static_candidate TRUE)
+      endif()
+    endforeach()
+    if(NOT is_static_candidate)
+      continue()
+    endif()
+
+    foreach(property IMPORTED_LOCATION IMPORTED_LOCATION_NONE IMPORTED_LOCATION_RELEASE
+        IMPORTED_LOCATION_DEBUG IMPORTED_LOCATION_RELWITHDEBINFO IMPORTED_LOCATION_MINSIZEREL)
+      get_target_property(location "${target}" ${property})
+      if(NOT location MATCHES "^(.*/lib[^/]+)\\.so(\\.[0-9.]+)?$")
+        continue()
+      endif()
+      set(archive "${CMAKE_MATCH_1}.a")
+      if(NOT EXISTS "${archive}")
+        message(FATAL_ERROR "DRA_STATIC_GRPC: ${target} has no static archive beside ${location}")
+      endif()
+      set_target_properties("${target}" PROPERTIES ${property} "${archive}")
+    endforeach()
+
+    get_target_property(links "${target}" INTERFACE_LINK_LIBRARIES)
+    if(NOT links)
+      continue()
+    endif()
+    set(rewritten "")
+    foreach(item IN LISTS links)
+      if(item MATCHES "^-l(re2|cares)$")
+        find_library(dra_static_${CMAKE_MATCH_1} NAMES lib${CMAKE_MATCH_1}.a REQUIRED)
+        set(item "${dra_static_${CMAKE_MATCH_1}}")
+      endif()
+      list(APPEND rewritten "${item}")
+      list(APPEND pending "${item}")
+    endforeach()
+    set_target_properties("${target}" PROPERTIES INTERFACE_LINK_LIBRARIES "${rewritten}")
+  endwhile()
+endfunction()
