@@ -34,6 +34,11 @@ CallSerializer::~CallSerializer() {
 
 absl::StatusOr<CallSerializer::Guard> CallSerializer::Acquire() {
   if (!enabled_) return Guard(std::unique_lock<std::mutex>(), -1);
+  waiting_.fetch_add(1, std::memory_order_relaxed);
+  struct Waited {
+    std::atomic<int64_t>& waiting;
+    ~Waited() { waiting.fetch_sub(1, std::memory_order_relaxed); }
+  } waited{waiting_};
   std::unique_lock<std::mutex> lock(mu_);
   if (fd_ >= 0) {
     int rc;

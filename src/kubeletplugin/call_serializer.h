@@ -3,6 +3,8 @@
 // lock file in the plugin data dir.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,12 +35,15 @@ class CallSerializer {
 
   // Blocks until this call may run.
   absl::StatusOr<Guard> Acquire();
+  // Calls blocked in Acquire() right now.
+  int64_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
 
  private:
   CallSerializer(bool enabled, int fd) : enabled_(enabled), fd_(fd) {}
   const bool enabled_;
   const int fd_;
   std::mutex mu_;
+  std::atomic<int64_t> waiting_{0};
 };
 
 }  // namespace dra::kubeletplugin::internal

@@ -40,6 +40,8 @@ absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, c
   return json;
 }
 
+bool ClaimCdiSpecs::Exists(const std::string& claim_uid) const { return dir_.Exists(FileName(claim_uid)); }
+
 absl::Status ClaimCdiSpecs::Restore(const std::string& claim_uid, const std::string& spec_json) const {
   const std::string name = FileName(claim_uid);
   if (dir_.Exists(name)) return absl::OkStatus();

@@ -132,13 +132,22 @@ void ClaimPreparer::Report(HelperMetrics::Method method, std::span<const k8s::Cl
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::ClaimRef> requested) {
   ClaimOutcomes outcomes;
   bool checkpoint_current = !checkpoint_shared_;
+  bool serialized = false;
+  // Prepared claims whose spec file is gone, answered once serialized.
+  std::vector<k8s::ClaimRef> to_restore;
   auto answer_from_checkpoint = [&](const k8s::ClaimRef& ref) {
     if (checkpoint_ == nullptr || !checkpoint_current) return false;
     std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
     if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
     // After a reboot the checkpoint is there but the tmpfs spec file is not:
-    // without it the runtime fails to create the container.
-    if (cdi_specs_ != nullptr && !entry->cdi_spec.empty()) {
+    // without it the runtime fails to create the container. It is written
+    // only while serialized: a concurrent unprepare of the claim could
+    // otherwise remove it first and leave the new file behind.
+    if (cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid)) {
+      if (!serialized) {
+        to_restore.push_back(ref);
+        return true;
+      }
       if (absl::Status status = cdi_specs_->Restore(ref.uid, entry->cdi_spec); !status.ok()) {
         outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
         return true;
@@ -166,11 +175,18 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
     }
     pending.push_back(*std::move(fetched[i]));
   }
-  if (pending.empty()) return outcomes;
+  if (pending.empty() && to_restore.empty()) return outcomes;
 
   absl::StatusOr<CallSerializer::Guard> guard = Serialize();
   if (!guard.ok()) return guard.status();
   checkpoint_current = true;
+  serialized = true;
+  for (const k8s::ClaimRef& ref : to_restore) {
+    if (!answer_from_checkpoint(ref)) {
+      outcomes[ref.uid].error =
+          absl::StrCat("claim ", ref.ToString(), " was unprepared while its CDI spec waited to be re-created; try again");
+    }
+  }
 
   auto ref_of = [](const k8s::ResourceClaim& claim) {
     return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};

@@ -306,6 +306,7 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
       }
       gauges.checkpoint_writes = checkpoint_->writes();
     }
+    gauges.serialization_waiting_calls = serializer_->waiting();
     gauges.registered = registration.registered;
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render(gauges)};
   }

@@ -57,6 +57,9 @@ std::string HelperMetrics::Render(const Gauges& gauges) const {
   absl::StrAppend(&out, "dra_prepared_claims ", gauges.prepared_claims, "\n");
   AppendHeader(out, "dra_checkpoint_writes_total", "counter", "Durable checkpoint writes.");
   absl::StrAppend(&out, "dra_checkpoint_writes_total ", gauges.checkpoint_writes, "\n");
+  AppendHeader(out, "dra_serialization_waiting_calls", "gauge",
+               "Kubelet calls waiting for an earlier call to leave the driver (serialize on).");
+  absl::StrAppend(&out, "dra_serialization_waiting_calls ", gauges.serialization_waiting_calls, "\n");
   AppendHeader(out, "dra_registered", "gauge", "1 when the kubelet accepted the plugin's registration.");
   absl::StrAppend(&out, "dra_registered ", gauges.registered ? 1 : 0, "\n");
   return out;

@@ -22,6 +22,7 @@ class HelperMetrics {
   struct Gauges {
     int64_t prepared_claims = 0;
     uint64_t checkpoint_writes = 0;
+    int64_t serialization_waiting_calls = 0;
     bool registered = false;
   };
 

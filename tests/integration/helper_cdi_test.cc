@@ -1,12 +1,15 @@
 // The Helper's per-claim CDI spec files, over real Unix sockets.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <future>
 
 #include "dra/cdi/codec.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
+#include "support/http_get.h"
+#include "support/poll.h"
 #include "support/cdi_schema_validator.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -20,6 +23,7 @@ using kubeletplugin::Helper;
 using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using testing::AllocatedClaim;
+using testing::HttpGet;
 using testing::ReadFile;
 using testing::TestDriver;
 using testing::WriteFile;
@@ -115,6 +119,55 @@ TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its sp
   CHECK(ReadFile(path) == before);
   CHECK(cdi::DecodeSpec(before, cdi::Format::kJson)->cdi_version == "0.5.0");  // a name starting with a digit
   CheckSchema(path);
+}
+
+TEST_CASE("a lost spec is re-created only when serialized: an unprepare in the driver goes first", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  auto helper = Fixture::Start(driver, options);
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  const auto refs = Refs({{"ns", "c", "uid-1"}});
+  auto client = DraClient::Create(helper->dra_socket_path());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, refs)->at("uid-1").error.empty());
+  const std::string path = f.SpecPath("uid-1");
+  REQUIRE(std::filesystem::remove(path));  // as after a reboot
+
+  std::future<decltype(client->NodeUnprepareResources(DraApi::kV1, refs))> unprepared;
+  std::future<decltype(client->NodePrepareResources(DraApi::kV1, refs))> prepared;
+  struct ReleaseOnExit {  // before the futures wait, also when a REQUIRE fails
+    TestDriver& driver;
+    ~ReleaseOnExit() { driver.ReleaseCalls(); }
+  } release{driver};
+  driver.HoldCalls();
+  unprepared = std::async(std::launch::async, [&] {
+    return DraClient::Create(helper->dra_socket_path())->NodeUnprepareResources(DraApi::kV1, refs);
+  });
+  REQUIRE(testing::PollUntil([&] { return driver.calls_inside() == 1; }));
+  // The checkpoint still has the claim as prepared, without its file.
+  prepared = std::async(std::launch::async, [&] {
+    return DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, refs);
+  });
+  auto waiting = [&](int calls) {
+    return HttpGet(helper->http_port(), "/metrics").second.find(
+               "dra_serialization_waiting_calls " + std::to_string(calls) + "\n") != std::string::npos;
+  };
+  REQUIRE(testing::PollUntil([&] { return waiting(1); }));
+  CHECK_FALSE(std::filesystem::exists(path));
+  driver.ReleaseCalls();
+
+  auto unprepare_result = unprepared.get();
+  REQUIRE(unprepare_result.ok());
+  CHECK(unprepare_result->at("uid-1").empty());
+  auto prepare_result = prepared.get();
+  REQUIRE(prepare_result.ok());
+  CHECK(prepare_result->at("uid-1").error ==
+        "claim ns/c was unprepared while its CDI spec waited to be re-created; try again");
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK(driver.prepare_calls() == 1);
+  CHECK(waiting(0));
 }
 
 TEST_CASE("at start, orphaned per-claim specs of this driver are removed, nothing else", "[helper][cdi]") {

@@ -2,7 +2,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -18,6 +17,7 @@
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
+#include "support/http_get.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -32,6 +32,7 @@ using kubeletplugin::Helper;
 using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using testing::AllocatedClaim;
+using testing::HttpGet;
 using testing::TestDriver;
 
 // The Helper's dirs in a temp dir, claims in memory.
@@ -567,26 +568,6 @@ TEST_CASE("the kubelet may drop its connection and come back; the helper may res
   CHECK(restarted.prepare_calls() == 1);
 }
 
-// A plain HTTP/1.1 GET on loopback; returns the status line and body.
-std::pair<std::string, std::string> HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
-  REQUIRE(send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
-  close(fd);
-  const size_t head_end = response.find("\r\n\r\n");
-  REQUIRE(head_end != std::string::npos);
-  return {response.substr(0, response.find("\r\n")), response.substr(head_end + 4)};
-}
-
 TEST_CASE("/metrics counts calls and claims; /healthz follows the registration", "[helper]") {
   Fixture f;
   TestDriver driver;
@@ -609,6 +590,7 @@ TEST_CASE("/metrics counts calls and claims; /healthz follows the registration",
                           "dra_kubelet_call_duration_seconds_count{method=\"NodePrepareResources\"} 1\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_prepared_claims 1\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_checkpoint_writes_total 2\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_serialization_waiting_calls 0\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_registered 1\n"));
 
   CHECK(HttpGet(helper->http_port(), "/healthz") == std::make_pair(std::string("HTTP/1.1 200 OK"), std::string("ok\n")));

@@ -25,6 +25,23 @@ void TestDriver::Enter() {
     // Once overlap has been seen, nobody needs to wait any more.
     cv_.wait_for(lock, absl::ToChronoNanoseconds(overlap_window_), [&] { return max_concurrent_ > 1; });
   }
+  cv_.wait(lock, [&] { return !hold_calls_; });
+}
+
+void TestDriver::HoldCalls() {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_calls_ = true;
+}
+
+void TestDriver::ReleaseCalls() {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_calls_ = false;
+  cv_.notify_all();
+}
+
+int TestDriver::calls_inside() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inside_;
 }
 
 void TestDriver::Leave() {

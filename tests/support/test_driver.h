@@ -36,6 +36,11 @@ class TestDriver : public kubeletplugin::Driver {
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
+  // While held, every call waits inside the driver until ReleaseCalls().
+  void HoldCalls();
+  void ReleaseCalls();
+  // Calls inside the driver right now.
+  int calls_inside() const;
 
   int prepare_calls() const { return prepare_calls_; }
   int unprepare_calls() const { return unprepare_calls_; }
@@ -59,6 +64,7 @@ class TestDriver : public kubeletplugin::Driver {
   std::vector<std::string> unprepared_;
   std::vector<std::string> errors_;
   absl::Duration overlap_window_ = absl::ZeroDuration();
+  bool hold_calls_ = false;
   bool return_cdi_edits_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
   int inside_ = 0;
