@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/unprepare_all_driver.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/api_claim_source.h"
@@ -63,8 +64,8 @@ constexpr char kNamespace[] = "bench";
   std::exit(1);
 }
 
-// One CDI ID per device; unprepare always succeeds.
-class BenchDriver : public dra::kubeletplugin::Driver {
+// One CDI ID per device.
+class BenchDriver : public dra::bench::UnprepareAllDriver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       std::span<const dra::k8s::ResourceClaim> claims) override {
@@ -81,16 +82,6 @@ class BenchDriver : public dra::kubeletplugin::Driver {
       }
     }
     return results;
-  }
-  absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      std::span<const ClaimRef> claims) override {
-    dra::kubeletplugin::UnprepareResults results;
-    for (const ClaimRef& claim : claims) results[claim.uid] = absl::OkStatus();
-    return results;
-  }
-  void HandleError(const absl::Status& status, std::string_view context) override {
-    std::fprintf(stderr, "driver error: %.*s: %s\n", static_cast<int>(context.size()), context.data(),
-                 status.ToString().c_str());
   }
 };
 

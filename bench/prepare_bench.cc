@@ -53,6 +53,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/unprepare_all_driver.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/kubeletplugin/claim_source.h"
@@ -121,7 +122,7 @@ dra::k8s::ResourceClaim AllocatedClaim(const ClaimRef& ref) {
 }
 
 // The trivial driver: one device per claim, nothing else.
-class TrivialDriver : public Driver {
+class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       std::span<const dra::k8s::ResourceClaim> claims) override {
@@ -133,24 +134,6 @@ class TrivialDriver : public Driver {
     }
     return results;
   }
-
-  absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      std::span<const ClaimRef> claims) override {
-    dra::kubeletplugin::UnprepareResults results;
-    for (const ClaimRef& claim : claims) results[claim.uid] = absl::OkStatus();
-    return results;
-  }
-
-  void HandleError(const absl::Status& status, std::string_view context) override {
-    std::fprintf(stderr, "driver error (%.*s): %s\n", static_cast<int>(context.size()), context.data(),
-                 status.ToString().c_str());
-    errors_.fetch_add(1);
-  }
-
-  int errors() const { return errors_.load(); }
-
- private:
-  std::atomic<int> errors_{0};
 };
 
 // Only warnings and errors reach stderr.

@@ -32,6 +32,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/driver_flags.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
@@ -45,16 +46,10 @@ struct ClaimInfo {
   std::string name;
 };
 
-std::string ClaimUid(long i) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "00000000-0000-4000-8000-%012lx", i);
-  return buf;
-}
-
 class Answers {
  public:
   Answers(std::string driver_name, long claims) : driver_name_(std::move(driver_name)) {
-    for (long i = 0; i < claims; ++i) claims_[ClaimUid(i)] = {"default", "claim-" + std::to_string(i)};
+    for (long i = 0; i < claims; ++i) claims_[dra::bench::BenchClaimUid(i)] = {"default", "claim-" + std::to_string(i)};
   }
 
   void Prepare(const v1::NodePrepareResourcesRequest& request, v1::NodePrepareResourcesResponse& response) const {
@@ -169,12 +164,10 @@ std::unique_ptr<grpc::Server> Serve(const std::string& path, grpc::Service* serv
   return server;
 }
 
-int Usage() {
-  std::cerr << "usage: bench_raw_grpc_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
-               "                             [--claims N] [--api sync|callback] [--arg NAME=INT ...]\n"
-               "                             [--sync-cqs N] [--min-pollers N] [--max-pollers N]\n";
-  return 2;
-}
+constexpr char kUsage[] =
+    "usage: bench_raw_grpc_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
+    "                             [--claims N] [--api sync|callback] [--arg NAME=INT ...]\n"
+    "                             [--sync-cqs N] [--min-pollers N] [--max-pollers N]\n";
 
 }  // namespace
 
@@ -185,33 +178,30 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::string registrar_dir, data_dir, driver_name = "bench.example.com", api = "sync";
-  long claims = 1024;
+  dra::bench::DriverFlags flags;
+  std::string api = "sync";
   ServerTuning tuning;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      Usage();
-      return 0;
-    }
-    if (i + 1 >= argc) return Usage();
-    const std::string value = argv[++i];
-    if (flag == "--registrar-dir") registrar_dir = value;
-    else if (flag == "--plugin-data-dir") data_dir = value;
-    else if (flag == "--driver-name") driver_name = value;
-    else if (flag == "--claims") claims = std::stol(value);
-    else if (flag == "--api" && (value == "sync" || value == "callback")) api = value;
-    else if (flag == "--arg" && value.find('=') != std::string::npos)
-      tuning.args.emplace_back(value.substr(0, value.find('=')), std::stoi(value.substr(value.find('=') + 1)));
-    else if (flag == "--sync-cqs") tuning.sync_cqs = std::stoi(value);
-    else if (flag == "--min-pollers") tuning.min_pollers = std::stoi(value);
-    else if (flag == "--max-pollers") tuning.max_pollers = std::stoi(value);
-    else return Usage();
+  const int exit_code =
+      dra::bench::ParseDriverFlags(argc, argv, flags, kUsage, [&](const std::string& flag, const std::string& value) {
+        if (flag == "--api" && (value == "sync" || value == "callback")) api = value;
+        else if (flag == "--arg" && value.find('=') != std::string::npos)
+          tuning.args.emplace_back(value.substr(0, value.find('=')), std::stoi(value.substr(value.find('=') + 1)));
+        else if (flag == "--sync-cqs") tuning.sync_cqs = std::stoi(value);
+        else if (flag == "--min-pollers") tuning.min_pollers = std::stoi(value);
+        else if (flag == "--max-pollers") tuning.max_pollers = std::stoi(value);
+        else return false;
+        return true;
+      });
+  if (exit_code >= 0) return exit_code;
+  if (flags.registrar_dir.empty() || flags.plugin_data_dir.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
   }
-  if (registrar_dir.empty() || data_dir.empty()) return Usage();
+  const std::string& driver_name = flags.driver_name;
+  const std::string& data_dir = flags.plugin_data_dir;
   std::filesystem::create_directories(data_dir);
 
-  const Answers answers(driver_name, claims);
+  const Answers answers(driver_name, flags.claims);
   std::unique_ptr<grpc::Service> dra;
   if (api == "sync") dra = std::make_unique<SyncDra>(answers);
   else dra = std::make_unique<CallbackDra>(answers);
@@ -220,7 +210,7 @@ int main(int argc, char** argv) {
   // The DRA socket serves before the registration socket appears.
   std::unique_ptr<grpc::Server> dra_server = Serve(dra_socket, dra.get(), tuning);
   if (dra_server == nullptr) return 1;
-  const std::string reg_socket = registrar_dir + "/" + driver_name + "-reg.sock";
+  const std::string reg_socket = flags.registrar_dir + "/" + driver_name + "-reg.sock";
   std::unique_ptr<grpc::Server> reg_server = Serve(reg_socket, &registration);
   if (reg_server == nullptr) return 1;
 

@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/driver_flags.h"
+#include "bench/unprepare_all_driver.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 
@@ -37,19 +39,11 @@ using dra::kubeletplugin::Device;
 using dra::kubeletplugin::PrepareResults;
 using dra::kubeletplugin::UnprepareResults;
 
-// The UID of bench claim i; the same scheme as bench/gosdk and the kubelet
-// peer's --bench-claims.
-std::string ClaimUid(long i) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "00000000-0000-4000-8000-%012lx", i);
-  return buf;
-}
-
 dra::k8s::ResourceClaim BenchClaim(const std::string& driver_name, long i) {
   dra::k8s::ResourceClaim claim;
   claim.metadata.namespace_ = "default";
   claim.metadata.name = "claim-" + std::to_string(i);
-  claim.metadata.uid = ClaimUid(i);
+  claim.metadata.uid = dra::bench::BenchClaimUid(i);
   dra::k8s::DeviceRequestAllocationResult result;
   result.request = "gpu";
   result.driver = driver_name;
@@ -61,7 +55,7 @@ dra::k8s::ResourceClaim BenchClaim(const std::string& driver_name, long i) {
   return claim;
 }
 
-class TrivialDriver : public dra::kubeletplugin::Driver {
+class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   explicit TrivialDriver(std::string name) : name_(std::move(name)) {}
 
@@ -83,25 +77,13 @@ class TrivialDriver : public dra::kubeletplugin::Driver {
     return results;
   }
 
-  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(std::span<const dra::k8s::ClaimRef> claims) override {
-    UnprepareResults results;
-    for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
-    return results;
-  }
-
-  void HandleError(const absl::Status& status, std::string_view context) override {
-    std::cerr << "error in " << context << ": " << status << "\n";
-  }
-
  private:
   const std::string name_;
 };
 
-int Usage() {
-  std::cerr << "usage: bench_trivial_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
-               "                            [--claims N] [--checkpoint on|off] [-v LEVEL]\n";
-  return 2;
-}
+constexpr char kUsage[] =
+    "usage: bench_trivial_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
+    "                            [--claims N] [--checkpoint on|off] [-v LEVEL]\n";
 
 }  // namespace
 
@@ -109,32 +91,26 @@ int main(int argc, char** argv) {
   dra::kubeletplugin::TerminationSignals signals;
 
   dra::kubeletplugin::Options options;
-  options.driver_name = "bench.example.com";
   options.serialize = false;
   options.checkpoint = false;
   options.cdi.enabled = false;
-  long num_claims = 1024;
+  dra::bench::DriverFlags flags;
   int verbosity = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      Usage();
-      return 0;
-    }
-    if (i + 1 >= argc) return Usage();
-    const std::string value = argv[++i];
-    if (flag == "--registrar-dir") options.registrar_dir = value;
-    else if (flag == "--plugin-data-dir") options.plugin_data_dir = value;
-    else if (flag == "--driver-name") options.driver_name = value;
-    else if (flag == "--claims") num_claims = std::stol(value);
-    else if (flag == "--checkpoint" && (value == "on" || value == "off")) options.checkpoint = value == "on";
-    else if (flag == "-v" || flag == "--v") verbosity = std::stoi(value);
-    else return Usage();
-  }
+  const int exit_code =
+      dra::bench::ParseDriverFlags(argc, argv, flags, kUsage, [&](const std::string& flag, const std::string& value) {
+        if (flag == "--checkpoint" && (value == "on" || value == "off")) options.checkpoint = value == "on";
+        else if (flag == "-v" || flag == "--v") verbosity = std::stoi(value);
+        else return false;
+        return true;
+      });
+  if (exit_code >= 0) return exit_code;
+  options.driver_name = flags.driver_name;
+  options.registrar_dir = flags.registrar_dir;
+  options.plugin_data_dir = flags.plugin_data_dir;
   options.logger = dra::Logger(dra::NewStderrLogSink(dra::LogFormat::kKlogText), verbosity);
 
   auto claims = std::make_shared<dra::kubeletplugin::InMemoryClaimSource>();
-  for (long i = 0; i < num_claims; ++i) claims->Put(BenchClaim(options.driver_name, i));
+  for (long i = 0; i < flags.claims; ++i) claims->Put(BenchClaim(options.driver_name, i));
   options.claim_source = claims;
 
   TrivialDriver driver(options.driver_name);
