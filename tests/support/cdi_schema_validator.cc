@@ -1,11 +1,11 @@
 #include "support/cdi_schema_validator.h"
 
-#include <fstream>
 #include <regex>
 #include <stdexcept>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "support/json_schema_basics.h"
 #include "yaml-cpp/yaml.h"
 
 namespace dra::testing {
@@ -13,30 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-absl::StatusOr<json> LoadJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  json document = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, " is not valid JSON"));
-  return document;
-}
-
-bool HasType(const json& value, const std::string& type) {
-  if (type == "object") return value.is_object();
-  if (type == "array") return value.is_array();
-  if (type == "string") return value.is_string();
-  if (type == "boolean") return value.is_boolean();
-  if (type == "integer") return value.is_number_integer();
-  if (type == "number") return value.is_number();
-  if (type == "null") return value.is_null();
-  return false;
-}
-
 bool IsSkipped(const std::string& keyword) {
   return keyword == "description" || keyword == "$schema" || keyword == "definitions" || keyword == "ref";
 }
-
-std::string Where(const std::string& path) { return path.empty() ? "<root>" : path; }
 
 // Plain YAML scalars become numbers, booleans or null; quoted ones strings.
 json YamlToJson(const YAML::Node& node) {
@@ -71,7 +50,7 @@ json YamlToJson(const YAML::Node& node) {
 absl::StatusOr<CdiSchemaValidator> CdiSchemaValidator::FromDirectory(const std::string& dir) {
   CdiSchemaValidator validator;
   for (const char* file : {"schema.json", "defs.json"}) {
-    absl::StatusOr<json> document = LoadJson(absl::StrCat(dir, "/", file));
+    absl::StatusOr<json> document = LoadJsonFile(absl::StrCat(dir, "/", file));
     if (!document.ok()) return document.status();
     validator.documents_[file] = *std::move(document);
   }
@@ -121,7 +100,7 @@ void CdiSchemaValidator::Check(const json& value, const json& schema, const std:
     Check(value, document->second.at(pointer), ref_file, path, errors);
   }
   if (auto type = schema.find("type"); type != schema.end()) {
-    if (!HasType(value, type->get<std::string>())) {
+    if (!HasSchemaType(value, type->get<std::string>())) {
       errors.push_back(absl::StrCat(Where(path), ": want type ", type->get<std::string>(), ", got ", value.dump()));
       return;
     }

@@ -1,10 +1,10 @@
 #include "support/openapi_validator.h"
 
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "support/json_schema_basics.h"
 
 namespace dra::testing {
 namespace {
@@ -21,18 +21,6 @@ std::string ElementPath(const std::string& path, absl::string_view index_or_key)
   return absl::StrCat(path, "[", index_or_key, "]");
 }
 
-std::string Where(const std::string& path) { return path.empty() ? "<root>" : path; }
-
-bool HasType(const json& value, absl::string_view type) {
-  if (type == "object") return value.is_object();
-  if (type == "array") return value.is_array();
-  if (type == "string") return value.is_string();
-  if (type == "boolean") return value.is_boolean();
-  if (type == "integer") return value.is_number_integer();
-  if (type == "number") return value.is_number();
-  return false;
-}
-
 // Keywords that do not constrain values. x-kubernetes-preserve-unknown-fields
 // is read by CheckObject.
 bool IsAnnotation(absl::string_view keyword) {
@@ -47,11 +35,9 @@ bool IsObjectKeyword(absl::string_view keyword) {
 }  // namespace
 
 absl::StatusOr<OpenApiValidator> OpenApiValidator::FromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  json document = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, " is not valid JSON"));
-  return OpenApiValidator(std::move(document));
+  absl::StatusOr<json> document = LoadJsonFile(path);
+  if (!document.ok()) return document.status();
+  return OpenApiValidator(*std::move(document));
 }
 
 OpenApiValidator::OpenApiValidator(json document) : document_(std::move(document)) {}
@@ -77,7 +63,7 @@ void OpenApiValidator::Check(const json& value, const json& schema, const std::s
                              std::vector<std::string>& errors) const {
   // The type comes first: the other keywords assume it holds.
   if (auto type = schema.find("type"); type != schema.end()) {
-    if (!type->is_string() || !HasType(value, type->get<std::string>())) {
+    if (!type->is_string() || !HasSchemaType(value, type->get<std::string>())) {
       errors.push_back(absl::StrCat(Where(path), ": expected ", type->dump(), ", got ", value.type_name()));
       return;
     }
