@@ -43,11 +43,9 @@ absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, c
 bool ClaimCdiSpecs::Exists(const std::string& claim_uid) const { return dir_.Exists(FileName(claim_uid)); }
 
 absl::Status ClaimCdiSpecs::Restore(const std::string& claim_uid, const std::string& spec_json) const {
-  const std::string name = FileName(claim_uid);
-  if (dir_.Exists(name)) return absl::OkStatus();
   absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
   if (!spec.ok()) return spec.status();
-  return dir_.Write(name, *spec).status();
+  return dir_.Write(FileName(claim_uid), *spec).status();
 }
 
 absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid) const { return dir_.Remove(FileName(claim_uid)); }

@@ -30,7 +30,8 @@ class ClaimCdiSpecs {
   absl::StatusOr<std::string> Write(const std::string& claim_uid, const cdi::Spec& spec) const;
   // Whether the claim's spec file is there.
   bool Exists(const std::string& claim_uid) const;
-  // Writes the spec file again from its checkpointed JSON if it is missing.
+  // Writes the spec file again from its checkpointed JSON (after a reboot
+  // emptied the spec dir).
   absl::Status Restore(const std::string& claim_uid, const std::string& spec_json) const;
   // Removes the claim's spec file; a missing one is success.
   absl::Status Remove(const std::string& claim_uid) const;
