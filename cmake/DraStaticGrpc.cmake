@@ -14,7 +14,6 @@
 # "-l<name>" link items), so it applies to every target in the directory scope
 # where gRPC was found, including a consumer's own uses of gRPC::grpc++.
 function(dra_link_grpc_statically)
-  set(static_prefixes "gRPC::" "absl::" "protobuf::" "re2::" "c-ares::")
   set(pending gRPC::grpc++)
   set(visited "")
   while(pending)
@@ -23,14 +22,7 @@ function(dra_link_grpc_statically)
       continue()
     endif()
     list(APPEND visited "${target}")
-    set(is_static_candidate FALSE)
-    foreach(prefix IN LISTS static_prefixes)
-      string(FIND "${target}" "${prefix}" at)
-      if(at EQUAL 0)
-        set(is_static_candidate TRUE)
-      endif()
-    endforeach()
-    if(NOT is_static_candidate)
+    if(NOT target MATCHES "^(gRPC|absl|protobuf|re2|c-ares)::")
       continue()
     endif()
 
