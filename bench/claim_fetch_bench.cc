@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
@@ -151,14 +152,7 @@ ClaimRef CreateAllocatedClaim(dra::k8s::Client& client, const std::string& name)
   if (!created.ok()) Die("create claim " + name, created.status());
   absl::StatusOr<dra::k8s::ResourceClaim> claim = dra::k8s::ResourceClaimFromJson(*created);
   if (!claim.ok()) Die("decode claim " + name, claim.status());
-  dra::k8s::DeviceRequestAllocationResult result;
-  result.request = "gpu";
-  result.driver = kDriverName;
-  result.pool = "pool-a";
-  result.device = "gpu-0";
-  dra::k8s::AllocationResult allocation;
-  allocation.devices.results.push_back(result);
-  claim->status.allocation = allocation;
+  claim->status.allocation = dra::bench::OneDeviceAllocation(kDriverName);
   absl::StatusOr<dra::k8s::ResourceClaim> allocated = client.UpdateResourceClaimStatus(*claim);
   if (!allocated.ok()) Die("allocate claim " + name, allocated.status());
   return ClaimRef{kNamespace, name, claim->metadata.uid};

@@ -53,6 +53,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
@@ -80,9 +81,9 @@ using dra::kubeletplugin::InMemoryClaimSource;
 
 constexpr char kDriverName[] = "gpu.example.com";
 constexpr char kNamespace[] = "bench";
-constexpr char kRequest[] = "gpu";
-constexpr char kPool[] = "pool-a";
-constexpr char kDevice[] = "gpu-0";
+using dra::bench::kBenchDevice;
+using dra::bench::kBenchPool;
+using dra::bench::kBenchRequest;
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "bench_prepare: %s\n", message.c_str());
@@ -110,14 +111,7 @@ dra::k8s::ResourceClaim AllocatedClaim(const ClaimRef& ref) {
   claim.metadata.namespace_ = ref.namespace_;
   claim.metadata.name = ref.name;
   claim.metadata.uid = ref.uid;
-  dra::k8s::DeviceRequestAllocationResult result;
-  result.request = kRequest;
-  result.driver = kDriverName;
-  result.pool = kPool;
-  result.device = kDevice;
-  dra::k8s::AllocationResult allocation;
-  allocation.devices.results.push_back(result);
-  claim.status.allocation = allocation;
+  claim.status.allocation = dra::bench::OneDeviceAllocation(kDriverName);
   return claim;
 }
 
@@ -155,9 +149,9 @@ class RawDraService final : public v1::DRAPlugin::Service {
       v1::NodePrepareResourceResponse& out = claims[claim.uid()];
       out.set_error("");
       v1::Device* device = out.add_devices();
-      device->add_request_names(kRequest);
-      device->set_pool_name(kPool);
-      device->set_device_name(kDevice);
+      device->add_request_names(kBenchRequest);
+      device->set_pool_name(kBenchPool);
+      device->set_device_name(kBenchDevice);
       device->add_cdi_device_ids(CdiId(claim.uid()));
     }
     return grpc::Status::OK;
@@ -544,9 +538,8 @@ void Check(const absl::Status& status, const std::string& what) {
 }
 
 kp::CheckpointChange PreparedChange(const ClaimRef& ref) {
-  return kp::CheckpointChange{
-      ref.uid, kp::CheckpointEntry{
-                   ref, kp::ClaimState::kPrepared, {Device{{kRequest}, kPool, kDevice, {CdiId(ref.uid)}, std::nullopt}}}};
+  Device device{{kBenchRequest}, kBenchPool, kBenchDevice, {CdiId(ref.uid)}, std::nullopt};
+  return kp::CheckpointChange{ref.uid, kp::CheckpointEntry{ref, kp::ClaimState::kPrepared, {std::move(device)}}};
 }
 
 std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string& disk_dir) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/driver_flags.h"
+#include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
@@ -44,14 +45,7 @@ dra::k8s::ResourceClaim BenchClaim(const std::string& driver_name, long i) {
   claim.metadata.namespace_ = "default";
   claim.metadata.name = "claim-" + std::to_string(i);
   claim.metadata.uid = dra::bench::BenchClaimUid(i);
-  dra::k8s::DeviceRequestAllocationResult result;
-  result.request = "gpu";
-  result.driver = driver_name;
-  result.pool = "pool-a";
-  result.device = "gpu-0";
-  dra::k8s::AllocationResult allocation;
-  allocation.devices.results.push_back(result);
-  claim.status.allocation = allocation;
+  claim.status.allocation = dra::bench::OneDeviceAllocation(driver_name);
   return claim;
 }
 
