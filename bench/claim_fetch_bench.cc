@@ -47,6 +47,7 @@
 #include "dra/kubeletplugin/options.h"
 #include "dra/log.h"
 #include "dractl/kubelet_client.h"
+#include "support/claim_object.h"
 #include "support/discard_logger.h"
 #include "support/fake_apiserver.h"
 #include "support/temp_dir.h"
@@ -141,14 +142,8 @@ void SetDelay(const dra::testing::FakeApiServer& server, int ms) {
 
 // A claim with one device of ours, allocated through /status.
 ClaimRef CreateAllocatedClaim(dra::k8s::Client& client, const std::string& name) {
-  json object = {{"apiVersion", "resource.k8s.io/v1"},
-                 {"kind", "ResourceClaim"},
-                 {"metadata", {{"namespace", kNamespace}, {"name", name}}},
-                 {"spec",
-                  {{"devices",
-                    {{"requests",
-                      json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
-  absl::StatusOr<json> created = client.Create(dra::k8s::kResourceClaims, kNamespace, object);
+  absl::StatusOr<json> created =
+      client.Create(dra::k8s::kResourceClaims, kNamespace, dra::testing::NewClaimObject(kNamespace, name));
   if (!created.ok()) Die("create claim " + name, created.status());
   absl::StatusOr<dra::k8s::ResourceClaim> claim = dra::k8s::ResourceClaimFromJson(*created);
   if (!claim.ok()) Die("decode claim " + name, claim.status());

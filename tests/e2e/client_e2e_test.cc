@@ -33,6 +33,7 @@
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "e2e/e2e_cluster.h"
+#include "support/claim_object.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 
@@ -59,15 +60,6 @@ ClientConfig UnprivilegedConfig() { return e2e::LoadConfig("unprivileged.kubecon
 
 void Grant(Client& admin, const std::string& ns, const json& rules, const std::function<bool()>& probe) {
   e2e::Grant(admin, kDriverUser, ns, rules, probe);
-}
-
-json NewClaim(const std::string& ns, const std::string& name) {
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceClaim"},
-              {"metadata", {{"namespace", ns}, {"name", name}}},
-              {"spec",
-               {{"devices",
-                 {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
 }
 
 json NewSlice(const std::string& name, const std::string& pool, const std::string& run_label, int devices = 2) {
@@ -245,13 +237,13 @@ TEST_CASE("ResourceClaims: create, generateName, update with conflict, delete wi
   auto client = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*client, "e2e-claims");
 
-  absl::StatusOr<json> created = client->Create(kResourceClaims, ns, NewClaim(ns, "c1"));
+  absl::StatusOr<json> created = client->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "c1"));
   INFO(created.status().ToString());
   REQUIRE(created.ok());
   const std::string rv1 = Rv(*created);
   const std::string uid = (*created)["metadata"]["uid"];
 
-  json generate = NewClaim(ns, "");
+  json generate = testing::NewClaimObject(ns, "");
   generate["metadata"].erase("name");
   generate["metadata"]["generateName"] = "gen-";
   absl::StatusOr<json> generated = client->Create(kResourceClaims, "", generate);  // namespace from the object
@@ -441,7 +433,7 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
   auto driver = MakeClient(DriverConfig());
   const std::string ns = WatchNamespace(*admin, *driver);
 
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "before")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "before")).ok());
   absl::StatusOr<ListResult> list = driver->List(kResourceClaims, ns);
   REQUIRE(list.ok());
   REQUIRE(list->items.size() == 1);
@@ -452,7 +444,7 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
   options.timeout_seconds = 4;
   const absl::Time start = absl::Now();
   auto watch = driver->Watch(kResourceClaims, ns, options, [&](const WatchEvent& e) { log.Add(e); });
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "a")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "a")).ok());
   REQUIRE(admin->Patch(kResourceClaims, ns, "a", PatchType::kMerge, json{{"metadata", {{"labels", {{"x", "y"}}}}}})
               .ok());
   REQUIRE(admin->Delete(kResourceClaims, ns, "before").ok());
@@ -482,12 +474,12 @@ TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED eve
   auto admin = MakeClient(AdminConfig());
   auto driver = MakeClient(DriverConfig());
   const std::string ns = WatchNamespace(*admin, *driver);
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "a")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "a")).ok());
 
   EventLog log;
   auto watch = driver->Watch(kResourceClaims, ns, WatchOptions{}, [&](const WatchEvent& e) { log.Add(e); });
   REQUIRE(PollUntil([&] { return !log.Summary().empty(); }, absl::Seconds(20)));
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "b")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "b")).ok());
   // (Stop waiting as soon as the watch has died.)
   const bool both = PollUntil([&] { return log.Summary().size() >= 2 || watch->Done(); }, absl::Seconds(20)) &&
                     log.Summary().size() >= 2;
@@ -505,7 +497,7 @@ TEST_CASE("claim status: allocation as the scheduler writes it, server-side appl
   auto driver = MakeClient(DriverConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-apply");
   const std::string node = UniqueName("node");
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "c1")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "c1")).ok());
 
   // The scheduler's part: status.allocation through the status subresource.
   PatchOptions status;
@@ -669,7 +661,7 @@ TEST_CASE("RBAC: a token without rights gets PermissionDenied naming the user, v
   auto admin = MakeClient(AdminConfig());
   auto nobody = MakeClient(UnprivilegedConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-rbac");
-  REQUIRE(admin->Create(kResourceClaims, ns, NewClaim(ns, "c1")).ok());
+  REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "c1")).ok());
   const std::string user = "User \"system:serviceaccount:dra-system:unprivileged\"";
 
   absl::Status get = nobody->Get(kResourceClaims, ns, "c1").status();

@@ -29,6 +29,7 @@
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/orphan_reaper.h"
+#include "support/claim_object.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
 #include "support/fake_apiserver.h"
@@ -83,18 +84,10 @@ std::shared_ptr<k8s::Client> MakeClient(const FakeApiServer& server, bool defaul
   return *client;
 }
 
-json NewClaim(const std::string& ns, const std::string& name) {
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceClaim"},
-              {"metadata", {{"namespace", ns}, {"name", name}}},
-              {"spec",
-               {{"devices",
-                 {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
-}
-
 // Creates the claim (no status: the server resets it) and returns it.
 k8s::ResourceClaim CreateClaim(k8s::Client& client, const std::string& name) {
-  absl::StatusOr<json> created = client.Create(k8s::kResourceClaims, kNamespace, NewClaim(kNamespace, name));
+  absl::StatusOr<json> created =
+      client.Create(k8s::kResourceClaims, kNamespace, testing::NewClaimObject(kNamespace, name));
   INFO(created.status().ToString());
   REQUIRE(created.ok());
   absl::StatusOr<k8s::ResourceClaim> claim = k8s::ResourceClaimFromJson(*created);

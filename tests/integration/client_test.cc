@@ -20,6 +20,7 @@
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "support/claim_object.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -64,14 +65,12 @@ std::shared_ptr<Client> MakeClient(const ClientConfig& config) {
 }
 
 json NewClaim(const std::string& ns, const std::string& name, bool generate = false) {
-  json metadata = {{"namespace", ns}};
-  metadata[generate ? "generateName" : "name"] = name;
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceClaim"},
-              {"metadata", metadata},
-              {"spec",
-               {{"devices",
-                 {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
+  json claim = testing::NewClaimObject(ns, name);
+  if (generate) {
+    claim["metadata"].erase("name");
+    claim["metadata"]["generateName"] = name;
+  }
+  return claim;
 }
 
 // The request log of the fake server.
