@@ -1,10 +1,6 @@
 #include "support/fake_apiserver.h"
 
 #include <curl/curl.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,9 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "support/poll.h"
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
-
-extern char** environ;
 
 namespace dra::testing {
 namespace {
@@ -45,18 +40,6 @@ CURLcode GlobalCurlInit() {
 size_t AppendToString(char* data, size_t size, size_t count, void* out) {
   static_cast<std::string*>(out)->append(data, size * count);
   return size * count;
-}
-
-// Reaps the child without blocking; true once it has exited.
-bool Exited(pid_t pid, int* wait_status) {
-  pid_t r = waitpid(pid, wait_status, WNOHANG);
-  return r == pid || (r < 0 && errno == ECHILD);
-}
-
-std::string DescribeExit(int wait_status) {
-  if (WIFEXITED(wait_status)) return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) return absl::StrCat("killed by signal ", WTERMSIG(wait_status));
-  return "stopped";
 }
 
 }  // namespace
@@ -113,32 +96,18 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
     args.push_back("--openapi=" + openapi);
   }
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  const std::string log = server->log_file();
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    return absl::InternalError(absl::StrCat("FakeApiServer: posix_spawn ", binary, ": ", std::strerror(rc)));
-  }
-  server->pid_ = pid;
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(args, server->log_file());
+  if (!child.ok()) return absl::InternalError(absl::StrCat("FakeApiServer: ", child.status().message()));
+  server->process_ = *std::move(child);
 
   // The port file appears (atomically) once the server listens and the
   // certificates are written.
-  int wait_status = 0;
+  std::string how;
   bool exited = false;
   const std::string port_file = server->dir_->Join("port");
   bool ready = PollUntil(
       [&] {
-        if (Exited(pid, &wait_status)) return exited = true;
+        if (server->process_.Exited(&how)) return exited = true;
         std::string text = ReadFile(port_file);
         int port = 0;
         if (absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) && port > 0) {
@@ -149,8 +118,7 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
       },
       options.startup_timeout);
   if (exited) {
-    server->pid_ = -1;
-    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", DescribeExit(wait_status),
+    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", how,
                                             " before writing its port file; log:\n", server->LogTail()));
   }
   if (!ready) {
@@ -161,7 +129,7 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
   absl::Status last = absl::UnknownError("no request made");
   ready = PollUntil(
       [&] {
-        if (Exited(pid, &wait_status)) return exited = true;
+        if (server->process_.Exited(&how)) return exited = true;
         absl::StatusOr<Response> r = server->Request("GET", "/readyz", "", "");
         if (r.ok() && r->code == 200) return true;
         last = r.ok() ? absl::UnavailableError(absl::StrCat("HTTP ", r->code, ": ", r->body)) : r.status();
@@ -169,8 +137,7 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
       },
       options.startup_timeout);
   if (exited) {
-    server->pid_ = -1;
-    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", DescribeExit(wait_status),
+    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", how,
                                             " before answering /readyz; log:\n", server->LogTail()));
   }
   if (!ready) {
@@ -180,18 +147,7 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
   return server;
 }
 
-FakeApiServer::~FakeApiServer() { Stop(); }
-
-void FakeApiServer::Stop() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  int wait_status = 0;
-  if (!PollUntil([&] { return Exited(pid_, &wait_status); }, absl::Seconds(10))) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &wait_status, 0);
-  }
-  pid_ = -1;
-}
+FakeApiServer::~FakeApiServer() = default;
 
 std::string FakeApiServer::url() const { return absl::StrCat("https://127.0.0.1:", port_); }
 std::string FakeApiServer::cert_dir() const { return dir_->Join("certs"); }

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "support/subprocess.h"
 
 namespace dra::testing {
 
@@ -77,7 +78,7 @@ class FakeApiServer {
   std::string token_file() const;
   // The server's stderr (one line per request).
   std::string log_file() const;
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   // Calls an endpoint with the admin token, e.g. Admin("POST", "/fake/reset", "{}")
   // or Admin("GET", "/fake/requests"). Returns the body of a 2xx response;
@@ -93,11 +94,10 @@ class FakeApiServer {
 
  private:
   FakeApiServer();
-  void Stop();
   std::string LogTail() const;
 
   std::unique_ptr<TempDir> dir_;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   int port_ = 0;
   std::string admin_token_;
 };

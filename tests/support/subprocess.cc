@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,10 +11,20 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "support/poll.h"
 
 extern char** environ;
 
 namespace dra::testing {
+namespace {
+
+std::string DescribeExit(int wait_status) {
+  if (WIFEXITED(wait_status)) return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) return absl::StrCat("killed by signal ", WTERMSIG(wait_status));
+  return "stopped";
+}
+
+}  // namespace
 
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& args) {
   if (args.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
@@ -75,6 +86,77 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& args) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+}  // namespace dra::testing
+
+namespace dra::testing {
+
+absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& args, const std::string& log_file) {
+  if (args.empty()) return absl::InvalidArgumentError("ChildProcess: empty argv");
+  std::vector<std::string> storage = args;
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  ChildProcess child;
+  const int spawned = posix_spawn(&child.pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    child.pid_ = -1;
+    return absl::FailedPreconditionError(absl::StrCat("cannot run ", args[0], ": ", std::strerror(spawned)));
+  }
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), how_(std::move(other.how_)) {
+  other.pid_ = -1;
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    Stop();
+    pid_ = other.pid_;
+    how_ = std::move(other.how_);
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { Stop(); }
+
+bool ChildProcess::Exited(std::string* how) {
+  if (pid_ > 0) {
+    int wait_status = 0;
+    const pid_t r = waitpid(pid_, &wait_status, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR)) return false;
+    how_ = r == pid_ ? DescribeExit(wait_status) : "gone";
+    pid_ = -1;
+  }
+  if (how != nullptr) *how = how_;
+  return true;
+}
+
+std::string ChildProcess::Stop(absl::Duration grace) {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    if (!PollUntil([&] { return Exited(); }, grace)) Kill();
+  }
+  return how_;
+}
+
+void ChildProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int wait_status = 0;
+  while (waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  how_ = DescribeExit(wait_status);
+  pid_ = -1;
 }
 
 }  // namespace dra::testing

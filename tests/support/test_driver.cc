@@ -114,6 +114,11 @@ void TestDriver::FailClaim(const std::string& uid) {
   fail_uids_.insert(uid);
 }
 
+void TestDriver::UnfailClaim(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_uids_.erase(uid);
+}
+
 void TestDriver::SetOverlapWindow(absl::Duration window) {
   std::lock_guard<std::mutex> lock(mu_);
   overlap_window_ = window;

@@ -27,8 +27,10 @@ class TestDriver : public kubeletplugin::Driver {
   void HandleError(const absl::Status& status, std::string_view context) override;
   bool ReportsDeviceHealth() const override { return reports_health_; }
 
-  // Claims (by UID) whose preparation fails with "injected failure".
+  // Claims (by UID) whose preparation fails with "injected failure", until
+  // UnfailClaim.
   void FailClaim(const std::string& uid);
+  void UnfailClaim(const std::string& uid);
   // From now on, return CDI edits for the Helper to write instead of CDI IDs:
   // per device, env DEVICE=<device> and the device node /dev/<device>, or
   // `edits` when given (to return invalid ones).
