@@ -5,9 +5,11 @@
 #   ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/k8s-v1.37.2/{etcd,kube-apiserver,kube-scheduler}
 #
 # and, on request, the kubelet peer (tests/e2e/kubeletpeer, built from this
-# repository's sources against the same Kubernetes modules) and the Go SDK
-# benchmark driver (bench/gosdk, the trivial driver of bench/go_vs_cpp.sh on
-# k8s.io/dynamic-resource-allocation/kubeletplugin, pinned by bench/gosdk/go.mod).
+# repository's sources against the same Kubernetes modules), the CRI stand-in
+# (tests/e2e/cri, the fake runtime of k8s.io/cri-client with CDI injection, that
+# the kubelet runs on) and the Go SDK benchmark driver (bench/gosdk, the trivial
+# driver of bench/go_vs_cpp.sh on k8s.io/dynamic-resource-allocation/kubeletplugin,
+# pinned by bench/gosdk/go.mod).
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -15,8 +17,8 @@
 # the binaries, check that each answers --version, and return at once.
 #
 # Usage: build-k8s.sh [--print-dir] [component...]
-#   component: etcd kube-apiserver kube-scheduler kube-controller-manager
-#              kubeletpeer gosdk-driver (default: etcd kube-apiserver kube-scheduler)
+#   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
+#              kubeletpeer cri gosdk-driver (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
 # Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
@@ -42,8 +44,8 @@ components=()
 for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubeletpeer|gosdk-driver) components+=("$arg") ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver) components+=("$arg") ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -69,13 +71,13 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 mkdir -p "$bin_dir"
 
 # A binary counts as built when it exists and answers --version; the kubelet
-# peer and the Go SDK driver (our own sources) when they answer -h and are
-# newer than their sources.
+# peer, the CRI stand-in and the Go SDK driver (our own sources) when they
+# answer -h and are newer than their sources.
 binary_ok() {
   local bin="$bin_dir/$1"
   [ -x "$bin" ] || return 1
   case "$1" in
-    kubeletpeer|gosdk-driver)
+    kubeletpeer|cri|gosdk-driver)
       [ -z "$(find "$(module_dir "$1")" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
       "$bin" -h >/dev/null 2>&1
       return
@@ -86,6 +88,7 @@ binary_ok() {
 version_line() {
   case "$1" in
     kubeletpeer) echo "kubelet peer on Kubernetes $K8S_VERSION" ;;
+    cri) echo "CRI stand-in on k8s.io/cri-client $(pinned "$(module_dir cri)/go.mod" k8s.io/cri-client)" ;;
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
@@ -96,6 +99,7 @@ module_dir() {
   case "$1" in
     etcd) echo "$here/etcd" ;;
     kubeletpeer) echo "$here/kubeletpeer" ;;
+    cri) echo "$here/cri" ;;
     gosdk-driver) echo "$here/../../bench/gosdk" ;;
     *) echo "$here/k8s" ;;
   esac
@@ -103,7 +107,7 @@ module_dir() {
 package_of() {
   case "$1" in
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
-    kubeletpeer|gosdk-driver) echo "." ;;
+    kubeletpeer|cri|gosdk-driver) echo "." ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -114,7 +118,7 @@ version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; *) echo "$K8S_VERSION"
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|gosdk-driver) echo "-s -w" ;;
+    etcd|cri|gosdk-driver) echo "-s -w" ;;
     *)
       local v="$K8S_VERSION" major minor
       major="$(echo "${v#v}" | cut -d. -f1)"; minor="$(echo "${v#v}" | cut -d. -f2)"
