@@ -1,10 +1,12 @@
 // A minimal DRA driver on the public dra-cpp API: every allocated device of
-// this driver gets CDI edits (an environment variable naming it), and the
-// Helper writes them as the claim's CDI spec file under --cdi-dir and returns
-// the CDI device IDs. Claims come from a JSON file (a list of ResourceClaim
-// objects) instead of the API server, so that it runs without a cluster.
-// With --kubeconfig it publishes its devices as ResourceSlices of the pool
-// --node-name through Helper::PublishResources; see scripts/demo.sh.
+// this driver gets CDI edits (an environment variable of its own naming it),
+// and the Helper writes them as the claim's CDI spec file under --cdi-dir and
+// returns the CDI device IDs. With --kubeconfig it reads claims from the API
+// server and publishes its devices as ResourceSlices of the pool --node-name
+// through Helper::PublishResources, as on a real node (tests/e2e); with
+// --claims the claims come from a JSON file (a list of ResourceClaim
+// objects) instead, so that it runs without a cluster (scripts/demo.sh).
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -25,8 +27,20 @@ using dra::kubeletplugin::Device;
 using dra::kubeletplugin::PrepareResults;
 using dra::kubeletplugin::UnprepareResults;
 
+// MINIMAL_DEVICE_<device name in upper case, other characters as _>: one
+// variable per device, since a container that gets several devices gets the
+// edits of all of them, and of two values for one variable only the last
+// stays.
+std::string DeviceVariable(const std::string& device) {
+  std::string name = "MINIMAL_DEVICE_";
+  for (char c : device) name += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
+  return name;
+}
+
 class MinimalDriver : public dra::kubeletplugin::Driver {
  public:
+  explicit MinimalDriver(dra::Logger logger) : logger_(std::move(logger)) {}
+
   absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
@@ -38,15 +52,21 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
         device.device_name = allocated.device;
         device.share_id = allocated.share_id;
         // The Helper turns these into the claim's CDI spec and the device's CDI ID.
-        device.cdi_edits.emplace().env = {"MINIMAL_DEVICE=" + allocated.device};
+        device.cdi_edits.emplace().env = {DeviceVariable(allocated.device) + "=" + allocated.device};
       }
+      logger_.Info("Prepared claim", {{"claim", claim.metadata.namespace_ + "/" + claim.metadata.name},
+                                      {"uid", claim.metadata.uid},
+                                      {"devices", std::to_string(result.devices.size())}});
     }
     return results;
   }
 
   absl::StatusOr<UnprepareResults> UnprepareResourceClaims(std::span<const dra::k8s::ClaimRef> claims) override {
     UnprepareResults results;
-    for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
+    for (const auto& claim : claims) {
+      results[claim.uid] = absl::OkStatus();
+      logger_.Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
+    }
     return results;
   }
 
@@ -55,6 +75,9 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
   }
 
   bool ReportsDeviceHealth() const override { return true; }
+
+ private:
+  const dra::Logger logger_;
 };
 
 absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryClaimSource& source) {
@@ -71,10 +94,13 @@ absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryCla
 }
 
 int Usage() {
-  std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR --claims FILE\n"
+  std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR (--kubeconfig FILE | --claims FILE)\n"
                "                      [--cdi-dir DIR (default /var/run/cdi)] [--driver-name NAME] [--devices N]\n"
-               "                      [--kubeconfig FILE (publish ResourceSlices)] [--node-name NAME (default node-local)]\n"
-               "                      [-v LEVEL] [--log-format text|json]\n";
+               "                      [--node-name NAME (default node-local)] [--http-endpoint HOST:PORT]\n"
+               "                      [-v LEVEL] [--log-format text|json]\n"
+               "  --kubeconfig: read claims from the API server and publish ResourceSlices\n"
+               "  --claims: read claims from a JSON list of ResourceClaims instead\n"
+               "  --http-endpoint: serve /metrics and /healthz there\n";
   return 2;
 }
 
@@ -102,21 +128,25 @@ int main(int argc, char** argv) {
     else if (flag == "--cdi-dir") options.cdi.spec_dir = value;
     else if (flag == "--kubeconfig") kubeconfig = value;
     else if (flag == "--node-name") options.node_name = value;
+    else if (flag == "--http-endpoint") options.http_endpoint = value;
     else if (flag == "--devices") devices = std::stoi(value);
     else if (flag == "-v") verbosity = std::stoi(value);
     else if (flag == "--log-format" && (value == "text" || value == "json"))
       format = value == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText;
     else return Usage();
   }
-  if (claims_file.empty()) return Usage();
+  if (claims_file.empty() && kubeconfig.empty()) return Usage();
   options.logger = dra::Logger(dra::NewStderrLogSink(format), verbosity);
 
-  auto claims = std::make_shared<dra::kubeletplugin::InMemoryClaimSource>();
-  if (absl::Status status = LoadClaims(claims_file, *claims); !status.ok()) {
-    std::cerr << status.message() << "\n";
-    return 1;
+  // Without --claims, the Helper reads claims through kube_client.
+  if (!claims_file.empty()) {
+    auto claims = std::make_shared<dra::kubeletplugin::InMemoryClaimSource>();
+    if (absl::Status status = LoadClaims(claims_file, *claims); !status.ok()) {
+      std::cerr << status.message() << "\n";
+      return 1;
+    }
+    options.claim_source = claims;
   }
-  options.claim_source = claims;
   if (!kubeconfig.empty()) {
     absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadKubeconfig(kubeconfig);
     if (!config.ok()) {
@@ -131,7 +161,7 @@ int main(int argc, char** argv) {
     options.kube_client = *client;
   }
 
-  MinimalDriver driver;
+  MinimalDriver driver(options.logger);
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, options);
   if (!helper.ok()) {
