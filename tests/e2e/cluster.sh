@@ -15,6 +15,21 @@
 #   cluster.sh status DIR  exit 0 when every process of DIR is alive and
 #                          /readyz answers ok
 #
+# A node, on request (the tests that need none stay fast), on the cluster of DIR:
+#   cluster.sh node-start DIR       kube-controller-manager, the CRI stand-in
+#                                   (tests/e2e/cri) and a real kubelet (node
+#                                   $DRA_E2E_NODE_NAME, default e2e-node) in its
+#                                   own mount namespace, root dir DIR/node/kubelet;
+#                                   waits until the Node is Ready. Needs root
+#                                   (or sudo without a password)
+#   cluster.sh kubelet-restart DIR  stop the kubelet and start it again (same
+#                                   root dir, checkpoints kept)
+#   cluster.sh node-stop DIR        stop the three, restore the sysctls the
+#                                   kubelet changed (`stop` does this too)
+#   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_PLUGINS_REGISTRY,
+#   DRA_E2E_PLUGINS_DIR, DRA_E2E_CDI_DIR (the CRI stand-in's spec dir) and
+#   DRA_E2E_CRI_RECORD (what the runtime saw, tests/e2e/cri/README.md).
+#
 # What DIR holds after start:
 #   admin.kubeconfig           user "admin" (group system:masters)
 #   scheduler.kubeconfig       user system:kube-scheduler (bootstrap RBAC roles)
@@ -22,6 +37,9 @@
 #                              RBAC rights: tests grant what they need)
 #   unprivileged.kubeconfig    user system:serviceaccount:dra-system:unprivileged
 #                              (no rights, and no test may grant it any)
+#   kubelet.kubeconfig         user system:node:<node>, group system:nodes (the
+#                              apiserver runs the Node authorizer and NodeRestriction)
+#   controller-manager.kubeconfig  user system:kube-controller-manager (system:masters)
 #   pki/ca.crt                 the CA of the serving certificate
 #   pki/other-ca.crt           an unrelated CA (for "wrong CA" tests)
 #   pki/admin.crt, admin.key   an admin client certificate (system:masters)
@@ -44,21 +62,34 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # DRANodeAllocatableResources, DRAListTypeAttributes, DRAPartitionableDevicesType,
 # DRAResourcePoolStatus, DRAOptionalNodeOperations, DRADeviceCompatibilityGroups,
 # DRADerivedAttributes (alpha). Beta and on by default: DRADeviceBindingConditions,
-# DRAConsumableCapacity, DRAPartitionableDevices, DRAFractionalCapacityRange.
+# DRAConsumableCapacity, DRAPartitionableDevices, DRAFractionalCapacityRange,
+# ResourceHealthStatus (device health in the pod status, read by the kubelet).
 # GA: DRADeviceTaints, DRADeviceTaintRules, DRAResourceClaimDeviceStatus (locked
 # on; naming it only logs a warning). They are all named so the list says what
 # the suite runs with, whatever the defaults become.
-DEFAULT_FEATURE_GATES="DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRANodeAllocatableResources=true,DRAListTypeAttributes=true,DRAPartitionableDevicesType=true,DRAResourcePoolStatus=true,DRAOptionalNodeOperations=true,DRADeviceCompatibilityGroups=true,DRADerivedAttributes=true,DRAFractionalCapacityRange=true"
+DEFAULT_FEATURE_GATES="ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRANodeAllocatableResources=true,DRAListTypeAttributes=true,DRAPartitionableDevicesType=true,DRAResourcePoolStatus=true,DRAOptionalNodeOperations=true,DRADeviceCompatibilityGroups=true,DRADerivedAttributes=true,DRAFractionalCapacityRange=true"
 FEATURE_GATES="${DRA_E2E_FEATURE_GATES:-$DEFAULT_FEATURE_GATES}"
 # resource.k8s.io/v1 is on by default; v1alpha3 serves ResourcePoolStatusRequest
 # (DRAResourcePoolStatus) and the alpha DeviceTaintRule version.
 RUNTIME_CONFIG="resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true"
 DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
+# The one node `node-start` runs (the kubelet's --hostname-override).
+NODE_NAME="${DRA_E2E_NODE_NAME:-e2e-node}"
+# What the node's flows need of kube-controller-manager: claims from
+# templates, pod claim status, deallocation and deletion of generated claims;
+# evictions for device taints; the default ServiceAccount of new namespaces.
+# Nothing that acts on every Node or object (node-lifecycle-controller,
+# garbage-collector-controller): the tests that run beside the node's keep
+# objects of their own that such a controller would change.
+CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-eviction-controller,serviceaccount-controller}"
+# Written by the kubelet's container manager at start (setupKernelTunables);
+# node-start saves them and node-stop puts them back.
+KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,40p' "$0" >&2; exit 2; }
+usage() { sed -n '2,62p' "$0" >&2; exit 2; }
 
 [ $# -eq 2 ] || usage
 cmd="$1"
@@ -84,19 +115,24 @@ running() {
   [ -d "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
+# signal SIG PID: the kubelet of a non-root user runs under sudo.
+signal() {
+  kill "$1" "$2" 2>/dev/null || { [ ${#as_root[@]} -gt 0 ] && "${as_root[@]}" kill "$1" "$2" 2>/dev/null; } || true
+}
+
 stop_one() {
   local name="$1" f="$dir/pids/$1.pid" pid bin i
   [ -f "$f" ] || return 0
   if pid_alive "$f"; then
     read -r pid bin < "$f"
-    kill -TERM "$pid" 2>/dev/null || true
+    signal -TERM "$pid"
     for i in $(seq 1 100); do
       running "$pid" || break
       sleep 0.1
     done
     if [ -d "/proc/$pid" ] && pid_alive "$f"; then
       log "$name (pid $pid) ignored SIGTERM for 10 s: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
+      signal -KILL "$pid"
       sleep 0.2
     fi
     log "stopped $name (pid $pid)"
@@ -106,6 +142,7 @@ stop_one() {
 
 stop_all() {
   local n
+  node_stop_all
   for n in kube-scheduler kube-apiserver etcd; do stop_one "$n"; done
   rm -rf "$dir/etcd-data" "$dir/cluster.env"
 }
@@ -222,6 +259,16 @@ make_identities() {
   } > "$dir/tokens.csv"
   write_kubeconfig "$dir/admin.kubeconfig" admin "$admin_token"
   write_kubeconfig "$dir/scheduler.kubeconfig" system:kube-scheduler "$scheduler_token"
+  # The node's kubelet (the Node authorizer and NodeRestriction judge it by
+  # user and group, as they judge a kubelet's client certificate) and the
+  # controller-manager (system:masters: one identity for all its controllers
+  # instead of a service account each).
+  t="$(new_token)"
+  echo "$t,system:node:$NODE_NAME,node-uid,\"system:nodes\"" >> "$dir/tokens.csv"
+  write_kubeconfig "$dir/kubelet.kubeconfig" "system:node:$NODE_NAME" "$t"
+  t="$(new_token)"
+  echo "$t,system:kube-controller-manager,kube-controller-manager-uid,\"system:masters\"" >> "$dir/tokens.csv"
+  write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager "$t"
   for d in $DRIVERS; do
     t="$(new_token)"
     echo "$t,system:serviceaccount:dra-system:$d,$d-uid,\"system:serviceaccounts,system:serviceaccounts:dra-system\"" \
@@ -293,7 +340,7 @@ start() {
     --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --token-auth-file "$dir/tokens.csv" \
-    --authorization-mode RBAC \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-cluster-ip-range 10.0.0.0/24 \
     --feature-gates "$FEATURE_GATES" \
     --runtime-config "$RUNTIME_CONFIG" \
@@ -330,12 +377,247 @@ EOF
   log "ready in $((SECONDS - t0)) s: KUBECONFIG=$dir/admin.kubeconfig"
 }
 
+
+# --- the node: CRI stand-in, kubelet, kube-controller-manager ------------
+
+node="$dir/node"
+
+# The kubelet needs root (a mount namespace of its own, the sysctls it
+# writes); a user with sudo gets it through sudo. An array, not a function:
+# `function &` would record the pid of a subshell.
+as_root=()
+[ "$(id -u)" -eq 0 ] || as_root=(sudo -n)
+
+node_stop_all() {
+  local n
+  for n in kubelet kube-controller-manager cri; do stop_one "$n"; done
+  restore_sysctls
+  rm -f "$dir/node.env"
+}
+
+save_sysctls() {
+  # Kept across kubelet restarts: the first save holds the machine's values.
+  [ ! -f "$node/sysctls.saved" ] || return 0
+  local k
+  for k in $KUBELET_SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done > "$node/sysctls.saved.tmp"
+  mv "$node/sysctls.saved.tmp" "$node/sysctls.saved"
+}
+
+restore_sysctls() {
+  [ -f "$node/sysctls.saved" ] || return 0
+  local kv changed=""
+  while read -r kv; do
+    [ "$(sysctl -n "${kv%%=*}")" != "${kv#*=}" ] || continue
+    "${as_root[@]}" sysctl -q -w "$kv" >/dev/null
+    changed="$changed ${kv%%=*}"
+  done < "$node/sysctls.saved"
+  [ -z "$changed" ] || log "restored the sysctls the kubelet changed:$changed"
+  rm -f "$node/sysctls.saved"
+}
+
+# The node's address: the first global IPv4 address, not loopback, as on a
+# real node (127.0.0.1 is every machine's own).
+node_ip() {
+  ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}'
+}
+
+write_kubelet_config() {
+  local gates_yaml="" kv
+  for kv in ${FEATURE_GATES//,/ }; do
+    gates_yaml="$gates_yaml  ${kv%%=*}: ${kv#*=}"$'\n'
+  done
+  cat > "$node/kubelet-config.yaml" <<EOF
+# A kubelet on a machine without a container runtime or a writable cgroup
+# tree: the CRI stand-in (tests/e2e/cri) is the runtime; no QoS or
+# node-allocatable cgroups; no refusal of swap or cgroup v1; free ports and
+# no read-only port; nothing outside DIR/node but the sysctls (restored by
+# node-stop) and /var/log (a bind mount inside the kubelet's mount namespace).
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $KUBELET_HEALTHZ_PORT
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+tlsCertFile: $node/kubelet.crt
+tlsPrivateKeyFile: $node/kubelet.key
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$node/cri.sock
+imageServiceEndpoint: unix://$node/cri.sock
+podLogsDir: $node/pod-logs
+resolvConf: ""
+syncFrequency: 10s
+nodeStatusUpdateFrequency: 2s
+evictionHard:
+  memory.available: "1Mi"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+featureGates:
+$gates_yaml
+EOF
+}
+
+make_kubelet_cert() {
+  (
+    cd "$node"
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:%s\n' \
+      "$NODE_NAME" > kubelet.ext
+    openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr -subj "/CN=$NODE_NAME" 2>/dev/null
+    openssl x509 -req -in kubelet.csr -CA "$dir/pki/ca.crt" -CAkey "$dir/pki/ca.key" -CAcreateserial \
+      -out kubelet.crt -days 30 -extfile kubelet.ext 2>/dev/null
+    rm -f kubelet.csr kubelet.ext "$dir/pki/ca.srl"
+    chmod 600 kubelet.key
+  )
+}
+
+kubelet_healthz() { curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" | grep -qx ok; }
+
+# The kubelet in a mount namespace of its own, so that the mounts it makes
+# (its root dir made rshared, for one) vanish with it, and with
+# DIR/node/var-log over /var/log (it creates /var/log/containers).
+start_kubelet() {
+  save_sysctls
+  mkdir -p "$node/var-log" "$dir/logs" "$dir/pids"
+  "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c \
+    'mount --bind "$1" /var/log && shift && exec "$@"' sh "$node/var-log" \
+    "$NODE_BIN/kubelet" \
+    --config "$node/kubelet-config.yaml" \
+    --kubeconfig "$dir/kubelet.kubeconfig" \
+    --root-dir "$node/kubelet" \
+    --cert-dir "$node/kubelet/pki" \
+    --hostname-override "$NODE_NAME" \
+    --node-ip "$NODE_IP" \
+    --v="${DRA_E2E_KUBELET_V:-2}" \
+    < /dev/null >> "$dir/logs/kubelet.log" 2>&1 &
+  echo "$! $NODE_BIN/kubelet" > "$dir/pids/kubelet.pid"
+  wait_for kubelet 60 kubelet_healthz
+}
+
+# The TaintNodesByCondition admission plugin taints every new Node
+# node.kubernetes.io/not-ready:NoSchedule; with no node-lifecycle-controller
+# running, node-start lifts it once the kubelet reports Ready.
+lift_not_ready_taint() {
+  local api="$DRA_E2E_SERVER/api/v1/nodes/$NODE_NAME" patch
+  patch="$(curl -sf --max-time 5 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$api" |
+    python3 -c 'import json, sys
+taints = json.load(sys.stdin)["spec"].get("taints", [])
+print(json.dumps({"spec": {"taints": [t for t in taints if t["key"] != "node.kubernetes.io/not-ready"] or None}}))')"
+  curl -sf --max-time 5 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+    -X PATCH -H "Content-Type: application/merge-patch+json" --data "$patch" "$api" >/dev/null
+}
+
+node_ready() {
+  curl -sf --max-time 2 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+    "$DRA_E2E_SERVER/api/v1/nodes/$NODE_NAME" |
+    python3 -c 'import json, sys
+ready = [c for c in json.load(sys.stdin)["status"].get("conditions", []) if c["type"] == "Ready"]
+sys.exit(0 if ready and ready[0]["status"] == "True" else 1)'
+}
+
+load_cluster_env() {
+  [ -f "$dir/cluster.env" ] || die "no cluster started in $dir: run 'cluster.sh start $dir' first"
+  # shellcheck disable=SC1091
+  . "$dir/cluster.env"
+  ADMIN_TOKEN="$(awk -F, '$2 == "admin" {print $1}' "$dir/tokens.csv")"
+  FEATURE_GATES="$DRA_E2E_FEATURE_GATES"
+}
+
+load_node_env() {
+  [ -f "$node/node-ports.env" ] || die "no node started in $dir: run 'cluster.sh node-start $dir' first"
+  # shellcheck disable=SC1091
+  . "$node/node-ports.env"
+}
+
+node_start() {
+  local t0=$SECONDS
+  load_cluster_env
+  node_stop_all
+  if [ -n "${DRA_K8S_BIN:-}" ]; then
+    NODE_BIN="$DRA_K8S_BIN"
+  else
+    NODE_BIN="$("$here/build-k8s.sh" --print-dir kube-controller-manager kubelet cri)"
+  fi
+  local b
+  for b in kube-controller-manager kubelet cri; do
+    [ -x "$NODE_BIN/$b" ] || die "$NODE_BIN/$b is missing: run tests/e2e/build-k8s.sh $b"
+  done
+  NODE_IP="$(node_ip)"
+  [ -n "$NODE_IP" ] || die "no global IPv4 address for the node's IP (ip -4 addr show scope global)"
+
+  # Nothing of an earlier node (the kubelet's checkpoints, CDI specs, records) stays.
+  "${as_root[@]}" rm -rf "$node"
+  mkdir -p "$node/kubelet" "$node/cdi" "$node/pod-logs"
+  trap 'status=$?; if [ $status -ne 0 ]; then log "node-start failed: stopping what was started"; node_stop_all; fi' EXIT
+
+  local kcm_port
+  read -r KUBELET_PORT KUBELET_HEALTHZ_PORT kcm_port <<< "$(free_ports 3)"
+  printf 'KUBELET_PORT=%s\nKUBELET_HEALTHZ_PORT=%s\nNODE_BIN=%s\nNODE_IP=%s\n' \
+    "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_IP" > "$node/node-ports.env"
+  make_kubelet_cert
+  write_kubelet_config
+
+  log "kube-controller-manager (health on https://127.0.0.1:$kcm_port)"
+  start_daemon kube-controller-manager "$NODE_BIN/kube-controller-manager" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+    --cert-dir "$dir/pki/controller-manager" \
+    --leader-elect=false \
+    --controllers "$CONTROLLERS" \
+    --feature-gates "$FEATURE_GATES" \
+    --profiling=false --v=1
+  wait_for kube-controller-manager 60 curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz"
+
+  log "CRI stand-in on $node/cri.sock (CDI specs from $node/cdi)"
+  start_daemon cri "$NODE_BIN/cri" --endpoint "$node/cri.sock" --cdi-spec-dir "$node/cdi" \
+    --record "$node/cri-containers.json"
+  wait_for cri 30 test -S "$node/cri.sock"
+
+  log "kubelet $NODE_NAME ($NODE_IP), root dir $node/kubelet"
+  start_kubelet
+  wait_for kubelet 120 node_ready
+  lift_not_ready_taint || die "cannot lift the not-ready taint of Node $NODE_NAME"
+
+  cat > "$dir/node.env" <<EOF
+DRA_E2E_NODE_NAME=$NODE_NAME
+DRA_E2E_NODE_DIR=$node
+DRA_E2E_PLUGINS_REGISTRY=$node/kubelet/plugins_registry
+DRA_E2E_PLUGINS_DIR=$node/kubelet/plugins
+DRA_E2E_CDI_DIR=$node/cdi
+DRA_E2E_CRI_RECORD=$node/cri-containers.json
+EOF
+  trap - EXIT
+  log "node $NODE_NAME ready in $((SECONDS - t0)) s"
+}
+
+kubelet_restart() {
+  load_cluster_env
+  load_node_env
+  stop_one kubelet
+  start_kubelet
+  log "kubelet restarted"
+}
+
 case "$cmd" in
   start) start ;;
   stop) stop_all ;;
+  node-start) node_start ;;
+  node-stop) node_stop_all ;;
+  kubelet-restart) kubelet_restart ;;
   env)
     [ -f "$dir/cluster.env" ] || die "no cluster started in $dir"
     sed 's/^/export /' "$dir/cluster.env"
+    [ ! -f "$dir/node.env" ] || sed 's/^/export /' "$dir/node.env"
     echo "export KUBECONFIG=$dir/admin.kubeconfig"
     ;;
   status)

@@ -15,6 +15,8 @@
 namespace dra::e2e {
 
 inline const k8s::ResourceRef kNamespaces{"", "v1", "namespaces", false};
+inline const k8s::ResourceRef kPods{"", "v1", "pods", true};
+inline const k8s::ResourceRef kEvents{"", "v1", "events", true};
 inline const k8s::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};
 inline const k8s::ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", true};
 inline const k8s::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
