@@ -21,7 +21,7 @@ class CdiSchemaValidator {
  public:
   // Loads <dir>/schema.json and the files it refers to.
   static absl::StatusOr<CdiSchemaValidator> FromDirectory(const std::string& dir);
-  // The copy under ../shared/reference/cdi.
+  // The copy under tests/data/reference/cdi.
   static const CdiSchemaValidator& Reference();
 
   // Errors as "<path>: <problem>"; empty when `value` conforms.

@@ -31,12 +31,12 @@ const (
 )
 
 // openAPIPath is $DRA_OPENAPI_PATH (set by CTest) or the reference copy
-// next to the repository.
+// in tests/data/reference.
 func openAPIPath(t *testing.T) string {
 	p := os.Getenv("DRA_OPENAPI_PATH")
 	if p == "" {
 		_, file, _, _ := runtime.Caller(0)
-		p = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "reference", "openapi", "apis__resource.k8s.io__v1_openapi.json")
+		p = filepath.Join(filepath.Dir(file), "..", "..", "data", "reference", "openapi", "apis__resource.k8s.io__v1_openapi.json")
 	}
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("OpenAPI document not found at %s (set DRA_OPENAPI_PATH): %v", p, err)
