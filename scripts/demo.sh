@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scripts/install-deps.sh >/dev/null
+. scripts/go-env.sh
+dra_use_go
 echo "== building (first run takes a few minutes)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"${DRA_JOBS:-2}" --target minimal-driver dractl fakeapiserver >/dev/null

@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+. scripts/go-env.sh
+dra_use_go
 
 jobs=${DRA_JOBS:-2}
 
