@@ -16,11 +16,13 @@
 # Only the first run compiles (about 15-25 minutes on 2 cores); later runs find
 # the binaries, check that each answers --version, and return at once.
 #
-# Usage: build-k8s.sh [--print-dir] [component...]
+# Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
 #              kubeletpeer cri gosdk-driver (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
+#   --go-test: instead of building, run `go test ./...` in the modules of our
+#              own components (kubeletpeer, cri, gosdk-driver), same caches.
 # Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
 #              GO (the go command; default: go on PATH, else /usr/local/go/bin/go).
 set -euo pipefail
@@ -40,12 +42,14 @@ cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
 bin_dir="$cache_root/k8s-$K8S_VERSION"
 
 print_dir=0
+go_test=0
 components=()
 for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
+    --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver) components+=("$arg") ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -132,6 +136,15 @@ ldflags_of() {
       ;;
   esac
 }
+
+if [ "$go_test" = 1 ]; then
+  for c in "${components[@]}"; do
+    case "$c" in kubeletpeer|cri|gosdk-driver) ;; *) log "--go-test: $c has no tests of ours"; exit 2 ;; esac
+    log "go test in ${c}: $(module_dir "$c")"
+    (cd "$(module_dir "$c")" && nice -n 10 "$GO" test -p "$jobs" -count=1 ./...)
+  done
+  exit 0
+fi
 
 total_start=$SECONDS
 log "Go: $("$GO" version | cut -d' ' -f3-), GOMAXPROCS=$GOMAXPROCS, cache $cache_root"

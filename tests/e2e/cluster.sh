@@ -191,6 +191,17 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
+# binaries NAME...: the directory that holds the binaries NAME...:
+# DRA_K8S_BIN, or build-k8s.sh's cache (built there if missing).
+binaries() {
+  local d b
+  if [ -n "${DRA_K8S_BIN:-}" ]; then d="$DRA_K8S_BIN"; else d="$("$here/build-k8s.sh" --print-dir "$@")"; fi
+  for b in "$@"; do
+    [ -x "$d/$b" ] || die "$d/$b is missing: run tests/e2e/build-k8s.sh $b"
+  done
+  echo "$d"
+}
+
 # --- certificates, tokens, kubeconfigs -----------------------------------
 
 make_pki() {
@@ -299,15 +310,7 @@ start() {
   fi
   stop_all
 
-  if [ -n "${DRA_K8S_BIN:-}" ]; then
-    bin_dir="$DRA_K8S_BIN"
-  else
-    bin_dir="$("$here/build-k8s.sh" --print-dir etcd kube-apiserver kube-scheduler)"
-  fi
-  local b
-  for b in etcd kube-apiserver kube-scheduler; do
-    [ -x "$bin_dir/$b" ] || die "$bin_dir/$b is missing: run tests/e2e/build-k8s.sh"
-  done
+  bin_dir="$(binaries etcd kube-apiserver kube-scheduler)"
 
   rm -rf "$dir/logs" "$dir/pids"; mkdir -p "$dir/logs" "$dir/pids"
   # If anything below fails, leave nothing running.
@@ -543,15 +546,7 @@ node_start() {
   local t0=$SECONDS
   load_cluster_env
   node_stop_all
-  if [ -n "${DRA_K8S_BIN:-}" ]; then
-    NODE_BIN="$DRA_K8S_BIN"
-  else
-    NODE_BIN="$("$here/build-k8s.sh" --print-dir kube-controller-manager kubelet cri)"
-  fi
-  local b
-  for b in kube-controller-manager kubelet cri; do
-    [ -x "$NODE_BIN/$b" ] || die "$NODE_BIN/$b is missing: run tests/e2e/build-k8s.sh $b"
-  done
+  NODE_BIN="$(binaries kube-controller-manager kubelet cri)"
   NODE_IP="$(node_ip)"
   [ -n "$NODE_IP" ] || die "no global IPv4 address for the node's IP (ip -4 addr show scope global)"
 

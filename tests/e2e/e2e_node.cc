@@ -53,8 +53,12 @@ void RestartKubelet() {
   REQUIRE(run->exit_code == 0);
 }
 
-json DriverDeviceClass(const std::string& name, const std::string& driver) {
-  const std::string expression = absl::StrCat("device.driver == \"", driver, "\"");
+json DriverDeviceClass(const std::string& name, const std::string& driver, const std::string& run) {
+  std::string expression = absl::StrCat("device.driver == \"", driver, "\"");
+  if (!run.empty()) {
+    const std::string attributes = absl::StrCat("device.attributes[\"", driver, "\"]");
+    absl::StrAppend(&expression, " && \"run\" in ", attributes, " && ", attributes, ".run == \"", run, "\"");
+  }
   return json{{"apiVersion", "resource.k8s.io/v1"},
               {"kind", "DeviceClass"},
               {"metadata", {{"name", name}}},

@@ -36,8 +36,10 @@ std::vector<nlohmann::json> CriContainers(const NodeEnv& node, const std::string
 // same root dir; returns once its /healthz answers.
 void RestartKubelet();
 
-// A DeviceClass for every device of `driver`.
-nlohmann::json DriverDeviceClass(const std::string& name, const std::string& driver);
+// A DeviceClass for the devices of `driver`; with `run`, only those whose
+// attribute "run" is `run` (a per-test attribute, so that pods other tests
+// left pending on the same cluster cannot take them).
+nlohmann::json DriverDeviceClass(const std::string& name, const std::string& driver, const std::string& run = "");
 
 // A pod with one container that uses every claim of `claims`: pairs of
 // (pod claim name, ResourceClaimTemplate name), or with `template_claims`

@@ -19,6 +19,7 @@
 #include "dra/resourceslice/split.h"
 #include "dra/kubeletplugin/helper.h"
 #include "e2e/e2e_cluster.h"
+#include "e2e/e2e_node.h"
 #include "support/cdi_schema_validator.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -242,27 +243,6 @@ resourceslice::DriverResources NodeGpus(const std::string& node, const std::stri
   return resources;
 }
 
-json DeviceClass(const std::string& name, const std::string& run) {
-  const std::string attributes = absl::StrCat("device.attributes[\"", kTestDriverName, "\"]");
-  const std::string expression = absl::StrCat("device.driver == \"", kTestDriverName, "\" && \"run\" in ", attributes,
-                                              " && ", attributes, ".run == \"", run, "\"");
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "DeviceClass"},
-              {"metadata", {{"name", name}}},
-              {"spec", {{"selectors", json::array({{{"cel", {{"expression", expression}}}}})}}}};
-}
-
-json PodUsingClaim(const std::string& ns, const std::string& name, const std::string& claim) {
-  json container = {{"name", "app"}, {"image", "registry.example/app:1"}, {"resources", {{"claims", json::array({{{"name", "gpu"}}})}}}};
-  return json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"namespace", ns}, {"name", name}}},
-              {"spec",
-               {{"containers", json::array({container})},
-                {"automountServiceAccountToken", false},
-                {"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}})}}}};
-}
-
 TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds the pod, and the kubelet peer prepares it",
           "[e2e][kubelet][scheduler]") {
   auto admin = MakeClient(AdminConfig());
@@ -298,7 +278,7 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
   }));
   CHECK(plugin.driver.errors().empty());
 
-  REQUIRE(admin->Create(kDeviceClasses, "", DeviceClass(device_class, device_class)).ok());
+  REQUIRE(admin->Create(kDeviceClasses, "", DriverDeviceClass(device_class, kTestDriverName, device_class)).ok());
   const std::string claim_uid = CreateClaim(*admin, ns, "gpu", device_class);
   // Pods need their service account. Only the node's controller-manager
   // (cluster.sh node-start) creates it, and it may run beside this test.
@@ -306,7 +286,7 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
       kServiceAccounts, ns, json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "default"}}}});
   INFO(account.status().ToString());
   REQUIRE((account.ok() || absl::IsAlreadyExists(account.status())));
-  absl::StatusOr<json> pod = admin->Create(kPods, ns, PodUsingClaim(ns, "app", "gpu"));
+  absl::StatusOr<json> pod = admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, /*template_claims=*/false));
   INFO(pod.status().ToString());
   REQUIRE(pod.ok());
 

@@ -366,12 +366,7 @@ struct InProcessDriver {
     REQUIRE(helper->PublishResources(std::move(resources)).ok());
     REQUIRE(Eventually([&] { return !SliceUids(admin, node.name, testing::kTestDriverName).empty(); }));
 
-    const std::string attributes = absl::StrCat("device.attributes[\"", testing::kTestDriverName, "\"]");
-    json device_class = DriverDeviceClass(run, testing::kTestDriverName);
-    device_class["spec"]["selectors"][0]["cel"]["expression"] = absl::StrCat(
-        "device.driver == \"", testing::kTestDriverName, "\" && \"run\" in ", attributes, " && ", attributes,
-        ".run == \"", run, "\"");
-    REQUIRE(admin.Create(kDeviceClasses, "", device_class).ok());
+    REQUIRE(admin.Create(kDeviceClasses, "", DriverDeviceClass(run, testing::kTestDriverName, run)).ok());
   }
 
   void PublishHealth(kubeletplugin::HealthStatus health, const std::string& device = "") {
