@@ -19,7 +19,8 @@
 #   cluster.sh node-start DIR       kube-controller-manager, the CRI stand-in
 #                                   (tests/e2e/cri) and a real kubelet (node
 #                                   $DRA_E2E_NODE_NAME, default e2e-node) in its
-#                                   own mount namespace, root dir DIR/node/kubelet;
+#                                   own mount namespace, root dir NODE/kubelet
+#                                   (NODE: /tmp/dra-node.*, named in DIR/node-dir);
 #                                   waits until the Node is Ready. Needs root
 #                                   (or sudo without a password)
 #   cluster.sh kubelet-restart DIR  stop the kubelet and start it again (same
@@ -89,7 +90,7 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,62p' "$0" >&2; exit 2; }
+usage() { sed -n '2,57p' "$0" >&2; exit 2; }
 
 [ $# -eq 2 ] || usage
 cmd="$1"
@@ -383,7 +384,13 @@ EOF
 
 # --- the node: CRI stand-in, kubelet, kube-controller-manager ------------
 
-node="$dir/node"
+# The node's files (the kubelet's root dir, CDI specs, the runtime's record)
+# live in a short directory of their own, named in DIR/node-dir: a driver's
+# registration socket is <root dir>/plugins_registry/<driver>-reg.sock, and a
+# Unix socket path may not exceed 107 bytes, which DIR (in a build tree, say)
+# can use up alone.
+node=""
+[ ! -f "$dir/node-dir" ] || node="$(cat "$dir/node-dir")"
 
 # The kubelet needs root (a mount namespace of its own, the sysctls it
 # writes); a user with sudo gets it through sudo. An array, not a function:
@@ -391,11 +398,17 @@ node="$dir/node"
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo -n)
 
+# Stops the node and removes its directory; the runtime's record stays
+# beside the logs (DIR/logs/cri-containers.json).
 node_stop_all() {
   local n
   for n in kubelet kube-controller-manager cri; do stop_one "$n"; done
+  [ -n "$node" ] || return 0
   restore_sysctls
-  rm -f "$dir/node.env"
+  if [ -f "$node/cri-containers.json" ]; then mkdir -p "$dir/logs" && cp "$node/cri-containers.json" "$dir/logs/"; fi
+  "${as_root[@]}" rm -rf "$node"
+  rm -f "$dir/node.env" "$dir/node-dir"
+  node=""
 }
 
 save_sysctls() {
@@ -433,7 +446,7 @@ write_kubelet_config() {
 # A kubelet on a machine without a container runtime or a writable cgroup
 # tree: the CRI stand-in (tests/e2e/cri) is the runtime; no QoS or
 # node-allocatable cgroups; no refusal of swap or cgroup v1; free ports and
-# no read-only port; nothing outside DIR/node but the sysctls (restored by
+# no read-only port; nothing outside NODE but the sysctls (restored by
 # node-stop) and /var/log (a bind mount inside the kubelet's mount namespace).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -488,7 +501,7 @@ kubelet_healthz() { curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_POR
 
 # The kubelet in a mount namespace of its own, so that the mounts it makes
 # (its root dir made rshared, for one) vanish with it, and with
-# DIR/node/var-log over /var/log (it creates /var/log/containers).
+# NODE/var-log over /var/log (it creates /var/log/containers).
 start_kubelet() {
   save_sysctls
   mkdir -p "$node/var-log" "$dir/logs" "$dir/pids"
@@ -550,8 +563,10 @@ node_start() {
   NODE_IP="$(node_ip)"
   [ -n "$NODE_IP" ] || die "no global IPv4 address for the node's IP (ip -4 addr show scope global)"
 
-  # Nothing of an earlier node (the kubelet's checkpoints, CDI specs, records) stays.
-  "${as_root[@]}" rm -rf "$node"
+  # A new directory: nothing of an earlier node (the kubelet's checkpoints,
+  # CDI specs, records) stays.
+  node="$(mktemp -d /tmp/dra-node.XXXXXX)"
+  echo "$node" > "$dir/node-dir"
   mkdir -p "$node/kubelet" "$node/cdi" "$node/pod-logs"
   trap 'status=$?; if [ $status -ne 0 ]; then log "node-start failed: stopping what was started"; node_stop_all; fi' EXIT
 
