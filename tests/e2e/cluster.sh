@@ -298,10 +298,14 @@ make_identities() {
 
 # --- start ---------------------------------------------------------------
 
-readyz() {
-  curl -sf --max-time 2 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
-    "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -qx ok
+# admin_api PATH [CURL ARGS...]: a request to the apiserver as admin.
+admin_api() {
+  local path="$1"; shift
+  curl -sf --max-time 5 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$@" \
+    "https://127.0.0.1:$APISERVER_PORT$path"
 }
+
+readyz() { admin_api /readyz | grep -qx ok; }
 
 start() {
   local t0=$SECONDS bin_dir
@@ -524,18 +528,17 @@ start_kubelet() {
 # node.kubernetes.io/not-ready:NoSchedule; with no node-lifecycle-controller
 # running, node-start lifts it once the kubelet reports Ready.
 lift_not_ready_taint() {
-  local api="$DRA_E2E_SERVER/api/v1/nodes/$NODE_NAME" patch
-  patch="$(curl -sf --max-time 5 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$api" |
+  local patch
+  patch="$(admin_api "/api/v1/nodes/$NODE_NAME" |
     python3 -c 'import json, sys
 taints = json.load(sys.stdin)["spec"].get("taints", [])
 print(json.dumps({"spec": {"taints": [t for t in taints if t["key"] != "node.kubernetes.io/not-ready"] or None}}))')"
-  curl -sf --max-time 5 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
-    -X PATCH -H "Content-Type: application/merge-patch+json" --data "$patch" "$api" >/dev/null
+  admin_api "/api/v1/nodes/$NODE_NAME" -X PATCH -H "Content-Type: application/merge-patch+json" \
+    --data "$patch" >/dev/null
 }
 
 node_ready() {
-  curl -sf --max-time 2 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
-    "$DRA_E2E_SERVER/api/v1/nodes/$NODE_NAME" |
+  admin_api "/api/v1/nodes/$NODE_NAME" |
     python3 -c 'import json, sys
 ready = [c for c in json.load(sys.stdin)["status"].get("conditions", []) if c["type"] == "Ready"]
 sys.exit(0 if ready and ready[0]["status"] == "True" else 1)'
@@ -546,6 +549,7 @@ load_cluster_env() {
   # shellcheck disable=SC1091
   . "$dir/cluster.env"
   ADMIN_TOKEN="$(awk -F, '$2 == "admin" {print $1}' "$dir/tokens.csv")"
+  APISERVER_PORT="${DRA_E2E_SERVER##*:}"
   FEATURE_GATES="$DRA_E2E_FEATURE_GATES"
 }
 
@@ -631,12 +635,10 @@ case "$cmd" in
     echo "export KUBECONFIG=$dir/admin.kubeconfig"
     ;;
   status)
-    [ -f "$dir/cluster.env" ] || die "no cluster started in $dir"
+    load_cluster_env
     for n in etcd kube-apiserver kube-scheduler; do
       pid_alive "$dir/pids/$n.pid" || die "$n is not running"
     done
-    ADMIN_TOKEN="$(awk -F, '$2 == "admin" {print $1}' "$dir/tokens.csv")"
-    APISERVER_PORT="$(sed -n 's|^DRA_E2E_SERVER=https://127.0.0.1:||p' "$dir/cluster.env")"
     readyz || die "kube-apiserver /readyz is not ok"
     echo "running"
     ;;
