@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "e2e/e2e_cluster.h"
+#include "support/claim_object.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -63,6 +64,15 @@ json DriverDeviceClass(const std::string& name, const std::string& driver, const
               {"kind", "DeviceClass"},
               {"metadata", {{"name", name}}},
               {"spec", {{"selectors", json::array({{{"cel", {{"expression", expression}}}}})}}}};
+}
+
+std::string CreateClaim(k8s::Client& admin, const std::string& ns, const std::string& name,
+                        const std::string& device_class) {
+  absl::StatusOr<json> created =
+      admin.Create(k8s::kResourceClaims, ns, testing::NewClaimObject(ns, name, device_class));
+  INFO(created.status().ToString());
+  REQUIRE(created.ok());
+  return (*created)["metadata"]["uid"].get<std::string>();
 }
 
 json PodWithClaims(const std::string& ns, const std::string& name,

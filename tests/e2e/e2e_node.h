@@ -41,6 +41,11 @@ void RestartKubelet();
 // left pending on the same cluster cannot take them).
 nlohmann::json DriverDeviceClass(const std::string& name, const std::string& driver, const std::string& run = "");
 
+// Creates a ResourceClaim for one device of `device_class`
+// (testing::NewClaimObject) and returns its UID.
+std::string CreateClaim(k8s::Client& admin, const std::string& ns, const std::string& name,
+                        const std::string& device_class);
+
 // A pod with one container that uses every claim of `claims`: pairs of
 // (pod claim name, ResourceClaimTemplate name), or with `template_claims`
 // false, of (pod claim name, ResourceClaim name). No service account token

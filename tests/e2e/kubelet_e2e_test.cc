@@ -110,23 +110,6 @@ std::string ClaimArg(const std::string& ns, const std::string& name, const std::
   return absl::StrCat(ns, "/", name, "/", uid);
 }
 
-json NewClaim(const std::string& ns, const std::string& name, const std::string& device_class) {
-  json request = {{"name", "gpu"}, {"exactly", {{"deviceClassName", device_class}}}};
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceClaim"},
-              {"metadata", {{"namespace", ns}, {"name", name}}},
-              {"spec", {{"devices", {{"requests", json::array({request})}}}}}};
-}
-
-// Creates a claim and returns its UID.
-std::string CreateClaim(Client& admin, const std::string& ns, const std::string& name,
-                        const std::string& device_class = "gpu.example.com") {
-  absl::StatusOr<json> created = admin.Create(kResourceClaims, ns, NewClaim(ns, name, device_class));
-  INFO(created.status().ToString());
-  REQUIRE(created.ok());
-  return (*created)["metadata"]["uid"].get<std::string>();
-}
-
 // Writes status.allocation as the scheduler would: `devices` of our driver
 // from pool `node`, plus one device of another driver that the Helper must
 // hide from ours.
@@ -172,9 +155,9 @@ TEST_CASE("kubelet peer -> Helper -> ApiClaimSource: claims from the API server,
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-kubelet");
   const std::string node = UniqueName("node");
-  const std::string allocated = CreateClaim(*admin, ns, "allocated");
+  const std::string allocated = CreateClaim(*admin, ns, "allocated", "gpu.example.com");
   Allocate(*admin, ns, "allocated", node, {"gpu-0", "gpu-1"});
-  const std::string unallocated = CreateClaim(*admin, ns, "unallocated");
+  const std::string unallocated = CreateClaim(*admin, ns, "unallocated", "gpu.example.com");
   AllowClaimReads(*admin, ns, "allocated");
 
   NodePlugin plugin(node);

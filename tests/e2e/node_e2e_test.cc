@@ -379,20 +379,6 @@ struct InProcessDriver {
     }
     helper->PublishHealth(std::move(devices));
   }
-
-  // A ResourceClaim for one device of this run's class; returns its UID.
-  std::string CreateClaim(Client& admin, const std::string& ns, const std::string& name) {
-    json request = {{"name", "gpu"}, {"exactly", {{"deviceClassName", run}}}};
-    absl::StatusOr<json> created =
-        admin.Create(kResourceClaims, ns,
-                     json{{"apiVersion", "resource.k8s.io/v1"},
-                          {"kind", "ResourceClaim"},
-                          {"metadata", {{"namespace", ns}, {"name", name}}},
-                          {"spec", {{"devices", {{"requests", json::array({request})}}}}}});
-    INFO(created.status().ToString());
-    REQUIRE(created.ok());
-    return (*created)["metadata"]["uid"].get<std::string>();
-  }
 };
 
 TEST_CASE("a driver that fails one claim of a two-claim pod: the pod waits with the kubelet's event naming the "
@@ -401,8 +387,8 @@ TEST_CASE("a driver that fails one claim of a two-claim pod: the pod waits with 
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-node");
   InProcessDriver plugin(*admin, ns);
-  plugin.CreateClaim(*admin, ns, "good");
-  const std::string bad_uid = plugin.CreateClaim(*admin, ns, "bad");
+  CreateClaim(*admin, ns, "good", plugin.run);
+  const std::string bad_uid = CreateClaim(*admin, ns, "bad", plugin.run);
   plugin.driver.FailClaim(bad_uid);
   REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"good", "good"}, {"bad", "bad"}}, false)).ok());
 
@@ -441,7 +427,7 @@ TEST_CASE("a device the driver reports unhealthy shows in the pod's allocatedRes
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-node");
   InProcessDriver plugin(*admin, ns);
-  const std::string uid = plugin.CreateClaim(*admin, ns, "gpu");
+  const std::string uid = CreateClaim(*admin, ns, "gpu", plugin.run);
   REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
   json pod;
   REQUIRE(WaitForPod(*admin, ns, "app", PodRunning, &pod));

@@ -1,5 +1,6 @@
-// The ResourceClaim object the client tests and the claim-fetch bench create:
-// one request "gpu" for exactly one device of class gpu.example.com.
+// The ResourceClaim object the client, kubelet and node tests and the
+// claim-fetch bench create: one request "gpu" for exactly one device of
+// `device_class`.
 #pragma once
 
 #include <string>
@@ -8,7 +9,8 @@
 
 namespace dra::testing {
 
-inline nlohmann::json NewClaimObject(const std::string& ns, const std::string& name) {
+inline nlohmann::json NewClaimObject(const std::string& ns, const std::string& name,
+                                     const std::string& device_class = "gpu.example.com") {
   return nlohmann::json{
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaim"},
@@ -16,7 +18,7 @@ inline nlohmann::json NewClaimObject(const std::string& ns, const std::string& n
       {"spec",
        {{"devices",
          {{"requests",
-           nlohmann::json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
+           nlohmann::json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", device_class}}}}})}}}}}};
 }
 
 }  // namespace dra::testing
