@@ -119,7 +119,7 @@ dra::k8s::ResourceClaim AllocatedClaim(const ClaimRef& ref) {
 class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      std::span<const dra::k8s::ResourceClaim> claims) override {
+      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
     dra::kubeletplugin::PrepareResults results;
     for (const dra::k8s::ResourceClaim& claim : claims) {
       const auto& allocated = claim.status.allocation->devices.results.front();
@@ -442,9 +442,10 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   absl::StatusOr<std::unique_ptr<kp::CallSerializer>> serializer = kp::CallSerializer::Create(serialize, "");
   if (!serializer.ok()) Die("CallSerializer::Create: " + serializer.status().ToString());
   const dra::Logger logger(std::make_shared<QuietSink>());
+  kp::CallTracker calls(logger);
   kp::HelperMetrics metrics;
   kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false,
-                             **serializer, logger, metrics);
+                             **serializer, calls, metrics);
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -601,7 +602,8 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   Check(checkpoint.status(), "Checkpoint::Open");
   for (kp::Checkpoint* ckpt : {checkpoint->get(), static_cast<kp::Checkpoint*>(nullptr)}) {
     kp::HelperMetrics metrics;
-    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, logger, metrics);
+    kp::CallTracker calls(logger);
+    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, calls, metrics);
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
       const ClaimRef ref = Ref(series, i);

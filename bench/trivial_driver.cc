@@ -53,7 +53,8 @@ class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   explicit TrivialDriver(std::string name) : name_(std::move(name)) {}
 
-  absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::kubeletplugin::CallContext&,
+                                                       std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
       auto& result = results[claim.metadata.uid];

@@ -14,13 +14,13 @@ namespace dra::bench {
 class UnprepareAllDriver : public kubeletplugin::Driver {
  public:
   absl::StatusOr<kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      std::span<const k8s::ClaimRef> claims) override {
+      const kubeletplugin::CallContext&, std::span<const k8s::ClaimRef> claims) override {
     kubeletplugin::UnprepareResults results;
     for (const k8s::ClaimRef& claim : claims) results[claim.uid] = absl::OkStatus();
     return results;
   }
 
-  void HandleError(const absl::Status& status, std::string_view context) override {
+  void HandleError(const absl::Status& status, kubeletplugin::ErrorSeverity, std::string_view context) override {
     std::cerr << "driver error (" << context << "): " << status << "\n";
     errors_.fetch_add(1);
   }

@@ -77,6 +77,14 @@ Logger::Logger() : Logger(NewStderrLogSink(LogFormat::kKlogText), 0) {}
 
 Logger::Logger(std::shared_ptr<LogSink> sink, int verbosity) : sink_(std::move(sink)), verbosity_(verbosity) {}
 
+Logger Logger::WithValues(std::initializer_list<LogField> fields) const {
+  Logger logger = *this;
+  auto values = values_ ? std::make_shared<std::vector<LogField>>(*values_) : std::make_shared<std::vector<LogField>>();
+  values->insert(values->end(), fields.begin(), fields.end());
+  logger.values_ = std::move(values);
+  return logger;
+}
+
 void Logger::Info(std::string_view message, std::initializer_list<LogField> fields) const {
   Log(LogSeverity::kInfo, 0, message, fields);
 }
@@ -98,7 +106,11 @@ void Logger::Log(LogSeverity severity, int level, std::string_view message,
   record.verbosity = level;
   record.time = absl::Now();
   record.message = message;
-  record.fields.assign(fields.begin(), fields.end());
+  if (values_) {
+    record.fields.reserve(values_->size() + fields.size());
+    record.fields = *values_;
+  }
+  record.fields.insert(record.fields.end(), fields.begin(), fields.end());
   sink_->Write(record);
 }
 

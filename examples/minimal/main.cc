@@ -6,6 +6,7 @@
 // through Helper::PublishResources, as on a real node (tests/e2e); with
 // --claims the claims come from a JSON file (a list of ResourceClaim
 // objects) instead, so that it runs without a cluster (scripts/demo.sh).
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -39,9 +40,11 @@ std::string DeviceVariable(const std::string& device) {
 
 class MinimalDriver : public dra::kubeletplugin::Driver {
  public:
-  explicit MinimalDriver(dra::Logger logger) : logger_(std::move(logger)) {}
+  MinimalDriver(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
+      : logger_(std::move(logger)), signals_(signals) {}
 
-  absl::StatusOr<PrepareResults> PrepareResourceClaims(std::span<const dra::k8s::ResourceClaim> claims) override {
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::kubeletplugin::CallContext& ctx,
+                                                       std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
       auto& result = results[claim.metadata.uid];
@@ -54,30 +57,45 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
         // The Helper turns these into the claim's CDI spec and the device's CDI ID.
         device.cdi_edits.emplace().env = {DeviceVariable(allocated.device) + "=" + allocated.device};
       }
-      logger_.Info("Prepared claim", {{"claim", claim.metadata.namespace_ + "/" + claim.metadata.name},
-                                      {"uid", claim.metadata.uid},
-                                      {"devices", std::to_string(result.devices.size())}});
+      // ctx's logger carries the kubelet call's method and request ID.
+      ctx.logger().Info("Prepared claim", {{"claim", claim.metadata.namespace_ + "/" + claim.metadata.name},
+                                           {"uid", claim.metadata.uid},
+                                           {"devices", std::to_string(result.devices.size())}});
     }
     return results;
   }
 
-  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(std::span<const dra::k8s::ClaimRef> claims) override {
+  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const dra::kubeletplugin::CallContext& ctx,
+                                                           std::span<const dra::k8s::ClaimRef> claims) override {
     UnprepareResults results;
     for (const auto& claim : claims) {
       results[claim.uid] = absl::OkStatus();
-      logger_.Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
+      ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
     }
     return results;
   }
 
-  void HandleError(const absl::Status& status, std::string_view context) override {
-    std::cerr << "error in " << context << ": " << status << "\n";
+  // Recoverable errors are logged; a fatal one stops the driver with exit
+  // code 1, and the DaemonSet restarts it.
+  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override {
+    logger_.Error("Background error", {{"context", std::string(context)},
+                                       {"severity", std::string(dra::kubeletplugin::ErrorSeverityName(severity))},
+                                       {"err", status.ToString()}});
+    if (severity == dra::kubeletplugin::ErrorSeverity::kFatal) {
+      fatal_ = true;
+      signals_.Interrupt();
+    }
   }
 
   bool ReportsDeviceHealth() const override { return true; }
 
+  bool fatal() const { return fatal_; }
+
  private:
   const dra::Logger logger_;
+  const dra::kubeletplugin::TerminationSignals& signals_;
+  std::atomic<bool> fatal_{false};
 };
 
 absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryClaimSource& source) {
@@ -161,7 +179,7 @@ int main(int argc, char** argv) {
     options.kube_client = *client;
   }
 
-  MinimalDriver driver(options.logger);
+  MinimalDriver driver(options.logger, signals);
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, options);
   if (!helper.ok()) {
@@ -189,5 +207,5 @@ int main(int argc, char** argv) {
 
   signals.Wait();
   (*helper)->Stop();
-  return 0;
+  return driver.fatal() ? 1 : 0;
 }

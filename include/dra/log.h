@@ -54,6 +54,11 @@ class Logger {
   // Whether records at klog level `level` are written.
   bool V(int level) const { return level <= verbosity_; }
 
+  // This logger with `fields` put before every record's own, as logr's
+  // WithValues: the Helper gives each kubelet call a logger that carries its
+  // method and request ID.
+  Logger WithValues(std::initializer_list<LogField> fields) const;
+
   void Info(std::string_view message, std::initializer_list<LogField> fields = {}) const;
   void InfoV(int level, std::string_view message, std::initializer_list<LogField> fields = {}) const;
   void Warning(std::string_view message, std::initializer_list<LogField> fields = {}) const;
@@ -65,6 +70,7 @@ class Logger {
 
   std::shared_ptr<LogSink> sink_;
   int verbosity_ = 0;
+  std::shared_ptr<const std::vector<LogField>> values_;  // null when none
 };
 
 }  // namespace dra

@@ -48,7 +48,7 @@ std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
 std::string BaseRequestName(const std::string& request) { return request.substr(0, request.find('/')); }
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                             bool checkpoint_shared, CallSerializer& serializer, const Logger& logger,
+                             bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls,
                              HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
@@ -56,7 +56,7 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       checkpoint_(checkpoint),
       checkpoint_shared_(checkpoint_shared),
       serializer_(serializer),
-      logger_(logger),
+      calls_(calls),
       metrics_(metrics),
       cdi_specs_(cdi_specs),
       fetch_pool_(kMaxConcurrentFetches - 1) {}
@@ -66,9 +66,12 @@ absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   return checkpoint_->Commit(std::move(changes));
 }
 
-absl::StatusOr<CallSerializer::Guard> ClaimPreparer::Serialize() {
+absl::StatusOr<CallSerializer::Guard> ClaimPreparer::Serialize(const CallContext& ctx) {
   absl::StatusOr<CallSerializer::Guard> guard = serializer_.Acquire();
   if (!guard.ok()) return Annotate(guard.status(), "serialize gRPC");
+  if (absl::Status cancelled = ctx.status(); !cancelled.ok()) {
+    return Annotate(cancelled, "cancelled while waiting for the previous call");
+  }
   if (checkpoint_shared_ && checkpoint_ != nullptr) {
     if (absl::Status status = checkpoint_->Reload(); !status.ok()) return status;
   }
@@ -91,27 +94,28 @@ absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::Cla
   return claim;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims, Caller caller) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<ClaimOutcomes> outcomes = PrepareClaims(claims);
-  Report(HelperMetrics::Method::kPrepare, claims, outcomes, absl::Now() - start);
+  const CallTracker::Call call = calls_.Begin("NodePrepareResources", caller.deadline, std::move(caller.cancelled));
+  absl::StatusOr<ClaimOutcomes> outcomes = PrepareClaims(call.context(), claims);
+  Report(call.context(), HelperMetrics::Method::kPrepare, claims, outcomes, absl::Now() - start);
   return outcomes;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims, Caller caller) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<ClaimOutcomes> outcomes = UnprepareClaims(claims);
-  Report(HelperMetrics::Method::kUnprepare, claims, outcomes, absl::Now() - start);
+  const CallTracker::Call call = calls_.Begin("NodeUnprepareResources", caller.deadline, std::move(caller.cancelled));
+  absl::StatusOr<ClaimOutcomes> outcomes = UnprepareClaims(call.context(), claims);
+  Report(call.context(), HelperMetrics::Method::kUnprepare, claims, outcomes, absl::Now() - start);
   return outcomes;
 }
 
-void ClaimPreparer::Report(HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
+void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
                            const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const {
-  const std::string method_name =
-      method == HelperMetrics::Method::kPrepare ? "NodePrepareResources" : "NodeUnprepareResources";
+  const Logger& logger = ctx.logger();  // carries the method and request ID
   if (!outcomes.ok()) {
     metrics_.ObserveCall(method, /*call_failed=*/true, 0, 0, duration);
-    logger_.Error("Call failed", {{"method", method_name}, {"err", outcomes.status().ToString()}});
+    logger.Error("Call failed", {{"err", outcomes.status().ToString()}});
     return;
   }
   int failed = 0;
@@ -119,17 +123,17 @@ void ClaimPreparer::Report(HelperMetrics::Method method, std::span<const k8s::Cl
     const ClaimOutcome& outcome = outcomes->at(ref.uid);
     if (!outcome.error.empty()) {
       ++failed;
-      logger_.Error("Claim failed", {{"method", method_name}, {"claim", ref.ToString()}, {"uid", ref.uid},
-                                     {"err", outcome.error}});
+      logger.Error("Claim failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", outcome.error}});
     } else {
-      logger_.InfoV(2, "Claim done", {{"method", method_name}, {"claim", ref.ToString()}, {"uid", ref.uid},
-                                      {"devices", std::to_string(outcome.devices.size())}});
+      logger.InfoV(2, "Claim done", {{"claim", ref.ToString()}, {"uid", ref.uid},
+                                     {"devices", std::to_string(outcome.devices.size())}});
     }
   }
   metrics_.ObserveCall(method, /*call_failed=*/false, static_cast<int>(outcomes->size()), failed, duration);
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::ClaimRef> requested) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ctx,
+                                                           std::span<const k8s::ClaimRef> requested) {
   ClaimOutcomes outcomes;
   bool checkpoint_current = !checkpoint_shared_;
   bool serialized = false;
@@ -177,7 +181,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
   }
   if (pending.empty() && to_restore.empty()) return outcomes;
 
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize(ctx);
   if (!guard.ok()) return guard.status();
   checkpoint_current = true;
   serialized = true;
@@ -208,12 +212,12 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
   }
   if (absl::Status status = Commit(std::move(started)); !status.ok()) {
     const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
-    driver_.HandleError(status, "checkpoint");
+    driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const k8s::ResourceClaim& claim : pending) outcomes[claim.metadata.uid].error = error;
     return outcomes;
   }
 
-  absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(pending);
+  absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(ctx, pending);
   if (!results.ok()) return Annotate(results.status(), "prepare resource claims");
 
   std::vector<CheckpointChange> prepared;
@@ -243,7 +247,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(std::span<const k8s::
   if (absl::Status status = Commit(prepared); !status.ok()) {
     // The kubelet must not use a preparation the checkpoint may have lost;
     // its retry is answered from the in-memory entry or prepares again.
-    driver_.HandleError(status, "checkpoint");
+    driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const CheckpointChange& change : prepared) {
       outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
     }
@@ -286,7 +290,7 @@ absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
 
 absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedCdiSpecs() {
   if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return std::vector<std::string>();
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize(CallContext::Background());
   if (!guard.ok()) return guard.status();
   std::set<std::string> known;
   for (const CheckpointEntry& entry : checkpoint_->Entries()) known.insert(entry.claim.uid);
@@ -317,7 +321,8 @@ void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pendi
 
 absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   if (checkpoint_ == nullptr) return false;
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  const CallTracker::Call call = calls_.Begin("UnprepareOrphan", absl::InfiniteFuture(), nullptr);
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize(call.context());
   if (!guard.ok()) return guard.status();
   // Checked again under the lock: a kubelet call may have finished it.
   std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
@@ -337,7 +342,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   } unmark{*this, ref.uid};
 
   const std::vector<k8s::ClaimRef> claims{entry->claim};
-  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(claims);
+  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(call.context(), claims);
   if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
   auto it = results->find(ref.uid);
   if (it == results->end()) {
@@ -352,15 +357,16 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   return true;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(std::span<const k8s::ClaimRef> requested) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(const CallContext& ctx,
+                                                             std::span<const k8s::ClaimRef> requested) {
   const std::vector<k8s::ClaimRef> claims = DistinctByUid(requested);
   ClaimOutcomes outcomes;
   if (claims.empty()) return outcomes;
 
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize();
+  absl::StatusOr<CallSerializer::Guard> guard = Serialize(ctx);
   if (!guard.ok()) return guard.status();
 
-  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(claims);
+  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(ctx, claims);
   if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
 
   std::vector<CheckpointChange> dropped;
@@ -379,7 +385,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(std::span<const k8s
     }
   }
   if (absl::Status status = Commit(dropped); !status.ok()) {
-    driver_.HandleError(status, "checkpoint");
+    driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const CheckpointChange& change : dropped) {
       outcomes[change.uid].error = absl::StrCat("remove claim from checkpoint: ", status.message());
     }

@@ -3,6 +3,7 @@
 // checkpoint, serialize, call the driver, and produce one outcome per claim.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -14,8 +15,8 @@
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
-#include "dra/log.h"
 #include "kubeletplugin/call_serializer.h"
+#include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/fetch_pool.h"
@@ -31,6 +32,13 @@ struct ClaimOutcome {
 // Keyed by claim UID, one entry per distinct UID requested.
 using ClaimOutcomes = std::map<std::string, ClaimOutcome>;
 
+// Where a kubelet call comes from: its gRPC deadline (InfiniteFuture when
+// none) and whether the kubelet cancelled it (may be empty).
+struct Caller {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;
+};
+
 class ClaimPreparer {
  public:
   // `checkpoint` may be null (checkpointing off). `checkpoint_shared` means
@@ -40,14 +48,17 @@ class ClaimPreparer {
   // specs; a device with cdi_edits then fails its claim). Everything must
   // outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                bool checkpoint_shared, CallSerializer& serializer, const Logger& logger, HelperMetrics& metrics,
+                bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls, HelperMetrics& metrics,
                 const ClaimCdiSpecs* cdi_specs = nullptr);
 
   // An error status fails the whole call (the kubelet retries all claims).
-  // Prepare fetches the claims it needs concurrently (bounded; see
-  // kMaxConcurrentFetches in the .cc); ClaimSource is thread-safe.
-  absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims);
-  absl::StatusOr<ClaimOutcomes> Unprepare(std::span<const k8s::ClaimRef> claims);
+  // Each call is registered with the CallTracker, which gives the driver its
+  // CallContext; a call that is cancelled while it waits for the serializer
+  // fails without calling the driver. Prepare fetches the claims it needs
+  // concurrently (bounded; see kMaxConcurrentFetches in the .cc);
+  // ClaimSource is thread-safe.
+  absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims, Caller caller = {});
+  absl::StatusOr<ClaimOutcomes> Unprepare(std::span<const k8s::ClaimRef> claims, Caller caller = {});
 
   // For the orphan reaper: under the serializer, if the checkpoint still
   // records `ref.uid` as kPrepareStarted and no Prepare call is working on it,
@@ -68,14 +79,15 @@ class ClaimPreparer {
   // Fetches a claim and checks it is the allocated claim the kubelet means;
   // keeps only this driver's results and configs.
   absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref);
-  absl::StatusOr<ClaimOutcomes> PrepareClaims(std::span<const k8s::ClaimRef> claims);
-  absl::StatusOr<ClaimOutcomes> UnprepareClaims(std::span<const k8s::ClaimRef> claims);
+  absl::StatusOr<ClaimOutcomes> PrepareClaims(const CallContext& ctx, std::span<const k8s::ClaimRef> claims);
+  absl::StatusOr<ClaimOutcomes> UnprepareClaims(const CallContext& ctx, std::span<const k8s::ClaimRef> claims);
   // Logs failures at level 0 and successes at -v 2, and counts them.
-  void Report(HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
+  void Report(const CallContext& ctx, HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
               const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const;
   absl::Status Commit(std::vector<CheckpointChange> changes);
-  // Takes the serialization lock and, for a shared checkpoint, reloads it.
-  absl::StatusOr<CallSerializer::Guard> Serialize();
+  // Takes the serialization lock and, for a shared checkpoint, reloads it;
+  // fails with the context's status if it was cancelled meanwhile.
+  absl::StatusOr<CallSerializer::Guard> Serialize(const CallContext& ctx);
   // Marks claims as being prepared by this call from the "started" record to
   // the "prepared" one, so that the orphan reaper leaves them alone; drops
   // (and fails in `outcomes`) those the reaper is unpreparing right now.
@@ -93,7 +105,7 @@ class ClaimPreparer {
   Checkpoint* const checkpoint_;
   const bool checkpoint_shared_;
   CallSerializer& serializer_;
-  const Logger& logger_;
+  CallTracker& calls_;
   HelperMetrics& metrics_;
   const ClaimCdiSpecs* const cdi_specs_;
 

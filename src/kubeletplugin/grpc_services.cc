@@ -1,5 +1,6 @@
 #include "kubeletplugin/grpc_services.h"
 
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,16 @@ std::vector<k8s::ClaimRef> ToRefs(const ClaimList& claims) {
   return refs;
 }
 
+// The kubelet's deadline and whether it cancelled, for the call's CallContext.
+Caller CallerOf(grpc::ServerContext* context) {
+  Caller caller;
+  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+    caller.deadline = absl::FromChrono(context->deadline());
+  }
+  caller.cancelled = [context] { return context->IsCancelled(); };
+  return caller;
+}
+
 // The v1 and v1beta1 DRA APIs have the same messages in different packages;
 // v1 adds Device.share_id.
 template <typename Api>
@@ -58,9 +69,9 @@ class DraService final : public Api::Service {
  public:
   explicit DraService(ClaimPreparer& preparer) : preparer_(preparer) {}
 
-  grpc::Status NodePrepareResources(grpc::ServerContext*, const typename Api::PrepareRequest* request,
+  grpc::Status NodePrepareResources(grpc::ServerContext* context, const typename Api::PrepareRequest* request,
                                     typename Api::PrepareResponse* response) override {
-    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Prepare(ToRefs(request->claims()));
+    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Prepare(ToRefs(request->claims()), CallerOf(context));
     if (!outcomes.ok()) return ToGrpc(outcomes.status());
     auto& claims = *response->mutable_claims();
     for (const auto& [uid, outcome] : *outcomes) {
@@ -81,9 +92,9 @@ class DraService final : public Api::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status NodeUnprepareResources(grpc::ServerContext*, const typename Api::UnprepareRequest* request,
+  grpc::Status NodeUnprepareResources(grpc::ServerContext* context, const typename Api::UnprepareRequest* request,
                                       typename Api::UnprepareResponse* response) override {
-    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Unprepare(ToRefs(request->claims()));
+    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Unprepare(ToRefs(request->claims()), CallerOf(context));
     if (!outcomes.ok()) return ToGrpc(outcomes.status());
     auto& claims = *response->mutable_claims();
     for (const auto& [uid, outcome] : *outcomes) claims[uid].set_error(outcome.error);

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -18,6 +19,7 @@
 #include "dra/kubeletplugin/api_claim_source.h"
 #include "fileutil/directories.h"
 #include "kubeletplugin/call_serializer.h"
+#include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/claim_preparer.h"
@@ -130,7 +132,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
 
 }  // namespace
 
-class Helper::Impl {
+// Shared: a driver call that outlives Stop()'s grace keeps it alive (see Stop).
+class Helper::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(Driver& driver, Options options) : driver_(driver), options_(std::move(options)) {}
   ~Impl() { Stop(); }
@@ -145,6 +148,7 @@ class Helper::Impl {
   SocketPaths paths_;
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<CallSerializer> serializer_;
+  internal::CallTracker calls_{options_.logger};
   std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;  // null when options.cdi is off
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
@@ -204,10 +208,10 @@ absl::Status Helper::Impl::Start() {
   }
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, options_.logger, metrics_, cdi_specs_.get());
+                                              *serializer_, calls_, metrics_, cdi_specs_.get());
   // Not fatal: a spec left behind costs a file, not a container.
   if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedCdiSpecs(); !removed.ok()) {
-    driver_.HandleError(removed.status(), "remove orphaned CDI specs");
+    driver_.HandleError(removed.status(), ErrorSeverity::kRecoverable, "remove orphaned CDI specs");
   } else {
     for (const std::string& path : *removed) options_.logger.Info("Removed orphaned CDI spec", {{"path", path}});
   }
@@ -258,9 +262,11 @@ absl::Status Helper::Impl::Start() {
         if (status.registered) {
           options_.logger.Info("Registered with the kubelet", {{"driver", options_.driver_name}});
         } else {
+          // The kubelet does not ask again while this socket exists; a
+          // restarted driver registers anew.
           driver_.HandleError(absl::FailedPreconditionError(
                                   absl::StrCat("kubelet refused plugin registration: ", status.error)),
-                              "registration");
+                              ErrorSeverity::kFatal, "registration");
         }
       });
   absl::StatusOr<std::unique_ptr<grpc::Server>> registration_server =
@@ -335,18 +341,35 @@ void Helper::Impl::Stop() {
   publisher.reset();  // stops it; the slices stay unless remove_on_stop
   // No orphan is unprepared while the servers drain.
   if (reaper_) reaper_->Stop();
+  // Driver calls learn through their CallContext that they should return.
+  calls_.CancelAll(absl::UnavailableError("the DRA plugin is stopping"));
   // The registration socket goes first so that the kubelet stops routing
   // calls here before the DRA endpoint disappears.
-  const auto deadline = absl::ToChronoTime(absl::Now() + options_.shutdown_grace);
+  const absl::Time deadline = absl::Now() + options_.shutdown_grace;
   if (registration_server_) {
-    registration_server_->Shutdown(deadline);
+    registration_server_->Shutdown(absl::ToChronoTime(deadline));
     registration_server_->Wait();
   }
   if (!paths_.registrar.empty()) internal::RemoveSocket(paths_.registrar);
   health_.Shutdown();
   if (dra_server_) {
-    dra_server_->Shutdown(deadline);
-    dra_server_->Wait();
+    const std::vector<std::string> running = calls_.WaitIdle(deadline);
+    // gRPC's sync server cannot shut down under a handler that does not
+    // return: a thread waits for it instead, holding this Impl (and so the
+    // checkpoint the call will write) until the call is done.
+    std::shared_ptr<Impl> self = weak_from_this().lock();
+    if (running.empty() || self == nullptr) {
+      dra_server_->Shutdown(absl::ToChronoTime(deadline));
+      dra_server_->Wait();
+    } else {
+      options_.logger.Error("Driver calls still running after the shutdown grace; stopping without waiting for them",
+                            {{"grace", absl::FormatDuration(options_.shutdown_grace)},
+                             {"calls", absl::StrJoin(running, ", ")}});
+      std::thread([self = std::move(self)] {
+        self->dra_server_->Shutdown();
+        self->dra_server_->Wait();
+      }).detach();
+    }
   }
   if (!paths_.dra.empty()) internal::RemoveSocket(paths_.dra);
   http_server_.reset();
@@ -365,7 +388,9 @@ absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resou
     options.logger = options_.logger;
     absl::StatusOr<std::unique_ptr<resourceslice::Publisher>> started = resourceslice::Publisher::Start(
         options_.kube_client, std::move(options), [this](const absl::Status& status, std::string_view context) {
-          driver_.HandleError(status, "ResourceSlice publisher: " + std::string(context));
+          // As in the Go helper: neither retrying nor a restart heals a
+          // refused slice, and outages heal by themselves.
+          driver_.HandleError(status, ErrorSeverity::kRecoverable, "ResourceSlice publisher: " + std::string(context));
         });
     if (!started.ok()) return started.status();
     publisher_ = *std::move(started);
@@ -375,13 +400,17 @@ absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resou
 }
 
 absl::StatusOr<std::unique_ptr<Helper>> Helper::Start(Driver& driver, Options options) {
-  auto impl = std::make_unique<Impl>(driver, std::move(options));
-  if (absl::Status status = impl->Start(); !status.ok()) return status;
+  auto impl = std::make_shared<Impl>(driver, std::move(options));
+  if (absl::Status status = impl->Start(); !status.ok()) {
+    impl->Stop();
+    return status;
+  }
   return std::unique_ptr<Helper>(new Helper(std::move(impl)));
 }
 
-Helper::Helper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Helper::~Helper() = default;
+Helper::Helper(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+// Stop() runs here, not in ~Impl: it may have to share the Impl.
+Helper::~Helper() { Stop(); }
 
 void Helper::Stop() { impl_->Stop(); }
 

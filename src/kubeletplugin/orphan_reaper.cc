@@ -78,7 +78,7 @@ void OrphanReaper::Run() {
 void OrphanReaper::Report(const k8s::ClaimRef& ref, const absl::Status& status) {
   if (!reported_.insert(ref.uid).second) return;
   logger_.Error("Orphan check failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", status.ToString()}});
-  driver_.HandleError(status, "orphan check");
+  driver_.HandleError(status, ErrorSeverity::kRecoverable, "orphan check");
 }
 
 std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {

@@ -1,6 +1,7 @@
 #include "dra/kubeletplugin/termination_signals.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 namespace dra::kubeletplugin {
 
@@ -17,5 +18,7 @@ int TerminationSignals::Wait() const {
   }
   return signal;
 }
+
+void TerminationSignals::Interrupt() const { kill(getpid(), SIGTERM); }
 
 }  // namespace dra::kubeletplugin

@@ -350,7 +350,7 @@ TEST_CASE("orphans: API errors keep the claim and reach HandleError once", "[orp
   auto helper = f.Start(driver, options);
   REQUIRE(PollUntil([&] { return ClaimGets(*server, "gone") >= 3; }));
   REQUIRE(driver.errors().size() == 1);
-  CHECK_THAT(driver.errors()[0], Catch::StartsWith("orphan check: check whether claim ns/gone (UID uid-gone) still exists: ") &&
+  CHECK_THAT(driver.errors()[0], Catch::StartsWith("orphan check (recoverable): check whether claim ns/gone (UID uid-gone) still exists: ") &&
                                      Catch::Contains("HTTP 500"));
   CHECK(driver.unprepare_calls() == 0);
 
@@ -493,7 +493,7 @@ TEST_CASE("reaper: failures keep the claim and are reported once per streak", "[
   CHECK(r.CheckAt(i).empty());
   CHECK(r.CheckAt(2 * i).empty());
   CHECK(r.driver.errors() == std::vector<std::string>{
-                                 "orphan check: check whether claim ns/a (UID uid-a) still exists: cannot reach the "
+                                 "orphan check (recoverable): check whether claim ns/a (UID uid-a) still exists: cannot reach the "
                                  "API server"});
   CHECK(r.unprepare_calls.empty());
 
@@ -518,7 +518,7 @@ TEST_CASE("reaper: failures keep the claim and are reported once per streak", "[
   CHECK(r.CheckAt(5 * i).empty());
   CHECK(r.CheckAt(6 * i).empty());
   REQUIRE(r.driver.errors().size() == 2);
-  CHECK(r.driver.errors()[1] == "orphan check: unprepare orphaned claim ns/a (UID uid-a): device busy");
+  CHECK(r.driver.errors()[1] == "orphan check (recoverable): unprepare orphaned claim ns/a (UID uid-a): device busy");
   CHECK(r.unprepare_calls.size() == 2);
   CHECK(r.checkpoint->Get("uid-a").has_value());
 

@@ -117,7 +117,7 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   REQUIRE((*helper)->PublishResources(invalid).ok());
   REQUIRE(PollUntil([&] { return !driver.errors().empty(); }, absl::Seconds(20)));
   const std::string error = driver.errors().at(0);
-  CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("spec.devices[1].name") &&
+  CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("(recoverable): ") && Catch::Contains("spec.devices[1].name") &&
                         Catch::Contains("GPU_1"));
   CHECK((*helper)->ResourceSliceStats().updates == 0);
 

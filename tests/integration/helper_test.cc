@@ -140,7 +140,7 @@ TEST_CASE("a refused registration reaches HandleError with the kubelet's message
   CHECK_FALSE(status.registered);
   CHECK(status.error == "plugin validation failed: no supported version");
   REQUIRE(driver.errors().size() == 1);
-  CHECK_THAT(driver.errors()[0], Catch::StartsWith("registration: kubelet refused plugin registration: "));
+  CHECK_THAT(driver.errors()[0], Catch::StartsWith("registration (fatal): kubelet refused plugin registration: "));
 }
 
 TEST_CASE("prepare and unprepare over both DRA API versions", "[helper]") {

@@ -16,8 +16,9 @@ void TestDriver::ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits) {
   cdi_edits_ = std::move(edits);
 }
 
-void TestDriver::Enter() {
+absl::Status TestDriver::Enter(const kubeletplugin::CallContext& ctx) {
   std::unique_lock<std::mutex> lock(mu_);
+  deadlines_.push_back(ctx.deadline());
   ++inside_;
   max_concurrent_ = std::max(max_concurrent_.load(), inside_);
   cv_.notify_all();
@@ -26,6 +27,27 @@ void TestDriver::Enter() {
     cv_.wait_for(lock, absl::ToChronoNanoseconds(overlap_window_), [&] { return max_concurrent_ > 1; });
   }
   cv_.wait(lock, [&] { return !hold_calls_; });
+  if (!wait_for_cancellation_) return absl::OkStatus();
+  lock.unlock();
+  ctx.WaitForCancellation(absl::InfiniteDuration());
+  lock.lock();
+  cancellations_.push_back(ctx.status());
+  return ctx.status();
+}
+
+void TestDriver::WaitForCancellation() {
+  std::lock_guard<std::mutex> lock(mu_);
+  wait_for_cancellation_ = true;
+}
+
+std::vector<absl::Time> TestDriver::deadlines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deadlines_;
+}
+
+std::vector<absl::Status> TestDriver::cancellations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancellations_;
 }
 
 void TestDriver::HoldCalls() {
@@ -50,15 +72,19 @@ void TestDriver::Leave() {
 }
 
 absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
-    std::span<const k8s::ResourceClaim> claims) {
+    const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) {
   ++prepare_calls_;
-  Enter();
+  const absl::Status cancelled = Enter(ctx);
   kubeletplugin::PrepareResults results;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const k8s::ResourceClaim& claim : claims) {
       const std::string& uid = claim.metadata.uid;
       kubeletplugin::PrepareResult& result = results[uid];
+      if (!cancelled.ok()) {
+        result.status = cancelled;
+        continue;
+      }
       if (fail_uids_.count(uid) > 0) {
         result.status = absl::InternalError("injected failure");
         continue;
@@ -89,24 +115,27 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
 }
 
 absl::StatusOr<kubeletplugin::UnprepareResults> TestDriver::UnprepareResourceClaims(
-    std::span<const k8s::ClaimRef> claims) {
+    const kubeletplugin::CallContext& ctx, std::span<const k8s::ClaimRef> claims) {
   ++unprepare_calls_;
-  Enter();
+  const absl::Status cancelled = Enter(ctx);
   kubeletplugin::UnprepareResults results;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const k8s::ClaimRef& claim : claims) {
-      results[claim.uid] = absl::OkStatus();
-      unprepared_.push_back(claim.uid);
+      results[claim.uid] = cancelled;
+      if (cancelled.ok()) unprepared_.push_back(claim.uid);
     }
   }
   Leave();
   return results;
 }
 
-void TestDriver::HandleError(const absl::Status& status, std::string_view context) {
+void TestDriver::HandleError(const absl::Status& status, kubeletplugin::ErrorSeverity severity,
+                             std::string_view context) {
+  const std::string_view name = kubeletplugin::ErrorSeverityName(severity);
   std::lock_guard<std::mutex> lock(mu_);
-  errors_.push_back(absl::StrCat(absl::string_view(context.data(), context.size()), ": ", status.message()));
+  errors_.push_back(absl::StrCat(absl::string_view(context.data(), context.size()), " (",
+                                 absl::string_view(name.data(), name.size()), "): ", status.message()));
 }
 
 void TestDriver::FailClaim(const std::string& uid) {

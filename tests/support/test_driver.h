@@ -21,10 +21,12 @@ class TestDriver : public kubeletplugin::Driver {
   explicit TestDriver(bool reports_health = false) : reports_health_(reports_health) {}
 
   absl::StatusOr<kubeletplugin::PrepareResults> PrepareResourceClaims(
-      std::span<const k8s::ResourceClaim> claims) override;
+      const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override;
   absl::StatusOr<kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      std::span<const k8s::ClaimRef> claims) override;
-  void HandleError(const absl::Status& status, std::string_view context) override;
+      const kubeletplugin::CallContext& ctx, std::span<const k8s::ClaimRef> claims) override;
+  // Recorded as "<context> (<severity>): <message>".
+  void HandleError(const absl::Status& status, kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override;
   bool ReportsDeviceHealth() const override { return reports_health_; }
 
   // Claims (by UID) whose preparation fails with "injected failure", until
@@ -38,9 +40,14 @@ class TestDriver : public kubeletplugin::Driver {
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
-  // While held, every call waits inside the driver until ReleaseCalls().
+  // While held, every call waits inside the driver until ReleaseCalls(),
+  // deaf to its CallContext, as a hung driver.
   void HoldCalls();
   void ReleaseCalls();
+  // From now on, every call waits until its CallContext is cancelled and
+  // then fails its claims with the context's status, as a driver that waits
+  // on hardware and honours cancellation.
+  void WaitForCancellation();
   // Calls inside the driver right now.
   int calls_inside() const;
 
@@ -50,12 +57,18 @@ class TestDriver : public kubeletplugin::Driver {
   std::vector<std::string> prepared_uids() const;
   std::vector<std::string> unprepared_uids() const;
   std::vector<std::string> errors() const;
+  // Each call's CallContext deadline, and the statuses calls returned
+  // because their context was cancelled, in order.
+  std::vector<absl::Time> deadlines() const;
+  std::vector<absl::Status> cancellations() const;
 
   // "gpu.example.com/gpu=<uid>-<device>"
   static std::string CdiId(const std::string& uid, const std::string& device);
 
  private:
-  void Enter();
+  // Counts the call in; holds it as told. Returns the context's status if
+  // the call waited for its cancellation.
+  absl::Status Enter(const kubeletplugin::CallContext& ctx);
   void Leave();
 
   const bool reports_health_;
@@ -67,6 +80,9 @@ class TestDriver : public kubeletplugin::Driver {
   std::vector<std::string> errors_;
   absl::Duration overlap_window_ = absl::ZeroDuration();
   bool hold_calls_ = false;
+  bool wait_for_cancellation_ = false;
+  std::vector<absl::Time> deadlines_;
+  std::vector<absl::Status> cancellations_;
   bool return_cdi_edits_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
   int inside_ = 0;

@@ -1,24 +1,13 @@
 #include <catch2/catch.hpp>
-#include <mutex>
 
 #include "dra/log.h"
 #include "nlohmann/json.hpp"
+#include "support/capturing_logger.h"
 
 namespace dra {
 namespace {
 
-class CapturingSink : public LogSink {
- public:
-  void Write(const LogRecord& record) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    lines.push_back(FormatLogRecord(record, format));
-  }
-  LogFormat format = LogFormat::kKlogText;
-  std::vector<std::string> lines;
-
- private:
-  std::mutex mu_;
-};
+using testing::CapturingSink;
 
 TEST_CASE("klog text format: header, quoted message and fields", "[log]") {
   LogRecord record;
@@ -52,12 +41,26 @@ TEST_CASE("the logger drops records above its verbosity", "[log]") {
   logger.InfoV(2, "two");
   logger.InfoV(3, "three");
   logger.Error("error");
-  REQUIRE(sink->lines.size() == 3);
-  CHECK_THAT(sink->lines[0], Catch::Contains("\"zero\""));
-  CHECK_THAT(sink->lines[1], Catch::Contains("\"two\""));
-  CHECK_THAT(sink->lines[2], Catch::StartsWith("E"));
+  REQUIRE(sink->lines().size() == 3);
+  CHECK_THAT(sink->lines()[0], Catch::Contains("\"zero\""));
+  CHECK_THAT(sink->lines()[1], Catch::Contains("\"two\""));
+  CHECK_THAT(sink->lines()[2], Catch::StartsWith("E"));
   CHECK(logger.V(2));
   CHECK_FALSE(logger.V(3));
+}
+
+TEST_CASE("WithValues puts its fields before every record's own, and nests", "[log]") {
+  auto sink = std::make_shared<CapturingSink>();
+  const Logger logger(sink);
+  const Logger call = logger.WithValues({{"method", "NodePrepareResources"}, {"requestID", "7"}});
+  call.Info("Prepared claim", {{"uid", "u-1"}});
+  call.WithValues({{"claim", "ns/c"}}).Error("Claim failed");
+  logger.Info("plain");
+  const std::vector<std::string> lines = sink->lines();
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::EndsWith("\"Prepared claim\" method=\"NodePrepareResources\" requestID=\"7\" uid=\"u-1\""));
+  CHECK_THAT(lines[1], Catch::EndsWith("\"Claim failed\" method=\"NodePrepareResources\" requestID=\"7\" claim=\"ns/c\""));
+  CHECK_THAT(lines[2], Catch::EndsWith("\"plain\""));
 }
 
 }  // namespace

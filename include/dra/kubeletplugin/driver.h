@@ -13,6 +13,7 @@
 #include "dra/cdi/spec.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
+#include "dra/kubeletplugin/call_context.h"
 
 namespace dra::kubeletplugin {
 
@@ -50,6 +51,18 @@ using PrepareResults = std::map<std::string, PrepareResult, std::less<>>;
 // Keyed by claim UID; OK means unprepared (or never prepared).
 using UnprepareResults = std::map<std::string, absl::Status, std::less<>>;
 
+// How bad a background error is, as the Go helper's ErrRecoverable.
+enum class ErrorSeverity {
+  // Retrying may heal it and the Helper keeps retrying (the API server is
+  // down, a ResourceSlice was refused, a checkpoint write failed): log it.
+  kRecoverable,
+  // It will not heal while the process runs (the kubelet refused the
+  // registration): exit, and the DaemonSet restarts the driver.
+  kFatal,
+};
+
+std::string_view ErrorSeverityName(ErrorSeverity severity);  // "recoverable" or "fatal"
+
 // The contract with the kubelet, as in the Go kubeletplugin package:
 //  - PrepareResourceClaims receives every claim a pod needs, as full
 //    ResourceClaim objects that the Helper has fetched and checked (allocated,
@@ -64,20 +77,28 @@ using UnprepareResults = std::map<std::string, absl::Status, std::less<>>;
 //    once (across instances too when rolling updates are on).
 //  - A returned error status fails the whole gRPC call; per-claim failures go
 //    into the results.
+//  - `ctx` carries the call's deadline (the kubelet's, 45 s), whether it was
+//    cancelled (deadline passed, kubelet gone, Helper::Stop()) and a logger
+//    with the call's request ID. A driver that waits on hardware checks it
+//    and fails what it did not finish with ctx.status(). A call that is still
+//    running when Stop()'s shutdown_grace ends is left running, its result
+//    discarded; the driver object must outlive it.
 class Driver {
  public:
   virtual ~Driver() = default;
 
   virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(
-      std::span<const k8s::ResourceClaim> claims) = 0;
+      const CallContext& ctx, std::span<const k8s::ResourceClaim> claims) = 0;
 
   virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(
-      std::span<const k8s::ClaimRef> claims) = 0;
+      const CallContext& ctx, std::span<const k8s::ClaimRef> claims) = 0;
 
   // Failures the Helper meets in the background (registration refused by the
-  // kubelet, checkpoint trouble, ...). `context` says where it happened.
-  // Called from Helper threads; must be thread-safe and must not block.
-  virtual void HandleError(const absl::Status& status, std::string_view context) = 0;
+  // kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`
+  // says where it happened. On kFatal a driver should shut down (Stop the
+  // Helper, exit non-zero); on kRecoverable, log. Called from Helper
+  // threads; must be thread-safe and must not block.
+  virtual void HandleError(const absl::Status& status, ErrorSeverity severity, std::string_view context) = 0;
 
   // Whether this driver reports device health through Helper::PublishHealth.
   // When false, the health services are neither served nor advertised and the

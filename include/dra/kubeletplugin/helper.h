@@ -44,6 +44,15 @@
 // of prepared claims and checkpoint writes; /healthz answers 200 while the
 // DRA server runs and the kubelet has not refused the registration.
 //
+// Calls. Each driver call gets a CallContext: the kubelet's deadline (45 s),
+// cancellation (deadline passed, kubelet gone, Stop()) and a logger with
+// "method" and "requestID". A call cancelled while it waits for the previous
+// one fails without reaching the driver.
+//
+// Errors. Background failures reach Driver::HandleError with a severity:
+// kFatal (the kubelet refused the registration) means exit and let the
+// DaemonSet restart the driver; everything else is kRecoverable.
+//
 // Threads. gRPC calls arrive on gRPC threads. With Options::serialize (the
 // default) the driver sees one call at a time. Stop() (also run by the
 // destructor) stops both servers, removes both sockets and is idempotent.
@@ -80,7 +89,11 @@ class Helper {
   Helper& operator=(const Helper&) = delete;
   ~Helper();
 
-  // Stops serving and removes both sockets. Idempotent.
+  // Cancels the CallContext of every driver call in flight, stops serving
+  // and removes both sockets; waits up to Options::shutdown_grace for the
+  // calls to return. A call still running then is left running (its
+  // result discarded) and named in an error log; Stop() returns anyway.
+  // Idempotent.
   void Stop();
 
   // Thread-safe.
@@ -116,8 +129,8 @@ class Helper {
   class Impl;
 
  private:
-  explicit Helper(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Helper(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace dra::kubeletplugin

@@ -24,6 +24,11 @@ class TerminationSignals {
   // Waits until one of them arrives; returns its number.
   int Wait() const;
 
+  // Makes Wait() return (with SIGTERM) from any thread, e.g. from
+  // Driver::HandleError on a fatal error: sends the process SIGTERM, which
+  // the threads started after the constructor block.
+  void Interrupt() const;
+
  private:
   sigset_t set_;
 };

@@ -13,21 +13,22 @@ namespace {
 class NoDevicesDriver : public dra::kubeletplugin::Driver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      std::span<const dra::k8s::ResourceClaim> claims) override {
+      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
     dra::kubeletplugin::PrepareResults results;
     for (const auto& claim : claims) results[claim.metadata.uid] = {};
     return results;
   }
 
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      std::span<const dra::k8s::ClaimRef> claims) override {
+      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ClaimRef> claims) override {
     dra::kubeletplugin::UnprepareResults results;
     for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
     return results;
   }
 
-  void HandleError(const absl::Status& status, std::string_view context) override {
-    std::cerr << context << ": " << status << "\n";
+  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override {
+    std::cerr << context << " (" << dra::kubeletplugin::ErrorSeverityName(severity) << "): " << status << "\n";
   }
 };
 

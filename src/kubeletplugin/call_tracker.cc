@@ -1,0 +1,131 @@
+#include "kubeletplugin/call_tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace dra::kubeletplugin {
+
+CallContext::CallContext(std::shared_ptr<internal::CallState> state, Logger logger)
+    : state_(std::move(state)), logger_(std::move(logger)) {}
+
+CallContext CallContext::Background(absl::Time deadline, Logger logger) {
+  return CallContext(std::make_shared<internal::CallState>("background", deadline, nullptr), std::move(logger));
+}
+
+absl::Time CallContext::deadline() const { return state_->deadline(); }
+bool CallContext::cancelled() const { return !state_->status().ok(); }
+absl::Status CallContext::status() const { return state_->status(); }
+bool CallContext::WaitForCancellation(absl::Duration timeout) const { return state_->WaitForCancellation(timeout); }
+
+namespace internal {
+namespace {
+
+// How often a waiter asks gRPC whether the kubelet cancelled: the sync API
+// has no callback for it.
+constexpr absl::Duration kPeerPollInterval = absl::Milliseconds(100);
+// Waits are sliced to this so that an infinite one never overflows a
+// std::chrono deadline.
+constexpr absl::Duration kMaxWaitSlice = absl::Hours(1);
+
+}  // namespace
+
+CallState::CallState(std::string description, absl::Time deadline, std::function<bool()> peer_gone)
+    : description_(std::move(description)), deadline_(deadline), peer_gone_(std::move(peer_gone)) {}
+
+void CallState::RefreshLocked() const {
+  if (!reason_.ok()) return;
+  if (absl::Now() >= deadline_) {
+    reason_ = absl::DeadlineExceededError(
+        absl::StrCat(description_, ": the call's deadline ", absl::FormatTime(deadline_, absl::UTCTimeZone()),
+                     " passed"));
+  } else if (peer_gone_ && peer_gone_()) {
+    reason_ = absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call"));
+  }
+}
+
+void CallState::Cancel(absl::Status reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RefreshLocked();
+    if (reason_.ok()) reason_ = std::move(reason);
+  }
+  cv_.notify_all();
+}
+
+void CallState::Finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    peer_gone_ = nullptr;
+    if (reason_.ok()) reason_ = absl::CancelledError(absl::StrCat(description_, ": the call has returned"));
+  }
+  cv_.notify_all();
+}
+
+absl::Status CallState::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RefreshLocked();
+  return reason_;
+}
+
+bool CallState::WaitForCancellation(absl::Duration timeout) const {
+  const absl::Time until = absl::Now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    RefreshLocked();
+    if (!reason_.ok()) return true;
+    const absl::Time now = absl::Now();
+    if (now >= until) return false;
+    absl::Time wake = std::min(until, deadline_);
+    if (peer_gone_) wake = std::min(wake, now + kPeerPollInterval);
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(wake - now, kMaxWaitSlice)));
+  }
+}
+
+CallTracker::Call::~Call() {
+  if (tracker_ != nullptr) tracker_->End(state_);
+}
+
+CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time caller_deadline,
+                                     std::function<bool()> peer_gone) {
+  const absl::Time deadline =
+      caller_deadline == absl::InfiniteFuture() ? absl::Now() + kDefaultCallTimeout : caller_deadline;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string request_id = std::to_string(next_request_id_++);
+  auto state = std::make_shared<CallState>(absl::StrCat(method, " requestID=", request_id), deadline,
+                                           std::move(peer_gone));
+  if (!cancel_all_.ok()) state->Cancel(cancel_all_);
+  in_flight_.insert(state);
+  CallContext context(state, logger_.WithValues({{"method", method}, {"requestID", request_id}}));
+  return Call(this, std::move(state), std::move(context));
+}
+
+void CallTracker::End(const std::shared_ptr<CallState>& state) {
+  state->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(state);
+  }
+  idle_cv_.notify_all();
+}
+
+void CallTracker::CancelAll(const absl::Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancel_all_ = reason;
+  for (const std::shared_ptr<CallState>& state : in_flight_) state->Cancel(reason);
+}
+
+std::vector<std::string> CallTracker::WaitIdle(absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (absl::Time now = absl::Now(); !in_flight_.empty() && now < deadline; now = absl::Now()) {
+    idle_cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(deadline - now, kMaxWaitSlice)));
+  }
+  std::vector<std::string> running;
+  for (const std::shared_ptr<CallState>& state : in_flight_) running.push_back(state->description());
+  return running;
+}
+
+}  // namespace internal
+}  // namespace dra::kubeletplugin

@@ -1,0 +1,98 @@
+// The state behind a CallContext, and the Helper's register of the driver
+// calls in flight: it numbers them (the request ID), cancels them all when
+// Stop() runs, and tells Stop() which ones are still running at the end of
+// the shutdown grace.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "dra/kubeletplugin/call_context.h"
+#include "dra/log.h"
+
+namespace dra::kubeletplugin::internal {
+
+class CallState {
+ public:
+  // `peer_gone` (may be empty) tells whether the client cancelled the call;
+  // it is polled, and never after Finish().
+  CallState(std::string description, absl::Time deadline, std::function<bool()> peer_gone);
+
+  // Cancels with `reason` unless already cancelled; wakes the waiters.
+  void Cancel(absl::Status reason);
+  // The call returned: cancels (as Go cancels a handler's ctx) and stops
+  // polling `peer_gone`, whose object may be gone now.
+  void Finish();
+
+  absl::Time deadline() const { return deadline_; }
+  absl::Status status() const;
+  bool WaitForCancellation(absl::Duration timeout) const;
+  const std::string& description() const { return description_; }
+
+ private:
+  // Sets reason_ from the deadline or the peer when due.
+  void RefreshLocked() const;
+
+  const std::string description_;
+  const absl::Time deadline_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::function<bool()> peer_gone_;
+  mutable absl::Status reason_;
+};
+
+class CallTracker {
+ public:
+  // A call in flight; ends (and leaves the tracker) when destroyed.
+  class Call {
+   public:
+    Call(Call&& other) noexcept
+        : tracker_(std::exchange(other.tracker_, nullptr)), state_(std::move(other.state_)), context_(other.context_) {}
+    Call& operator=(Call&&) = delete;
+    ~Call();
+    const CallContext& context() const { return context_; }
+
+   private:
+    friend class CallTracker;
+    Call(CallTracker* tracker, std::shared_ptr<CallState> state, CallContext context)
+        : tracker_(tracker), state_(std::move(state)), context_(std::move(context)) {}
+    CallTracker* tracker_;
+    std::shared_ptr<CallState> state_;
+    CallContext context_;
+  };
+
+  explicit CallTracker(const Logger& logger) : logger_(logger) {}
+
+  // `method` names the call in logs ("NodePrepareResources"). The deadline
+  // is the caller's or, when it has none (InfiniteFuture), now +
+  // kDefaultCallTimeout. After CancelAll the call starts cancelled.
+  Call Begin(const std::string& method, absl::Time caller_deadline, std::function<bool()> peer_gone);
+
+  // Cancels every call in flight and every later one.
+  void CancelAll(const absl::Status& reason);
+
+  // Waits until no call is in flight or `deadline` passes; returns the
+  // descriptions ("NodePrepareResources requestID=7") of those still running.
+  std::vector<std::string> WaitIdle(absl::Time deadline);
+
+ private:
+  void End(const std::shared_ptr<CallState>& state);
+
+  const Logger& logger_;
+  std::mutex mu_;
+  std::condition_variable idle_cv_;
+  uint64_t next_request_id_ = 1;
+  absl::Status cancel_all_;  // OK until CancelAll
+  std::set<std::shared_ptr<CallState>> in_flight_;
+};
+
+}  // namespace dra::kubeletplugin::internal
