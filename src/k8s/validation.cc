@@ -1258,4 +1258,15 @@ FieldErrors ValidateAllocatedDeviceStatus(const AllocatedDeviceStatus& status, c
   return errs;
 }
 
+FieldErrors ValidateDriverName(std::string_view name, const std::string& field) {
+  FieldErrors errs;
+  if (name.empty()) {
+    errs.push_back(E::Required(field, ""));
+    return errs;
+  }
+  if (name.size() > kDriverNameMaxLength) errs.push_back(E::TooLong(field, kDriverNameMaxLength));
+  for (std::string& msg : IsDns1123Subdomain(name)) errs.push_back(E::Invalid(field, Q(name), std::move(msg)));
+  return errs;
+}
+
 }  // namespace dra::k8s

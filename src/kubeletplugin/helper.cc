@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "dra/k8s/names.h"
+#include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/api_claim_source.h"
 #include "fileutil/directories.h"
 #include "kubeletplugin/call_serializer.h"
@@ -45,14 +45,9 @@ constexpr mode_t kSocketMode = 0600;
 constexpr mode_t kDataDirMode = 0750;
 
 absl::Status ValidateOptions(const Options& options) {
-  if (options.driver_name.empty()) return absl::InvalidArgumentError("options.driver_name: Required value");
-  if (options.driver_name.size() > 63) {
-    return absl::InvalidArgumentError(absl::StrCat("options.driver_name: Too long: may not be more than 63 bytes: \"",
-                                                   options.driver_name, "\""));
-  }
-  if (std::vector<std::string> errors = k8s::IsDns1123Subdomain(options.driver_name); !errors.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("options.driver_name: Invalid value: \"", options.driver_name,
-                                                   "\": ", absl::StrJoin(errors, "; ")));
+  if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "options.driver_name");
+      !errors.empty()) {
+    return absl::InvalidArgumentError(errors.front().ToString());
   }
   if (!options.rolling_update_uid.empty() && !options.registrar_socket_name.empty()) {
     return absl::InvalidArgumentError(

@@ -800,20 +800,11 @@ class Publisher::Impl {
 absl::StatusOr<std::unique_ptr<Publisher>> Publisher::Start(std::shared_ptr<k8s::Client> client, Options options,
                                                             ErrorHandler on_error) {
   if (client == nullptr) return absl::InvalidArgumentError("resourceslice::Publisher: client: Required value");
-  if (options.driver_name.empty()) {
-    return absl::InvalidArgumentError("resourceslice::Options: driver_name: Required value");
-  }
-  std::vector<std::string> problems = k8s::IsDns1123Subdomain(options.driver_name);
-  if (options.driver_name.size() > k8s::kDriverNameMaxLength) {
-    problems.push_back(absl::StrCat("must be no more than ", k8s::kDriverNameMaxLength, " characters"));
-  }
-  if (!problems.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: driver_name: Invalid value: ",
-                                                   k8s::GoQuote(options.driver_name), ": ",
-                                                   absl::StrJoin(problems, "; ")));
+  if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "driver_name"); !errors.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: ", errors.front().ToString()));
   }
   if (!options.node_name.empty()) {
-    problems = k8s::IsDns1123Subdomain(options.node_name);
+    std::vector<std::string> problems = k8s::IsDns1123Subdomain(options.node_name);
     if (!problems.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: node_name: Invalid value: ",
                                                      k8s::GoQuote(options.node_name), ": ",

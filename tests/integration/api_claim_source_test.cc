@@ -32,6 +32,7 @@
 #include "support/claim_object.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
+#include "support/fake_api_claims.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -52,62 +53,16 @@ using kubeletplugin::internal::ClaimState;
 using kubeletplugin::internal::OrphanReaper;
 using nlohmann::json;
 using testing::AllocatedClaim;
+using testing::CreateAllocatedClaim;
+using testing::CreateClaim;
+using testing::MakeClient;
+using testing::StartServer;
 using testing::FakeApiServer;
 using testing::PollUntil;
 using testing::TempDir;
 using testing::TestDriver;
 
-constexpr char kNamespace[] = "ns";
-
-std::unique_ptr<FakeApiServer> StartServer() {
-  FakeApiServer::Options options;
-  options.extra_args.push_back("--quiet");
-  absl::StatusOr<std::unique_ptr<FakeApiServer>> server = FakeApiServer::Start(options);
-  INFO(server.status().ToString());
-  REQUIRE(server.ok());
-  return *std::move(server);
-}
-
-// No client-side rate limit unless a test wants the default one.
-std::shared_ptr<k8s::Client> MakeClient(const FakeApiServer& server, bool default_rate_limit = false,
-                                        int max_retries = 5) {
-  k8s::ClientConfig config;
-  config.server = server.url();
-  config.ca_file = server.ca_file();
-  config.bearer_token = server.admin_token();
-  if (!default_rate_limit) config.qps = 0;
-  config.timeout = absl::Seconds(20);
-  config.max_retries = max_retries;
-  absl::StatusOr<std::shared_ptr<k8s::Client>> client = k8s::Client::Create(config);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return *client;
-}
-
-// Creates the claim (no status: the server resets it) and returns it.
-k8s::ResourceClaim CreateClaim(k8s::Client& client, const std::string& name) {
-  absl::StatusOr<json> created =
-      client.Create(k8s::kResourceClaims, kNamespace, testing::NewClaimObject(kNamespace, name));
-  INFO(created.status().ToString());
-  REQUIRE(created.ok());
-  absl::StatusOr<k8s::ResourceClaim> claim = k8s::ResourceClaimFromJson(*created);
-  INFO(claim.status().ToString());
-  REQUIRE(claim.ok());
-  return *claim;
-}
-
-// Creates the claim and allocates it as the scheduler would (PUT .../status):
-// `devices` of our driver plus one device of another driver.
-k8s::ClaimRef CreateAllocatedClaim(k8s::Client& client, const std::string& name,
-                                   const std::vector<std::string>& devices = {"gpu-0"}) {
-  k8s::ResourceClaim claim = CreateClaim(client, name);
-  claim.status.allocation = AllocatedClaim(kNamespace, name, claim.metadata.uid, devices).status.allocation;
-  absl::StatusOr<k8s::ResourceClaim> allocated = client.UpdateResourceClaimStatus(claim);
-  INFO(allocated.status().ToString());
-  REQUIRE(allocated.ok());
-  REQUIRE(allocated->status.allocation.has_value());
-  return k8s::ClaimRef{kNamespace, name, claim.metadata.uid};
-}
+constexpr const char* kNamespace = testing::kClaimNamespace;
 
 // GET requests the fake server has seen for one claim.
 int ClaimGets(const FakeApiServer& server, const std::string& name) {

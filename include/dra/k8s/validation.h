@@ -24,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim.h"
@@ -54,6 +55,13 @@ inline constexpr size_t kAllocatedDeviceStatusDataMaxLength = 10 * 1024;
 inline constexpr size_t kNetworkDeviceDataMaxIps = 16;
 inline constexpr size_t kNetworkDeviceDataInterfaceNameMaxLength = 256;
 inline constexpr size_t kNetworkDeviceDataHardwareAddressMaxLength = 128;
+
+// A DRA driver name as the SDK takes it (Helper, ResourceSlice publisher,
+// ClaimStatusWriter): required, a lower-case DNS subdomain of at most 63
+// bytes, e.g. "gpu.example.com". (The API server checks a lower-cased copy;
+// the Go helper asks for lower case, and the name appears in file names and
+// CDI kinds.) `field` names it in the errors, e.g. "options.driver_name".
+FieldErrors ValidateDriverName(std::string_view name, const std::string& field);
 
 // metadata (name, or the generateName prefix when name is empty; no
 // namespace; labels; annotations) and the whole spec of a ResourceSlice.

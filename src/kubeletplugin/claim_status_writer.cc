@@ -1,0 +1,174 @@
+#include "dra/kubeletplugin/claim_status_writer.h"
+
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "dra/k8s/field_error.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/k8s/validation.h"
+#include "k8s/http_util.h"
+
+namespace dra::kubeletplugin {
+namespace {
+
+using k8s::AllocatedDeviceStatus;
+using k8s::FieldError;
+
+// The key of status.devices[] (listMapKey driver, device, pool, shareID).
+using DeviceKey = std::tuple<std::string, std::string, std::string, std::string>;
+
+DeviceKey KeyOf(const AllocatedDeviceStatus& status) {
+  return {status.driver, status.pool, status.device, status.share_id.value_or("")};
+}
+
+std::string Describe(const DeviceKey& key) {
+  std::string text = absl::StrCat(std::get<0>(key), "/", std::get<1>(key), "/", std::get<2>(key));
+  if (!std::get<3>(key).empty()) absl::StrAppend(&text, " (shareID ", std::get<3>(key), ")");
+  return text;
+}
+
+bool Retryable(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+      return true;
+    case absl::StatusCode::kAborted:
+      return k8s::IsConflict(status);
+    default:
+      return false;
+  }
+}
+
+// `prefix: message`, keeping the payloads (HTTP code, reason) that
+// k8s::IsConflict and friends read.
+absl::Status Annotate(const absl::Status& status, const std::string& prefix) {
+  absl::Status annotated(status.code(), absl::StrCat(prefix, ": ", status.message()));
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { annotated.SetPayload(url, payload); });
+  return annotated;
+}
+
+std::string Rfc3339Now() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
+
+// Keeps a condition's lastTransitionTime when the live entry has the same
+// condition with the same status, as meta.SetStatusCondition does.
+void CompleteTransitionTimes(AllocatedDeviceStatus& entry, const AllocatedDeviceStatus* live) {
+  for (k8s::Condition& condition : entry.conditions) {
+    if (!condition.last_transition_time.empty()) continue;
+    if (live != nullptr) {
+      for (const k8s::Condition& old : live->conditions) {
+        if (old.type == condition.type && old.status == condition.status) {
+          condition.last_transition_time = old.last_transition_time;
+        }
+      }
+    }
+    if (condition.last_transition_time.empty()) condition.last_transition_time = Rfc3339Now();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClaimStatusWriter>> ClaimStatusWriter::Create(std::shared_ptr<k8s::Client> client,
+                                                                              ClaimStatusWriterOptions options) {
+  if (client == nullptr) return absl::InvalidArgumentError("ClaimStatusWriter: client: Required value");
+  if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "driver_name"); !errors.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("ClaimStatusWriterOptions: ", errors.front().ToString()));
+  }
+  if (options.field_manager.empty()) options.field_manager = options.driver_name;
+  if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {
+    return absl::InvalidArgumentError(
+        "ClaimStatusWriterOptions: backoff_initial: Invalid value: must be positive and at most backoff_max");
+  }
+  return std::unique_ptr<ClaimStatusWriter>(new ClaimStatusWriter(std::move(client), std::move(options)));
+}
+
+absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRef& claim,
+                                      std::vector<AllocatedDeviceStatus> devices) const {
+  const std::string what = absl::StrCat("write device status of claim ", claim.ToString());
+  for (int attempt = 0;; ++attempt) {
+    absl::Status status = ApplyOnce(claim, devices);
+    if (status.ok()) return status;
+    if (!Retryable(status)) return Annotate(status, what);
+    const absl::Duration wait = k8s::internal::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
+    ctx.logger().InfoV(2, "Retrying device status write", {{"claim", claim.ToString()},
+                                                           {"err", status.ToString()},
+                                                           {"after", absl::FormatDuration(wait)}});
+    if (ctx.WaitForCancellation(wait)) {
+      return absl::Status(ctx.status().code(),
+                          absl::StrCat(what, ": ", ctx.status().message(), "; last error: ", status.message()));
+    }
+  }
+}
+
+absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<AllocatedDeviceStatus> devices) const {
+  absl::StatusOr<k8s::ResourceClaim> live = client_->GetResourceClaim(ref.namespace_, ref.name);
+  if (!live.ok()) return live.status();
+  if (live->metadata.uid != ref.uid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the claim got replaced (UID ", live->metadata.uid, ", want ", ref.uid, ")"));
+  }
+  if (!live->status.allocation.has_value()) return absl::FailedPreconditionError("the claim is not allocated");
+
+  std::set<DeviceKey> allocated;
+  for (const k8s::DeviceRequestAllocationResult& result : live->status.allocation->devices.results) {
+    if (result.driver == options_.driver_name) {
+      allocated.insert({result.driver, result.pool, result.device, result.share_id.value_or("")});
+    }
+  }
+  k8s::FieldErrors errors;
+  std::set<DeviceKey> seen;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    AllocatedDeviceStatus& entry = devices[i];
+    const std::string path = absl::StrCat("status.devices[", i, "]");
+    const DeviceKey key = KeyOf(entry);
+    if (entry.driver != options_.driver_name) {
+      errors.push_back(FieldError::Invalid(path + ".driver", k8s::GoQuote(entry.driver),
+                                           absl::StrCat("must be this writer's driver ",
+                                                        k8s::GoQuote(options_.driver_name))));
+      continue;
+    }
+    if (!seen.insert(key).second) {
+      errors.push_back(FieldError::Duplicate(path, k8s::GoQuote(Describe(key))));
+      continue;
+    }
+    if (allocated.count(key) == 0) {
+      errors.push_back(FieldError::Invalid(path, k8s::GoQuote(Describe(key)),
+                                           "must be a device allocated to this driver in the claim"));
+      continue;
+    }
+    const AllocatedDeviceStatus* live_entry = nullptr;
+    for (const AllocatedDeviceStatus& old : live->status.devices) {
+      if (KeyOf(old) == key) live_entry = &old;
+    }
+    CompleteTransitionTimes(entry, live_entry);
+    k8s::FieldErrors invalid = k8s::ValidateAllocatedDeviceStatus(entry, path);
+    errors.insert(errors.end(), invalid.begin(), invalid.end());
+  }
+  if (!errors.empty()) {
+    return k8s::ToStatus(errors, absl::StrCat("ResourceClaim.resource.k8s.io ", k8s::GoQuote(ref.name)));
+  }
+
+  // Only what this manager owns: the entries' keys and fields. Encoded as
+  // the claim codec writes them.
+  k8s::ResourceClaim applied;
+  applied.status.devices = std::move(devices);
+  nlohmann::json encoded = k8s::ToJson(applied);
+  nlohmann::json body = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}},
+      {"status", {{"devices", encoded["status"].value("devices", nlohmann::json::array())}}},
+  };
+  k8s::PatchOptions options;
+  options.field_manager = options_.field_manager;
+  options.force = true;  // this driver's entries are its own, whoever wrote them before
+  options.subresource = "status";
+  absl::StatusOr<nlohmann::json> patched =
+      client_->Patch(k8s::kResourceClaims, ref.namespace_, ref.name, k8s::PatchType::kApply, body, options);
+  return patched.status();
+}
+
+}  // namespace dra::kubeletplugin

@@ -1,0 +1,218 @@
+// ClaimStatusWriter against the fake API server over real HTTPS: this
+// driver's status.devices entries are applied, changed and removed while
+// another driver's stay; conditions keep their transition time; bad entries
+// are refused before anything is sent; outages and conflicts are retried
+// until the context gives up.
+#include <catch2/catch.hpp>
+
+#include "absl/time/clock.h"
+#include "dra/k8s/client.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/claim_status_writer.h"
+#include "support/fake_api_claims.h"
+#include "support/test_driver.h"
+
+namespace dra {
+namespace {
+
+using k8s::AllocatedDeviceStatus;
+using kubeletplugin::CallContext;
+using kubeletplugin::ClaimStatusWriter;
+using nlohmann::json;
+using testing::CreateAllocatedClaim;
+using testing::FakeApiServer;
+using testing::kClaimNamespace;
+using testing::kTestDriverName;
+
+std::unique_ptr<ClaimStatusWriter> MakeWriter(std::shared_ptr<k8s::Client> client,
+                                              const std::string& driver = kTestDriverName) {
+  kubeletplugin::ClaimStatusWriterOptions options;
+  options.driver_name = driver;
+  options.backoff_initial = absl::Milliseconds(10);
+  options.backoff_max = absl::Milliseconds(50);
+  auto writer = ClaimStatusWriter::Create(std::move(client), options);
+  INFO(writer.status().ToString());
+  REQUIRE(writer.ok());
+  return *std::move(writer);
+}
+
+AllocatedDeviceStatus Entry(const std::string& device, const std::string& ready = "True",
+                            const std::string& driver = kTestDriverName, const std::string& pool = "pool-a") {
+  AllocatedDeviceStatus entry;
+  entry.driver = driver;
+  entry.pool = pool;
+  entry.device = device;
+  k8s::Condition& condition = entry.conditions.emplace_back();
+  condition.type = "Ready";
+  condition.status = ready;
+  condition.reason = "Initialized";
+  condition.message = "set up";
+  return entry;
+}
+
+k8s::ResourceClaim Get(k8s::Client& client, const k8s::ClaimRef& ref) {
+  absl::StatusOr<k8s::ResourceClaim> claim = client.GetResourceClaim(ref.namespace_, ref.name);
+  INFO(claim.status().ToString());
+  REQUIRE(claim.ok());
+  return *claim;
+}
+
+const AllocatedDeviceStatus* Find(const k8s::ResourceClaim& claim, const std::string& driver,
+                                  const std::string& device) {
+  for (const AllocatedDeviceStatus& entry : claim.status.devices) {
+    if (entry.driver == driver && entry.device == device) return &entry;
+  }
+  return nullptr;
+}
+
+int Patches(const FakeApiServer& server) {
+  absl::StatusOr<std::string> body = server.Admin("GET", "/fake/requests");
+  REQUIRE(body.ok());
+  return json::parse(*body)["counts"].value("PATCH resourceclaims/status", 0);
+}
+
+TEST_CASE("entries are applied, changed and removed; another driver's entry stays", "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
+  // The other driver in the claim writes its own entry with its own manager.
+  REQUIRE(MakeWriter(client, "nic.example.com")
+              ->Apply(CallContext::Background(), ref, {Entry("nic-0", "True", "nic.example.com", "pool-n")})
+              .ok());
+
+  auto writer = MakeWriter(client);
+  AllocatedDeviceStatus gpu0 = Entry("gpu-0");
+  gpu0.data = json{{"uuid", "GPU-0"}};
+  AllocatedDeviceStatus gpu1 = Entry("gpu-1", "False");
+  k8s::NetworkDeviceData& network = gpu1.network_data.emplace();
+  network.interface_name = "eth1";
+  network.ips = {"192.0.2.5/24"};
+  network.hardware_address = "02:00:00:00:00:01";
+  absl::Status applied = writer->Apply(CallContext::Background(), ref, {gpu0, gpu1});
+  INFO(applied.ToString());
+  REQUIRE(applied.ok());
+
+  k8s::ResourceClaim claim = Get(*client, ref);
+  REQUIRE(claim.status.devices.size() == 3);
+  REQUIRE(Find(claim, kTestDriverName, "gpu-0") != nullptr);
+  CHECK(Find(claim, kTestDriverName, "gpu-0")->data == json{{"uuid", "GPU-0"}});
+  CHECK(Find(claim, kTestDriverName, "gpu-1")->network_data->ips == std::vector<std::string>{"192.0.2.5/24"});
+  const std::string ready_since = Find(claim, kTestDriverName, "gpu-0")->conditions.at(0).last_transition_time;
+  const std::string gpu1_since = Find(claim, kTestDriverName, "gpu-1")->conditions.at(0).last_transition_time;
+  CHECK_FALSE(ready_since.empty());
+  REQUIRE(Find(claim, "nic.example.com", "nic-0") != nullptr);
+
+  // gpu-0 unchanged (its Ready keeps its time), gpu-1 flips, then is left out.
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {gpu0, Entry("gpu-1", "True")}).ok());
+  claim = Get(*client, ref);
+  CHECK(Find(claim, kTestDriverName, "gpu-0")->conditions.at(0).last_transition_time == ready_since);
+  CHECK(Find(claim, kTestDriverName, "gpu-1")->conditions.at(0).status == "True");
+  CHECK(Find(claim, kTestDriverName, "gpu-1")->conditions.at(0).last_transition_time >= gpu1_since);
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {gpu0}).ok());
+  claim = Get(*client, ref);
+  CHECK(Find(claim, kTestDriverName, "gpu-1") == nullptr);
+  CHECK(Find(claim, "nic.example.com", "nic-0") != nullptr);
+
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {}).ok());
+  claim = Get(*client, ref);
+  REQUIRE(claim.status.devices.size() == 1);
+  CHECK(claim.status.devices[0].driver == "nic.example.com");
+}
+
+TEST_CASE("bad entries are refused before anything is sent, naming the field", "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0"});
+  auto writer = MakeWriter(client);
+  const int patches_before = Patches(*server);
+
+  absl::Status other = writer->Apply(CallContext::Background(), ref, {Entry("nic-0", "True", "nic.example.com")});
+  CHECK(other.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(other.message()),
+             Catch::Contains("status.devices[0].driver: Invalid value: \"nic.example.com\": must be this writer's "
+                             "driver \"gpu.example.com\""));
+
+  absl::Status unallocated = writer->Apply(CallContext::Background(), ref, {Entry("gpu-7")});
+  CHECK_THAT(std::string(unallocated.message()),
+             Catch::Contains("status.devices[0]: Invalid value: \"gpu.example.com/pool-a/gpu-7\": must be a device "
+                             "allocated to this driver in the claim"));
+
+  absl::Status twice = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0"), Entry("gpu-0")});
+  CHECK_THAT(std::string(twice.message()), Catch::Contains("status.devices[1]: Duplicate value"));
+
+  AllocatedDeviceStatus bad = Entry("gpu-0");
+  bad.conditions[0].type = "";
+  bad.conditions[0].status = "Maybe";
+  absl::Status invalid = writer->Apply(CallContext::Background(), ref, {bad});
+  CHECK(invalid.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(invalid.message()), Catch::Contains("status.devices[0].conditions[0].type: Invalid value: \"\": name part must be non-empty") &&
+                                                 Catch::Contains("status.devices[0].conditions[0].status"));
+  CHECK(Patches(*server) == patches_before);
+  CHECK(Get(*client, ref).status.devices.empty());
+}
+
+TEST_CASE("a replaced or deleted claim is not written", "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0"});
+  auto writer = MakeWriter(client);
+
+  k8s::ClaimRef stale = ref;
+  stale.uid = "uid-of-an-older-claim";
+  absl::Status replaced = writer->Apply(CallContext::Background(), stale, {Entry("gpu-0")});
+  CHECK(replaced.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(replaced.message()), Catch::Contains("the claim got replaced"));
+
+  REQUIRE(client->Delete(k8s::kResourceClaims, kClaimNamespace, "c").ok());
+  absl::Status gone = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")});
+  CHECK(gone.code() == absl::StatusCode::kNotFound);
+  CHECK_THAT(std::string(gone.message()), Catch::StartsWith("write device status of claim ns/c"));
+}
+
+TEST_CASE("outages and conflicts are retried; an outage longer than the context is not", "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0"});
+  auto writer = MakeWriter(client);
+
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":503,"count":2})").ok());
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":500,"count":1})").ok());
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":409,"count":1})").ok());
+  const int patches_before = Patches(*server);
+  absl::Status applied = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")});
+  INFO(applied.ToString());
+  REQUIRE(applied.ok());
+  CHECK(Patches(*server) - patches_before == 4);  // 503, 503, 409, then the write
+  CHECK(Find(Get(*client, ref), kTestDriverName, "gpu-0") != nullptr);
+
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":503,"count":100000})").ok());
+  absl::Status outage =
+      writer->Apply(CallContext::Background(absl::Now() + absl::Milliseconds(300)), ref, {Entry("gpu-0", "False")});
+  CHECK(outage.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK_THAT(std::string(outage.message()), Catch::StartsWith("write device status of claim ns/c") &&
+                                                Catch::Contains("last error: "));
+  REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
+  // A permission error is not retried.
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":1})").ok());
+  const int patches_403 = Patches(*server);
+  CHECK(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).code() == absl::StatusCode::kPermissionDenied);
+  CHECK(Patches(*server) - patches_403 == 1);
+}
+
+TEST_CASE("bad writer options stop Create with the option named", "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  kubeletplugin::ClaimStatusWriterOptions options;
+  CHECK(ClaimStatusWriter::Create(client, options).status().message() ==
+        "ClaimStatusWriterOptions: driver_name: Required value");
+  options.driver_name = "GPU.example.com";
+  CHECK_THAT(std::string(ClaimStatusWriter::Create(client, options).status().message()),
+             Catch::StartsWith("ClaimStatusWriterOptions: driver_name: Invalid value: \"GPU.example.com\""));
+  options.driver_name = kTestDriverName;
+  CHECK(ClaimStatusWriter::Create(nullptr, options).status().message() == "ClaimStatusWriter: client: Required value");
+  REQUIRE(ClaimStatusWriter::Create(client, options).ok());
+  CHECK((*ClaimStatusWriter::Create(client, options))->options().field_manager == kTestDriverName);
+}
+
+}  // namespace
+}  // namespace dra
