@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "dra/k8s/device_attributes.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
@@ -194,7 +195,7 @@ int main(int argc, char** argv) {
     health[i].device_name = name;
     health[i].health = dra::kubeletplugin::HealthStatus::kHealthy;
     published[i].name = name;
-    published[i].attributes["index"].int_value = i;
+    published[i].attributes["index"] = dra::k8s::IntAttribute(i);
   }
   (*helper)->PublishHealth(health);
   if (options.kube_client != nullptr) {

@@ -1,0 +1,71 @@
+// Factories for the typed values of a ResourceSlice Device, so that a driver
+// writes `device.attributes["model"] = StringAttribute("a100")` instead of
+// setting one of DeviceAttribute's optional members by hand, plus the names
+// of the attributes Kubernetes itself defines.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dra/k8s/quantity.h"
+#include "dra/k8s/resource_slice.h"
+
+namespace dra::k8s {
+
+// Attribute names in the resource.kubernetes.io domain (KEP-5491 and the
+// DRA documentation): PCI bus and PCIe root of a device, for matchAttribute
+// across drivers.
+inline constexpr char kPciBusIdAttribute[] = "resource.kubernetes.io/pciBusID";
+inline constexpr char kPcieRootAttribute[] = "resource.kubernetes.io/pcieRoot";
+
+inline DeviceAttribute IntAttribute(int64_t value) {
+  DeviceAttribute attribute;
+  attribute.int_value = value;
+  return attribute;
+}
+
+inline DeviceAttribute BoolAttribute(bool value) {
+  DeviceAttribute attribute;
+  attribute.bool_value = value;
+  return attribute;
+}
+
+inline DeviceAttribute StringAttribute(std::string value) {
+  DeviceAttribute attribute;
+  attribute.string_value = std::move(value);
+  return attribute;
+}
+
+// A semantic version (semver 2.0.0, e.g. "1.2.3"); ValidateResourceSlice
+// checks the syntax.
+inline DeviceAttribute VersionAttribute(std::string semver) {
+  DeviceAttribute attribute;
+  attribute.version_value = std::move(semver);
+  return attribute;
+}
+
+inline DeviceAttribute StringsAttribute(std::vector<std::string> values) {
+  DeviceAttribute attribute;
+  attribute.string_values = std::move(values);
+  return attribute;
+}
+
+inline DeviceCapacity Capacity(Quantity value) {
+  DeviceCapacity capacity;
+  capacity.value = std::move(value);
+  return capacity;
+}
+
+// Capacity from quantity text ("80Gi", "500m"); InvalidArgument naming the
+// rule the text breaks.
+inline absl::StatusOr<DeviceCapacity> ParseCapacity(std::string_view quantity) {
+  absl::StatusOr<Quantity> value = Quantity::Parse(quantity);
+  if (!value.ok()) return value.status();
+  return Capacity(*std::move(value));
+}
+
+}  // namespace dra::k8s
