@@ -203,4 +203,6 @@ absl::StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text) {
 
 nlohmann::json ToJson(const ResourceClaim& claim) { return internal::ToJson(claim); }
 
+nlohmann::json ToJson(const NetworkDeviceData& data) { return internal::ToJson(data); }
+
 }  // namespace dra::k8s

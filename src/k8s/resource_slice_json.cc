@@ -310,6 +310,8 @@ absl::StatusOr<ResourceSlice> ParseResourceSlice(std::string_view json_text) {
 
 nlohmann::json ToJson(const ResourceSlice& slice) { return internal::ToJson(slice); }
 
+nlohmann::json ToJson(const DeviceAttribute& attribute) { return internal::ToJson(attribute); }
+
 absl::StatusOr<nlohmann::json> ToJson(const ResourceSlice& slice, const EncodeOptions& options) {
   nlohmann::json out = internal::ToJson(slice);
   if (options.node_allocatable_shape == NodeAllocatableShape::kResources) return out;

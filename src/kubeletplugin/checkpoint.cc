@@ -115,6 +115,18 @@ void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry
     out.append(",\"cdiSpec\":");
     AppendString(out, entry.cdi_spec);
   }
+  if (!entry.metadata_files.empty()) {
+    out.append(",\"metadataFiles\":{");
+    bool first = true;
+    for (const auto& [path, content] : entry.metadata_files) {
+      if (!first) out.push_back(',');
+      first = false;
+      AppendString(out, path);
+      out.push_back(':');
+      AppendString(out, content);
+    }
+    out.push_back('}');
+  }
   out.push_back('}');
 }
 
@@ -187,6 +199,17 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
                              kPrepared, "\""));
   }
   if (in.contains("cdiSpec")) entry.cdi_spec = reader.String(in, where, "cdiSpec");
+  if (in.contains("metadataFiles")) {
+    if (const json* files = reader.Field(in, where, "metadataFiles", json::value_t::object, "an object")) {
+      for (const auto& [path, content] : files->items()) {
+        if (!content.is_string()) {
+          reader.Fail(absl::StrCat(where, "metadataFiles.", path, ": not a string"));
+          break;
+        }
+        entry.metadata_files[path] = content.get<std::string>();
+      }
+    }
+  }
   const json* devices = reader.Field(in, where, "devices", json::value_t::array, "an array");
   if (devices == nullptr) return entry;
   for (size_t i = 0; i < devices->size(); ++i) {

@@ -49,7 +49,8 @@ std::string BaseRequestName(const std::string& request) { return request.substr(
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                              bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls,
-                             HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs)
+                             HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs,
+                             const ClaimMetadataFiles* metadata_files)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
       claims_(claims),
@@ -59,6 +60,7 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       calls_(calls),
       metrics_(metrics),
       cdi_specs_(cdi_specs),
+      metadata_files_(metadata_files),
       fetch_pool_(kMaxConcurrentFetches - 1) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
@@ -143,16 +145,20 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
     if (checkpoint_ == nullptr || !checkpoint_current) return false;
     std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
     if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
-    // After a reboot the checkpoint is there but the tmpfs spec file is not:
-    // without it the runtime fails to create the container. It is written
-    // only while serialized: a concurrent unprepare of the claim could
-    // otherwise remove it first and leave the new file behind.
-    if (cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid)) {
+    // After a reboot the checkpoint is there but the tmpfs spec files are
+    // not: without them the runtime fails to create the container. They are
+    // written only while serialized: a concurrent unprepare of the claim
+    // could otherwise remove them first and leave the new files behind.
+    const bool cdi_lost = cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid);
+    const bool metadata_lost = metadata_files_ != nullptr && !metadata_files_->AllExist(entry->metadata_files);
+    if (cdi_lost || metadata_lost) {
       if (!serialized) {
         to_restore.push_back(ref);
         return true;
       }
-      if (absl::Status status = cdi_specs_->Restore(ref.uid, entry->cdi_spec); !status.ok()) {
+      absl::Status status = cdi_lost ? cdi_specs_->Restore(ref.uid, entry->cdi_spec) : absl::OkStatus();
+      if (status.ok() && metadata_lost) status = metadata_files_->Restore(entry->metadata_files);
+      if (!status.ok()) {
         outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
         return true;
       }
@@ -230,9 +236,16 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
     } else if (!it->second.status.ok()) {
       outcome.error = std::string(it->second.status.message());
     } else {
-      std::vector<Device> devices = WithBaseRequestNames(std::move(it->second.devices));
+      std::vector<Device> devices = std::move(it->second.devices);
       // Written before the checkpoint records the claim as prepared, so a
-      // prepared claim always has its spec (or the means to re-create it).
+      // prepared claim always has its files (or the means to re-create
+      // them). Metadata first: its files record the subrequest names.
+      absl::StatusOr<MetadataFiles> metadata = WriteMetadata(claim, devices);
+      if (!metadata.ok()) {
+        outcome.error = std::string(metadata.status().message());
+        continue;
+      }
+      devices = WithBaseRequestNames(std::move(devices));
       absl::StatusOr<std::string> cdi_spec = WriteCdiSpec(ref_of(claim), devices);
       if (!cdi_spec.ok()) {
         outcome.error = std::string(cdi_spec.status().message());
@@ -241,6 +254,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
       outcome.devices = std::move(devices);
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
       entry.cdi_spec = *std::move(cdi_spec);
+      entry.metadata_files = *std::move(metadata);
       prepared.push_back({uid, std::move(entry)});
     }
   }
@@ -270,6 +284,27 @@ absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref
   absl::StatusOr<std::string> json = cdi_specs_->Write(ref.uid, *spec);
   if (!json.ok()) return Annotate(json.status(), absl::StrCat("write CDI spec of claim ", ref.ToString()));
   return json;
+}
+
+absl::StatusOr<MetadataFiles> ClaimPreparer::WriteMetadata(const k8s::ResourceClaim& claim,
+                                                            std::vector<Device>& devices) {
+  if (metadata_files_ == nullptr) {
+    for (Device& device : devices) device.metadata.reset();  // ignored, as in the Go helper
+    return MetadataFiles();
+  }
+  absl::StatusOr<MetadataFiles> files = metadata_files_->Write(claim, devices);
+  if (!files.ok()) {
+    return Annotate(files.status(), absl::StrCat("write device metadata of claim ", claim.metadata.namespace_, "/",
+                                                 claim.metadata.name));
+  }
+  return files;
+}
+
+absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
+  if (metadata_files_ != nullptr) {
+    if (absl::Status status = metadata_files_->Remove(ref); !status.ok()) return status;
+  }
+  return RemoveCdiSpec(ref.uid);
 }
 
 absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
@@ -349,8 +384,8 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
     return absl::InternalError(absl::StrCat("driver returned no result for claim ", entry->claim.ToString()));
   }
   if (!it->second.ok()) return it->second;
-  // The spec may have been written before the crash that orphaned the claim.
-  if (absl::Status status = RemoveCdiSpec(ref.uid); !status.ok()) return status;
+  // The files may have been written before the crash that orphaned the claim.
+  if (absl::Status status = RemoveClaimFiles(entry->claim); !status.ok()) return status;
   if (absl::Status status = Commit({{ref.uid, std::nullopt}}); !status.ok()) {
     return Annotate(status, "remove claim from checkpoint");
   }
@@ -377,7 +412,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(const CallContext& 
       outcome.error = absl::StrCat("driver returned no result for claim ", ref.ToString());
     } else if (!it->second.ok()) {
       outcome.error = std::string(it->second.message());
-    } else if (absl::Status status = RemoveCdiSpec(ref.uid); !status.ok()) {
+    } else if (absl::Status status = RemoveClaimFiles(ref); !status.ok()) {
       // Kept in the checkpoint: the kubelet retries and the removal with it.
       outcome.error = std::string(status.message());
     } else if (checkpoint_ != nullptr && checkpoint_->Get(ref.uid).has_value()) {

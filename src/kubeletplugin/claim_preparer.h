@@ -19,6 +19,7 @@
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
+#include "kubeletplugin/claim_metadata_files.h"
 #include "kubeletplugin/fetch_pool.h"
 #include "kubeletplugin/metrics.h"
 
@@ -49,7 +50,7 @@ class ClaimPreparer {
   // outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                 bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls, HelperMetrics& metrics,
-                const ClaimCdiSpecs* cdi_specs = nullptr);
+                const ClaimCdiSpecs* cdi_specs = nullptr, const ClaimMetadataFiles* metadata_files = nullptr);
 
   // An error status fails the whole call (the kubelet retries all claims).
   // Each call is registered with the CallTracker, which gives the driver its
@@ -96,7 +97,12 @@ class ClaimPreparer {
   // Moves the devices' CDI edits into the claim's spec file; returns the
   // spec's JSON for the checkpoint ("" if none) or the claim's error.
   absl::StatusOr<std::string> WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices);
-  // Removes a claim's CDI spec file after the driver unprepared it.
+  // Writes the claim's device metadata files (none when the option is off;
+  // Device::metadata is dropped then); returns them for the checkpoint.
+  absl::StatusOr<MetadataFiles> WriteMetadata(const k8s::ResourceClaim& claim, std::vector<Device>& devices);
+  // Removes a claim's CDI spec file and metadata files after the driver
+  // unprepared it.
+  absl::Status RemoveClaimFiles(const k8s::ClaimRef& ref);
   absl::Status RemoveCdiSpec(const std::string& uid);
 
   Driver& driver_;
@@ -108,6 +114,7 @@ class ClaimPreparer {
   CallTracker& calls_;
   HelperMetrics& metrics_;
   const ClaimCdiSpecs* const cdi_specs_;
+  const ClaimMetadataFiles* const metadata_files_;
 
   // Only matter with serialize off: with it on, a Prepare call and the
   // reaper never run at the same time.

@@ -64,6 +64,15 @@ absl::Status ValidateOptions(const Options& options) {
   if (options.claim_source == nullptr && options.kube_client == nullptr) {
     return absl::InvalidArgumentError("options.claim_source: Required value: set it or options.kube_client");
   }
+  if (options.device_metadata.enabled) {
+    if (!options.cdi.enabled) {
+      return absl::InvalidArgumentError(
+          "options.device_metadata.enabled: needs options.cdi.enabled: the metadata files are mounted through CDI specs");
+    }
+    if (absl::Status status = internal::ClaimMetadataFiles::Check(options.device_metadata.versions); !status.ok()) {
+      return status;
+    }
+  }
   if (options.orphan_check_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("options.orphan_check_interval: Invalid value: \"",
                                                    absl::FormatDuration(options.orphan_check_interval),
@@ -145,6 +154,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<CallSerializer> serializer_;
   internal::CallTracker calls_{options_.logger};
   std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;  // null when options.cdi is off
+  std::unique_ptr<internal::ClaimMetadataFiles> metadata_files_;  // null when options.device_metadata is off
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
@@ -199,11 +209,16 @@ absl::Status Helper::Impl::Start() {
     dir.path = options_.cdi.spec_dir;
     dir.format = options_.cdi.format;
     dir.file_mode = options_.cdi.file_mode;
-    cdi_specs_ = std::make_unique<internal::ClaimCdiSpecs>(*std::move(kind), std::move(dir));
+    cdi_specs_ = std::make_unique<internal::ClaimCdiSpecs>(*std::move(kind), dir);
+    if (options_.device_metadata.enabled) {
+      metadata_files_ = std::make_unique<internal::ClaimMetadataFiles>(
+          options_.driver_name, options_.plugin_data_dir, std::move(dir), options_.device_metadata.versions);
+    }
   }
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, calls_, metrics_, cdi_specs_.get());
+                                              *serializer_, calls_, metrics_, cdi_specs_.get(),
+                                              metadata_files_.get());
   // Not fatal: a spec left behind costs a file, not a container.
   if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedCdiSpecs(); !removed.ok()) {
     driver_.HandleError(removed.status(), ErrorSeverity::kRecoverable, "remove orphaned CDI specs");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "dra/k8s/device_attributes.h"
 
 namespace dra::testing {
 
@@ -14,6 +15,11 @@ void TestDriver::ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits) {
   std::lock_guard<std::mutex> lock(mu_);
   return_cdi_edits_ = true;
   cdi_edits_ = std::move(edits);
+}
+
+void TestDriver::ReturnMetadata() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return_metadata_ = true;
 }
 
 absl::Status TestDriver::Enter(const kubeletplugin::CallContext& ctx) {
@@ -96,6 +102,12 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
         }
         kubeletplugin::Device& device = result.devices.emplace_back(kubeletplugin::Device{
             {allocated.request}, allocated.pool, allocated.device, {CdiId(uid, allocated.device)}, allocated.share_id});
+        if (return_metadata_) {
+          kubeletplugin::DeviceMetadata& metadata = device.metadata.emplace();
+          metadata.attributes["model"] = k8s::StringAttribute("a100");
+          metadata.attributes[k8s::kPciBusIdAttribute] = k8s::StringAttribute("0000:3b:00.0");
+          metadata.network_data.emplace().interface_name = "net-" + allocated.device;
+        }
         if (return_cdi_edits_) {
           device.cdi_device_ids.clear();
           cdi::ContainerEdits& edits = device.cdi_edits.emplace();

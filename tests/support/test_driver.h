@@ -37,6 +37,10 @@ class TestDriver : public kubeletplugin::Driver {
   // per device, env DEVICE=<device> and the device node /dev/<device>, or
   // `edits` when given (to return invalid ones).
   void ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits = std::nullopt);
+  // From now on, give each device Device::metadata: attribute model="a100",
+  // resource.kubernetes.io/pciBusID and network data with interface
+  // "net-<device>".
+  void ReturnMetadata();
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
@@ -84,6 +88,7 @@ class TestDriver : public kubeletplugin::Driver {
   std::vector<absl::Time> deadlines_;
   std::vector<absl::Status> cancellations_;
   bool return_cdi_edits_ = false;
+  bool return_metadata_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
   int inside_ = 0;
   std::atomic<int> prepare_calls_{0};

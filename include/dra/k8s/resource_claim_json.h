@@ -26,5 +26,7 @@ absl::StatusOr<ResourceClaim> ResourceClaimFromJson(const nlohmann::json& json);
 // Parses JSON text, then ResourceClaimFromJson.
 absl::StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text);
 nlohmann::json ToJson(const ResourceClaim& claim);
+// networkData of a status.devices entry (and of KEP-5304 device metadata).
+nlohmann::json ToJson(const NetworkDeviceData& data);
 
 }  // namespace dra::k8s

@@ -55,6 +55,8 @@ absl::StatusOr<ResourceSlice> ParseResourceSlice(std::string_view json_text);
 
 // The current shape; cannot fail.
 nlohmann::json ToJson(const ResourceSlice& slice);
+// One attribute value as in a slice (and in KEP-5304 device metadata): {"int": 3}.
+nlohmann::json ToJson(const DeviceAttribute& attribute);
 
 // With kLegacyMappings each node allocatable resource must be expressible as
 // {capacityKey, allocationMultiplier}: a mapping with capacityKey (and

@@ -14,6 +14,7 @@
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/kubeletplugin/call_context.h"
+#include "dra/kubeletplugin/device_metadata.h"
 
 namespace dra::kubeletplugin {
 
@@ -35,6 +36,12 @@ struct Device {
   // clears this field. Leave it empty for devices whose CDI spec the driver
   // writes itself (or that need none).
   std::optional<cdi::ContainerEdits> cdi_edits{};
+  // With Options::device_metadata on: what the Helper writes into the
+  // metadata file of each request this device serves (device_metadata.h);
+  // the Helper appends the metadata CDI device's ID to cdi_device_ids and
+  // clears this field. A device without it is listed with driver, pool and
+  // name only. Ignored when the option is off.
+  std::optional<DeviceMetadata> metadata{};
 
   bool operator==(const Device&) const = default;
 };

@@ -10,6 +10,7 @@
 #include "dra/cdi/codec.h"
 #include "dra/k8s/client.h"
 #include "dra/kubeletplugin/claim_source.h"
+#include "dra/kubeletplugin/device_metadata.h"
 #include "dra/log.h"
 #include "dra/resourceslice/publisher.h"
 
@@ -131,6 +132,14 @@ struct Options {
 
   // CDI spec files for devices that carry CDI edits. Default: see CdiOptions.
   CdiOptions cdi;
+
+  // KEP-5304 device metadata files (device_metadata.h), written per claim
+  // request when a prepared device carries Device::metadata, with their CDI
+  // specs in cdi.spec_dir (cdi.enabled must be on). Written before the
+  // checkpoint records the claim as prepared, kept in it (re-created when a
+  // reboot emptied the spec dir), removed after the driver unprepared the
+  // claim. Default: off.
+  DeviceMetadataOptions device_metadata;
 };
 
 }  // namespace dra::kubeletplugin

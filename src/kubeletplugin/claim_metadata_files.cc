@@ -1,0 +1,215 @@
+#include "kubeletplugin/claim_metadata_files.h"
+
+#include <cctype>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dra/cdi/codec.h"
+#include "dra/k8s/names.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/k8s/resource_slice_json.h"
+#include "fileutil/atomic_file.h"
+#include "fileutil/directories.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+// As in the Go helper (metadata.go) and its consumers (api/metadata).
+constexpr char kMetadataSubDir[] = "dra-device-metadata";
+constexpr char kContainerDir[] = "/var/run/kubernetes.io/dra-device-attributes";
+constexpr char kPodClaimNameAnnotation[] = "resource.kubernetes.io/pod-claim-name";
+constexpr mode_t kMetadataFileMode = 0644;  // read by the container's user
+constexpr mode_t kMetadataDirMode = 0755;
+
+absl::Status CheckPathPart(absl::string_view what, const std::string& value, std::vector<std::string> problems) {
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("device metadata: ", what, " \"", value, "\" cannot be a file name: ", absl::StrJoin(problems, "; ")));
+}
+
+absl::Status CheckUid(const std::string& uid) {
+  std::vector<std::string> problems;
+  if (uid.empty() || uid.size() > 128) problems.push_back("must be 1 to 128 characters");
+  for (char c : uid) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') {
+      problems.push_back("must consist of letters, digits and '-'");
+      break;
+    }
+  }
+  return CheckPathPart("claim UID", uid, std::move(problems));
+}
+
+std::string BaseRequest(const std::string& request) { return request.substr(0, request.find('/')); }
+
+}  // namespace
+
+ClaimMetadataFiles::ClaimMetadataFiles(std::string driver_name, std::string plugin_data_dir,
+                                       cdi::SpecDirOptions cdi_dir, std::vector<std::string> versions)
+    : driver_name_(std::move(driver_name)),
+      metadata_root_(plugin_data_dir + "/" + kMetadataSubDir),
+      cdi_dir_(std::move(cdi_dir)),
+      versions_(std::move(versions)) {}
+
+absl::Status ClaimMetadataFiles::Check(const std::vector<std::string>& versions) {
+  if (versions.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.device_metadata.versions: Required value: name the versions "
+                                                   "to write, at least ", kDeviceMetadataV1beta1));
+  }
+  bool latest = false;
+  for (const std::string& version : versions) {
+    if (version == kDeviceMetadataV1beta1) {
+      latest = true;
+    } else if (version != kDeviceMetadataV1alpha1) {
+      return absl::InvalidArgumentError(absl::StrCat("options.device_metadata.versions: Unsupported value: \"", version,
+                                                     "\": supported values: \"", kDeviceMetadataV1beta1, "\", \"",
+                                                     kDeviceMetadataV1alpha1, "\""));
+    }
+  }
+  if (!latest) {
+    return absl::InvalidArgumentError(absl::StrCat("options.device_metadata.versions: must include the latest version ",
+                                                   kDeviceMetadataV1beta1));
+  }
+  return absl::OkStatus();
+}
+
+std::string ClaimMetadataFiles::ClaimDir(const std::string& ns, const std::string& name) const {
+  return absl::StrCat(metadata_root_, "/", ns, "_", name);
+}
+
+absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim& claim,
+                                                        std::vector<Device>& devices) const {
+  const k8s::ObjectMeta& meta = claim.metadata;
+  if (absl::Status s = CheckPathPart("claim namespace", meta.namespace_, k8s::IsDns1123Label(meta.namespace_)); !s.ok())
+    return s;
+  if (absl::Status s = CheckPathPart("claim name", meta.name, k8s::IsDns1123Subdomain(meta.name)); !s.ok()) return s;
+  if (absl::Status s = CheckUid(meta.uid); !s.ok()) return s;
+  std::optional<std::string> pod_claim_name;
+  if (auto it = meta.annotations.find(kPodClaimNameAnnotation); it != meta.annotations.end() && !it->second.empty()) {
+    pod_claim_name = it->second;
+    if (absl::Status s = CheckPathPart("pod claim name", it->second, k8s::IsDns1123Label(it->second)); !s.ok())
+      return s;
+  }
+
+  // Base request -> (the request as allocated, the devices serving it).
+  std::map<std::string, std::pair<std::string, std::vector<size_t>>> requests;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (const std::string& request : devices[i].requests) {
+      auto& [reference, indices] = requests[BaseRequest(request)];
+      reference = request;
+      indices.push_back(i);
+    }
+  }
+
+  MetadataFiles files;
+  for (const auto& [base, request] : requests) {
+    if (absl::Status s = CheckPathPart("request name", base, k8s::IsDns1123Label(base)); !s.ok()) return s;
+    const auto& [reference, indices] = request;
+
+    nlohmann::ordered_json listed = nlohmann::ordered_json::array();
+    for (size_t i : indices) {
+      const Device& device = devices[i];
+      nlohmann::ordered_json entry = {{"driver", driver_name_}, {"pool", device.pool_name}, {"name", device.device_name}};
+      if (device.metadata.has_value()) {
+        if (!device.metadata->attributes.empty()) {
+          nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
+          for (const auto& [name, value] : device.metadata->attributes) attributes[name] = k8s::ToJson(value);
+          entry["attributes"] = std::move(attributes);
+        }
+        if (device.metadata->network_data.has_value()) entry["networkData"] = k8s::ToJson(*device.metadata->network_data);
+      }
+      listed.push_back(std::move(entry));
+    }
+    std::string stream;
+    for (const std::string& version : versions_) {
+      nlohmann::ordered_json object = {
+          {"kind", "DeviceMetadata"},
+          {"apiVersion", version},
+          {"metadata", {{"name", meta.name}, {"namespace", meta.namespace_}, {"uid", meta.uid}, {"generation", 1}}},
+      };
+      if (pod_claim_name.has_value()) object["podClaimName"] = *pod_claim_name;
+      object["requests"] = nlohmann::ordered_json::array({{{"name", reference}, {"devices", listed}}});
+      absl::StrAppend(&stream, object.dump(2), "\n");
+    }
+
+    const std::string dir = absl::StrCat(ClaimDir(meta.namespace_, meta.name), "/", base);
+    const std::string path = dir + "/metadata.json";
+    if (absl::Status s = dra::internal::MakeDirectories(dir, kMetadataDirMode); !s.ok()) return s;
+    if (absl::Status s = dra::internal::WriteFileAtomically(path, stream, kMetadataFileMode); !s.ok()) return s;
+    files[path] = stream;
+
+    const std::string cdi_name = absl::StrCat(meta.uid, "_", base);
+    cdi::Spec spec;
+    spec.kind = driver_name_ + "/metadata";
+    cdi::Device& cdi_device = spec.devices.emplace_back();
+    cdi_device.name = cdi_name;
+    cdi::Mount& mount = cdi_device.container_edits.mounts.emplace_back();
+    mount.host_path = path;
+    mount.container_path =
+        pod_claim_name.has_value()
+            ? absl::StrCat(kContainerDir, "/resourceclaimtemplates/", *pod_claim_name, "/", base, "/", driver_name_,
+                           "-metadata.json")
+            : absl::StrCat(kContainerDir, "/resourceclaims/", meta.name, "/", base, "/", driver_name_, "-metadata.json");
+    mount.options = {"ro", "bind"};
+    const std::string spec_file = absl::StrCat(driver_name_, "_metadata_", meta.uid, "_", base);
+    absl::StatusOr<std::string> encoded = cdi::EncodeSpec(spec, cdi_dir_.options().format);
+    if (!encoded.ok()) return encoded.status();
+    absl::StatusOr<std::string> written = cdi_dir_.Write(spec_file, spec);
+    if (!written.ok()) return written.status();
+    files[*written] = *std::move(encoded);
+
+    const std::string id = absl::StrCat(driver_name_, "/metadata=", cdi_name);
+    for (size_t i : indices) devices[i].cdi_device_ids.push_back(id);
+  }
+  for (Device& device : devices) device.metadata.reset();
+  return files;
+}
+
+bool ClaimMetadataFiles::AllExist(const MetadataFiles& files) const {
+  std::error_code error;
+  for (const auto& [path, content] : files) {
+    if (!std::filesystem::exists(path, error)) return false;
+  }
+  return true;
+}
+
+absl::Status ClaimMetadataFiles::Restore(const MetadataFiles& files) const {
+  std::error_code error;
+  for (const auto& [path, content] : files) {
+    if (std::filesystem::exists(path, error)) continue;
+    const std::string dir = std::filesystem::path(path).parent_path();
+    if (absl::Status s = dra::internal::MakeDirectories(dir, kMetadataDirMode); !s.ok()) return s;
+    const mode_t mode = absl::StartsWith(path, metadata_root_) ? kMetadataFileMode : cdi_dir_.options().file_mode;
+    if (absl::Status s = dra::internal::WriteFileAtomically(path, content, mode); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClaimMetadataFiles::Remove(const k8s::ClaimRef& claim) const {
+  std::error_code error;
+  // Only names Write could have made: anything else was never written.
+  if (k8s::IsDns1123Label(claim.namespace_).empty() && k8s::IsDns1123Subdomain(claim.name).empty()) {
+    std::filesystem::remove_all(ClaimDir(claim.namespace_, claim.name), error);
+    if (error) return absl::InternalError(absl::StrCat("remove device metadata of claim ", claim.ToString(), ": ",
+                                                       error.message()));
+  }
+  if (!CheckUid(claim.uid).ok()) return absl::OkStatus();
+  const std::string prefix = absl::StrCat(driver_name_, "_metadata_", claim.uid, "_");
+  for (std::filesystem::directory_iterator it(cdi_dir_.options().path, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename();
+    if (!absl::StartsWith(name, prefix)) continue;
+    if (!std::filesystem::remove(it->path(), error) && error) break;
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return absl::InternalError(absl::StrCat("remove device metadata CDI specs of claim ", claim.ToString(), ": ",
+                                            error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dra::kubeletplugin::internal

@@ -1,0 +1,207 @@
+// KEP-5304 device metadata through the Helper, over real Unix sockets: the
+// per-request metadata file (a JSON stream, one object per version) and the
+// CDI spec that mounts it, in the Go helper's layout; the CDI ID in the
+// answer; re-creation after a reboot from the checkpoint; removal at
+// unprepare; and the options that must be right.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sstream>
+
+#include "dra/cdi/codec.h"
+#include "dra/kubeletplugin/helper.h"
+#include "dractl/kubelet_client.h"
+#include "support/cdi_schema_validator.h"
+#include "support/helper_dirs.h"
+#include "support/temp_dir.h"
+#include "support/test_driver.h"
+
+namespace dra {
+namespace {
+
+using kubeletclient::DraApi;
+using kubeletclient::DraClient;
+using kubeletplugin::Helper;
+using kubeletplugin::InMemoryClaimSource;
+using kubeletplugin::Options;
+using nlohmann::json;
+using testing::AllocatedClaim;
+using testing::ReadFile;
+using testing::TestDriver;
+
+constexpr char kUid[] = "0d3c5f1e-8a2b-4c6d-9e0f-123456789abc";
+
+struct Fixture : testing::HelperDirs {
+  std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
+
+  Options MakeOptions() const {
+    Options options = HelperDirs::MakeOptions(claims);
+    options.device_metadata.enabled = true;
+    options.device_metadata.versions = {kubeletplugin::kDeviceMetadataV1beta1, kubeletplugin::kDeviceMetadataV1alpha1};
+    return options;
+  }
+  std::string MetadataPath(const std::string& claim, const std::string& request) const {
+    return data + "/dra-device-metadata/ns_" + claim + "/" + request + "/metadata.json";
+  }
+  std::string SpecPath(const std::string& request) const {
+    return cdi_dir + "/gpu.example.com_metadata_" + std::string(kUid) + "_" + request + ".json";
+  }
+};
+
+// The objects of a JSON stream, in order.
+std::vector<json> ReadStream(const std::string& path) {
+  std::istringstream in(ReadFile(path));
+  std::vector<json> objects;
+  while (in >> std::ws && in.peek() != EOF) {
+    json object;
+    in >> object;
+    objects.push_back(std::move(object));
+  }
+  return objects;
+}
+
+std::vector<k8s::ClaimRef> Claim() { return {{"ns", "c", kUid}}; }
+
+TEST_CASE("device metadata: the file, its CDI spec and ID in the Go helper's layout", "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnMetadata();
+  f.claims->Put(AllocatedClaim("ns", "c", kUid, {"gpu-0", "gpu-1"}));
+  auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  auto client = DraClient::Create(helper->dra_socket_path());
+
+  auto answer = client->NodePrepareResources(DraApi::kV1, Claim());
+  INFO(answer.status().ToString());
+  REQUIRE(answer.ok());
+  const auto& outcome = answer->at(kUid);
+  REQUIRE(outcome.error.empty());
+  REQUIRE(outcome.devices.size() == 2);
+  const std::string metadata_id = std::string("gpu.example.com/metadata=") + kUid + "_gpu";
+  for (const auto& device : outcome.devices) {
+    CHECK(device.cdi_device_ids.back() == metadata_id);
+  }
+
+  const std::vector<json> stream = ReadStream(f.MetadataPath("c", "gpu"));
+  REQUIRE(stream.size() == 2);
+  CHECK(stream[0]["apiVersion"] == "metadata.resource.k8s.io/v1beta1");
+  CHECK(stream[1]["apiVersion"] == "metadata.resource.k8s.io/v1alpha1");
+  for (const json& object : stream) {
+    CHECK(object["kind"] == "DeviceMetadata");
+    CHECK(object["metadata"] == json{{"name", "c"}, {"namespace", "ns"}, {"uid", kUid}, {"generation", 1}});
+    CHECK_FALSE(object.contains("podClaimName"));
+    REQUIRE(object["requests"].size() == 1);
+    CHECK(object["requests"][0]["name"] == "gpu");
+    const json& devices = object["requests"][0]["devices"];
+    REQUIRE(devices.size() == 2);
+    CHECK(devices[0] == json{{"driver", "gpu.example.com"},
+                             {"pool", "pool-a"},
+                             {"name", "gpu-0"},
+                             {"attributes",
+                              {{"model", {{"string", "a100"}}},
+                               {"resource.kubernetes.io/pciBusID", {{"string", "0000:3b:00.0"}}}}},
+                             {"networkData", {{"interfaceName", "net-gpu-0"}}}});
+    CHECK(devices[1]["name"] == "gpu-1");
+  }
+  CHECK((std::filesystem::status(f.MetadataPath("c", "gpu")).permissions() & std::filesystem::perms::others_read) !=
+        std::filesystem::perms::none);
+
+  const std::string spec_text = ReadFile(f.SpecPath("gpu"));
+  CHECK(testing::CdiSchemaValidator::Reference().ValidateText(spec_text) == std::vector<std::string>{});
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_text, cdi::Format::kJson);
+  REQUIRE(spec.ok());
+  CHECK(spec->kind == "gpu.example.com/metadata");
+  REQUIRE(spec->devices.size() == 1);
+  CHECK(spec->devices[0].name == std::string(kUid) + "_gpu");
+  REQUIRE(spec->devices[0].container_edits.mounts.size() == 1);
+  const cdi::Mount& mount = spec->devices[0].container_edits.mounts[0];
+  CHECK(mount.host_path == f.MetadataPath("c", "gpu"));
+  CHECK(mount.container_path ==
+        "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/c/gpu/gpu.example.com-metadata.json");
+  CHECK(mount.options == std::vector<std::string>{"ro", "bind"});
+
+  // A reboot empties the CDI dir: the next ask re-creates the spec from the
+  // checkpoint, without calling the driver.
+  std::filesystem::remove(f.SpecPath("gpu"));
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  CHECK(driver.prepare_calls() == 1);
+  CHECK(ReadFile(f.SpecPath("gpu")) == spec_text);
+  // So does a new instance after a restart.
+  helper.reset();
+  std::filesystem::remove(f.SpecPath("gpu"));
+  std::filesystem::remove(f.MetadataPath("c", "gpu"));
+  helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  client = DraClient::Create(helper->dra_socket_path());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  CHECK(driver.prepare_calls() == 1);
+  CHECK(ReadStream(f.MetadataPath("c", "gpu")) == stream);
+  CHECK(ReadFile(f.SpecPath("gpu")) == spec_text);
+
+  auto unprepared = client->NodeUnprepareResources(DraApi::kV1, Claim());
+  REQUIRE(unprepared.ok());
+  CHECK(unprepared->at(kUid).empty());
+  CHECK_FALSE(std::filesystem::exists(f.data + "/dra-device-metadata/ns_c"));
+  CHECK_FALSE(std::filesystem::exists(f.SpecPath("gpu")));
+}
+
+TEST_CASE("device metadata: a template's claim is mounted under its pod claim name; subrequests keep their name",
+          "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnMetadata();
+  k8s::ResourceClaim claim = AllocatedClaim("ns", "pod-gpu-x7k2q", kUid, {"gpu-0"});
+  claim.metadata.annotations["resource.kubernetes.io/pod-claim-name"] = "gpu";
+  claim.status.allocation->devices.results[0].request = "gpu/large";
+  f.claims->Put(claim);
+  auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  auto client = DraClient::Create(helper->dra_socket_path());
+  const std::vector<k8s::ClaimRef> refs{{"ns", "pod-gpu-x7k2q", kUid}};
+  auto answer = client->NodePrepareResources(DraApi::kV1, refs);
+  REQUIRE(answer.ok());
+  REQUIRE(answer->at(kUid).error.empty());
+  CHECK(answer->at(kUid).devices.at(0).request_names == std::vector<std::string>{"gpu"});
+
+  const std::vector<json> stream = ReadStream(f.MetadataPath("pod-gpu-x7k2q", "gpu"));
+  REQUIRE(stream.size() == 2);
+  CHECK(stream[0]["podClaimName"] == "gpu");
+  CHECK(stream[0]["requests"][0]["name"] == "gpu/large");
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(ReadFile(f.SpecPath("gpu")), cdi::Format::kJson);
+  REQUIRE(spec.ok());
+  CHECK(spec->devices.at(0).container_edits.mounts.at(0).container_path ==
+        "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/gpu/gpu/gpu.example.com-metadata.json");
+}
+
+TEST_CASE("device metadata: off, Device::metadata is ignored; bad options stop start-up", "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnMetadata();
+  f.claims->Put(AllocatedClaim("ns", "c", kUid, {"gpu-0"}));
+  Options off = f.MakeOptions();
+  off.device_metadata.enabled = false;
+  {
+    auto helper = testing::HelperDirs::Start(driver, off);
+    auto answer = DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Claim());
+    REQUIRE(answer.ok());
+    CHECK(answer->at(kUid).devices.at(0).cdi_device_ids ==
+          std::vector<std::string>{TestDriver::CdiId(kUid, "gpu-0")});
+    CHECK_FALSE(std::filesystem::exists(f.data + "/dra-device-metadata"));
+  }
+
+  auto start_error = [&](Options options) {
+    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, std::move(options));
+    REQUIRE_FALSE(helper.ok());
+    return std::string(helper.status().message());
+  };
+  Options options = f.MakeOptions();
+  options.device_metadata.versions = {};
+  CHECK_THAT(start_error(options), Catch::StartsWith("options.device_metadata.versions: Required value"));
+  options.device_metadata.versions = {kubeletplugin::kDeviceMetadataV1alpha1};
+  CHECK_THAT(start_error(options), Catch::Contains("must include the latest version metadata.resource.k8s.io/v1beta1"));
+  options.device_metadata.versions = {"metadata.resource.k8s.io/v2"};
+  CHECK_THAT(start_error(options), Catch::StartsWith("options.device_metadata.versions: Unsupported value: "
+                                                     "\"metadata.resource.k8s.io/v2\""));
+  options = f.MakeOptions();
+  options.cdi.enabled = false;
+  CHECK_THAT(start_error(options), Catch::StartsWith("options.device_metadata.enabled: needs options.cdi.enabled"));
+}
+
+}  // namespace
+}  // namespace dra
