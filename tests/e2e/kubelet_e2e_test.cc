@@ -65,8 +65,12 @@ struct NodePlugin {
   TestDriver driver;
   std::unique_ptr<kubeletplugin::Helper> helper;
 
-  explicit NodePlugin(const std::string& node) {
+  // With `metadata` on, the driver returns device metadata (TestDriver::
+  // ReturnMetadata) and the Helper writes it.
+  explicit NodePlugin(const std::string& node, const kubeletplugin::DeviceMetadataOptions& metadata = {}) {
     kubeletplugin::Options options;
+    options.device_metadata = metadata;
+    if (metadata.enabled) driver.ReturnMetadata();
     options.driver_name = kTestDriverName;
     options.node_name = node;
     options.registrar_dir = dir.Join("plugins_registry");
@@ -191,6 +195,48 @@ TEST_CASE("kubelet peer -> Helper -> ApiClaimSource: claims from the API server,
   CHECK_FALSE(unprepared[allocated].contains("error"));
   const std::vector<std::string> driver_unprepared = plugin.driver.unprepared_uids();
   CHECK(std::count(driver_unprepared.begin(), driver_unprepared.end(), allocated) == 1);
+}
+
+TEST_CASE("device metadata written by the Helper reads back with the upstream decoder, valid", "[e2e][kubelet]") {
+  auto admin = MakeClient(AdminConfig());
+  const std::string ns = CreateNamespace(*admin, "e2e-metadata");
+  const std::string node = UniqueName("node");
+  const std::string uid = CreateClaim(*admin, ns, "c", "gpu.example.com");
+  Allocate(*admin, ns, "c", node, {"gpu-0"});
+  AllowClaimReads(*admin, ns, "c");
+
+  kubeletplugin::DeviceMetadataOptions metadata;
+  metadata.enabled = true;
+  metadata.versions = {kubeletplugin::kDeviceMetadataV1beta1, kubeletplugin::kDeviceMetadataV1alpha1};
+  NodePlugin plugin(node, metadata);
+  auto steps = plugin.RunKubelet({ClaimArg(ns, "c", uid)}, "register,prepare");
+  INFO(json(steps).dump(1));
+  REQUIRE(steps["prepare"].size() == 1);
+  const json& prepared = steps["prepare"][0]["response"]["claims"][uid];
+  CHECK(prepared["devices"][0]["cdi_device_ids"].back() == "gpu.example.com/metadata=" + uid + "_gpu");
+
+  const std::string file = plugin.dir.Join("plugins/gpu.example.com/dra-device-metadata/" + ns + "_c/gpu/metadata.json");
+  absl::StatusOr<testing::ProcessResult> decoded = testing::RunProcess({KubeletPeerPath(), "decode-metadata", file});
+  REQUIRE(decoded.ok());
+  INFO(decoded->out << decoded->err);
+  REQUIRE(decoded->exit_code == 0);
+  const json line = json::parse(decoded->out);
+  CHECK(line["apiVersion"] == "metadata.resource.k8s.io/v1beta1");
+  CHECK(line["validation"] == "");
+  const json& object = line["object"];
+  CHECK(object["name"] == "c");
+  CHECK(object["namespace"] == ns);
+  CHECK(object["uid"] == uid);
+  CHECK(object["generation"] == 1);
+  REQUIRE(object["Requests"].size() == 1);
+  CHECK(object["Requests"][0]["Name"] == "gpu");
+  const json& device = object["Requests"][0]["Devices"][0];
+  CHECK(device["Driver"] == kTestDriverName);
+  CHECK(device["Pool"] == node);
+  CHECK(device["Name"] == "gpu-0");
+  CHECK(device["Attributes"]["model"]["string"] == "a100");
+  CHECK(device["Attributes"]["resource.kubernetes.io/pciBusID"]["string"] == "0000:3b:00.0");
+  CHECK(device["NetworkData"]["interfaceName"] == "net-gpu-0");
 }
 
 json NodeObject(const std::string& name) {

@@ -441,6 +441,9 @@ func procStatus(pid int) (map[string]any, error) {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "decode-metadata" {
+		os.Exit(decodeMetadata(os.Args[2]))
+	}
 	registryDir := flag.String("registry-dir", "", "the kubelet's plugins_registry directory to watch (required)")
 	driver := flag.String("driver", "", "the DRA driver name to wait for (required)")
 	var claims claimList
