@@ -12,6 +12,7 @@
 #include "dra/kubeletplugin/claim_status_writer.h"
 #include "e2e/e2e_cluster.h"
 #include "support/claim_object.h"
+#include "support/device_status.h"
 #include "support/test_driver.h"
 
 namespace dra {
@@ -23,6 +24,11 @@ using kubeletplugin::ClaimStatusWriter;
 using nlohmann::json;
 using testing::kTestDriverName;
 
+k8s::AllocatedDeviceStatus Entry(const std::string& driver, const std::string& pool, const std::string& device) {
+  return testing::ReadyEntry(driver, pool, device);
+}
+constexpr auto Find = testing::FindDeviceStatus;
+
 constexpr char kOtherDriver[] = "nic.example.com";
 
 std::unique_ptr<ClaimStatusWriter> Writer(std::shared_ptr<k8s::Client> client, const std::string& driver) {
@@ -31,18 +37,6 @@ std::unique_ptr<ClaimStatusWriter> Writer(std::shared_ptr<k8s::Client> client, c
   auto writer = ClaimStatusWriter::Create(std::move(client), options);
   REQUIRE(writer.ok());
   return *std::move(writer);
-}
-
-AllocatedDeviceStatus Entry(const std::string& driver, const std::string& pool, const std::string& device) {
-  AllocatedDeviceStatus entry;
-  entry.driver = driver;
-  entry.pool = pool;
-  entry.device = device;
-  k8s::Condition& ready = entry.conditions.emplace_back();
-  ready.type = "Ready";
-  ready.status = "True";
-  ready.reason = "Initialized";
-  return entry;
 }
 
 // The RBAC a node plugin needs to write its claims' device status.
@@ -58,14 +52,6 @@ json DeviceStatusRules(const std::string& driver) {
                      {"verbs", {"arbitrary-node:patch"}}});
   }
   return rules;
-}
-
-const AllocatedDeviceStatus* Find(const k8s::ResourceClaim& claim, const std::string& driver,
-                                  const std::string& device) {
-  for (const AllocatedDeviceStatus& entry : claim.status.devices) {
-    if (entry.driver == driver && entry.device == device) return &entry;
-  }
-  return nullptr;
 }
 
 TEST_CASE("device status under granular authorization: own entries applied and removed, others kept",

@@ -9,6 +9,7 @@
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/claim_status_writer.h"
+#include "support/device_status.h"
 #include "support/fake_api_claims.h"
 #include "support/test_driver.h"
 
@@ -38,16 +39,7 @@ std::unique_ptr<ClaimStatusWriter> MakeWriter(std::shared_ptr<k8s::Client> clien
 
 AllocatedDeviceStatus Entry(const std::string& device, const std::string& ready = "True",
                             const std::string& driver = kTestDriverName, const std::string& pool = "pool-a") {
-  AllocatedDeviceStatus entry;
-  entry.driver = driver;
-  entry.pool = pool;
-  entry.device = device;
-  k8s::Condition& condition = entry.conditions.emplace_back();
-  condition.type = "Ready";
-  condition.status = ready;
-  condition.reason = "Initialized";
-  condition.message = "set up";
-  return entry;
+  return testing::ReadyEntry(driver, pool, device, ready);
 }
 
 k8s::ResourceClaim Get(k8s::Client& client, const k8s::ClaimRef& ref) {
@@ -57,13 +49,7 @@ k8s::ResourceClaim Get(k8s::Client& client, const k8s::ClaimRef& ref) {
   return *claim;
 }
 
-const AllocatedDeviceStatus* Find(const k8s::ResourceClaim& claim, const std::string& driver,
-                                  const std::string& device) {
-  for (const AllocatedDeviceStatus& entry : claim.status.devices) {
-    if (entry.driver == driver && entry.device == device) return &entry;
-  }
-  return nullptr;
-}
+constexpr auto Find = testing::FindDeviceStatus;
 
 int Patches(const FakeApiServer& server) {
   absl::StatusOr<std::string> body = server.Admin("GET", "/fake/requests");
