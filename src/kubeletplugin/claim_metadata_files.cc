@@ -212,4 +212,40 @@ absl::Status ClaimMetadataFiles::Remove(const k8s::ClaimRef& claim) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> ClaimMetadataFiles::RemoveAllExcept(
+    const std::vector<k8s::ClaimRef>& keep) const {
+  std::set<std::string> keep_dirs;
+  std::set<std::string> keep_uids;
+  for (const k8s::ClaimRef& ref : keep) {
+    keep_dirs.insert(ref.namespace_ + "_" + ref.name);
+    keep_uids.insert(ref.uid);
+  }
+  std::vector<std::string> removed;
+  std::error_code error;
+  auto fail = [&](const std::string& what) {
+    return absl::InternalError(absl::StrCat("remove orphaned device metadata: ", what, ": ", error.message()));
+  };
+  for (std::filesystem::directory_iterator it(metadata_root_, error), end; !error && it != end; it.increment(error)) {
+    if (keep_dirs.count(it->path().filename()) > 0) continue;
+    std::filesystem::remove_all(it->path(), error);
+    if (error) return fail(it->path());
+    removed.push_back(it->path());
+  }
+  if (error && error != std::errc::no_such_file_or_directory) return fail(metadata_root_);
+  error.clear();
+  // <driver>_metadata_<uid>_<request>.<ext>: the UID has no '_'.
+  const std::string prefix = driver_name_ + "_metadata_";
+  for (std::filesystem::directory_iterator it(cdi_dir_.options().path, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename();
+    if (!absl::StartsWith(name, prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    if (keep_uids.count(rest.substr(0, rest.find('_'))) > 0) continue;
+    if (!std::filesystem::remove(it->path(), error) && error) return fail(it->path());
+    removed.push_back(it->path());
+  }
+  if (error && error != std::errc::no_such_file_or_directory) return fail(cdi_dir_.options().path);
+  return removed;
+}
+
 }  // namespace dra::kubeletplugin::internal

@@ -44,6 +44,11 @@ class ClaimMetadataFiles {
   // Removes the claim's metadata directory and CDI specs; missing is success.
   absl::Status Remove(const k8s::ClaimRef& claim) const;
 
+  // Removes the metadata directories and this driver's metadata CDI specs of
+  // claims not in `keep` (left by a crash between writing them and recording
+  // the claim). Returns the paths removed.
+  absl::StatusOr<std::vector<std::string>> RemoveAllExcept(const std::vector<k8s::ClaimRef>& keep) const;
+
  private:
   std::string ClaimDir(const std::string& ns, const std::string& name) const;
 

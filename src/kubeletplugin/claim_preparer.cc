@@ -323,13 +323,26 @@ absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedCdiSpecs() {
-  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return std::vector<std::string>();
+absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFiles() {
+  std::vector<std::string> removed;
+  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return removed;
   absl::StatusOr<CallSerializer::Guard> guard = Serialize(CallContext::Background());
   if (!guard.ok()) return guard.status();
   std::set<std::string> known;
-  for (const CheckpointEntry& entry : checkpoint_->Entries()) known.insert(entry.claim.uid);
-  return cdi_specs_->RemoveAllExcept(known);
+  std::vector<k8s::ClaimRef> claims;
+  for (const CheckpointEntry& entry : checkpoint_->Entries()) {
+    known.insert(entry.claim.uid);
+    claims.push_back(entry.claim);
+  }
+  absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
+  if (!specs.ok()) return specs.status();
+  removed = *std::move(specs);
+  if (metadata_files_ != nullptr) {
+    absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
+    if (!metadata.ok()) return metadata.status();
+    removed.insert(removed.end(), metadata->begin(), metadata->end());
+  }
+  return removed;
 }
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {

@@ -70,11 +70,11 @@ class ClaimPreparer {
   // that names the claim fails that claim (only possible with serialize off).
   absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
 
-  // Under the serializer, removes the per-claim CDI spec files whose claim
-  // the checkpoint does not know (left by a crash between writing a spec and
-  // recording the claim, or by an unprepare that never came). Returns the
-  // paths removed; none without a checkpoint or CDI specs.
-  absl::StatusOr<std::vector<std::string>> RemoveOrphanedCdiSpecs();
+  // Under the serializer, removes the per-claim CDI spec files and device
+  // metadata files whose claim the checkpoint does not know (left by a crash
+  // between writing them and recording the claim, or by an unprepare that
+  // never came). Returns the paths removed; none without a checkpoint.
+  absl::StatusOr<std::vector<std::string>> RemoveOrphanedFiles();
 
  private:
   // Fetches a claim and checks it is the allocated claim the kubelet means;

@@ -219,11 +219,11 @@ absl::Status Helper::Impl::Start() {
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
                                               *serializer_, calls_, metrics_, cdi_specs_.get(),
                                               metadata_files_.get());
-  // Not fatal: a spec left behind costs a file, not a container.
-  if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedCdiSpecs(); !removed.ok()) {
+  // Not fatal: a file left behind costs a file, not a container.
+  if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedFiles(); !removed.ok()) {
     driver_.HandleError(removed.status(), ErrorSeverity::kRecoverable, "remove orphaned CDI specs");
   } else {
-    for (const std::string& path : *removed) options_.logger.Info("Removed orphaned CDI spec", {{"path", path}});
+    for (const std::string& path : *removed) options_.logger.Info("Removed orphaned claim file", {{"path", path}});
   }
 
   // Supported versions in the Go helper's order: DRA first, then health.

@@ -76,8 +76,13 @@ TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails 
   auto client = DraClient::Create(helper->dra_socket_path());
 
   auto answer = client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Milliseconds(300));
-  REQUIRE_FALSE(answer.ok());
-  CHECK(answer.status().code() == absl::StatusCode::kDeadlineExceeded);
+  // The driver answers at the deadline: a slow client (ASan) may read that
+  // answer before its own deadline fires.
+  if (answer.ok()) {
+    CHECK_THAT(answer->at("uid-1").error, Catch::Contains("the call's deadline"));
+  } else {
+    CHECK(answer.status().code() == absl::StatusCode::kDeadlineExceeded);
+  }
   REQUIRE(PollUntil([&] { return driver.cancellations().size() == 1; }));
   CHECK(driver.cancellations()[0].code() == absl::StatusCode::kDeadlineExceeded);
   CHECK_THAT(std::string(driver.cancellations()[0].message()),

@@ -169,6 +169,34 @@ TEST_CASE("device metadata: a template's claim is mounted under its pod claim na
         "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/gpu/gpu/gpu.example.com-metadata.json");
 }
 
+TEST_CASE("device metadata: at start, files of claims the checkpoint does not know are removed, nothing else",
+          "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnMetadata();
+  f.claims->Put(AllocatedClaim("ns", "c", kUid, {"gpu-0"}));
+  {
+    auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+    REQUIRE(DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  }
+  // A crash after writing an orphan's files, before the checkpoint knew it.
+  const std::string orphan_uid = "11111111-2222-3333-4444-555555555555";
+  const std::string orphan_dir = f.data + "/dra-device-metadata/ns_orphan";
+  std::filesystem::create_directories(orphan_dir + "/gpu");
+  testing::WriteFile(orphan_dir + "/gpu/metadata.json", "{}");
+  const std::string orphan_spec = f.cdi_dir + "/gpu.example.com_metadata_" + orphan_uid + "_gpu.json";
+  testing::WriteFile(orphan_spec, ReadFile(f.SpecPath("gpu")));
+  const std::string other_driver = f.cdi_dir + "/nic.example.com_metadata_" + orphan_uid + "_nic.json";
+  testing::WriteFile(other_driver, "{}");
+
+  auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  CHECK_FALSE(std::filesystem::exists(orphan_dir));
+  CHECK_FALSE(std::filesystem::exists(orphan_spec));
+  CHECK(std::filesystem::exists(other_driver));
+  CHECK(std::filesystem::exists(f.MetadataPath("c", "gpu")));
+  CHECK(std::filesystem::exists(f.SpecPath("gpu")));
+}
+
 TEST_CASE("device metadata: off, Device::metadata is ignored; bad options stop start-up", "[helper][metadata]") {
   Fixture f;
   TestDriver driver;
