@@ -4,6 +4,7 @@
 // explained in object_meta.h.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,15 @@ struct NodeSelector {
 
   bool operator==(const NodeSelector&) const = default;
 };
+
+// Whether `selector` selects the node named `node_name` with `labels`, as
+// the scheduler decides it (k8s.io/component-helpers nodeaffinity): terms
+// are ORed and an empty term selects nothing; within a term, match_expressions
+// on labels (In, NotIn, Exists, DoesNotExist, Gt, Lt) and match_fields on
+// "metadata.name" (In, NotIn, one value each) are ANDed. A term with an
+// invalid requirement (unknown operator, wrong number of values, a Gt/Lt
+// value that is not an integer, a bad key) selects nothing.
+bool NodeSelectorMatches(const NodeSelector& selector, const std::string& node_name,
+                         const std::map<std::string, std::string>& labels);
 
 }  // namespace dra::k8s
