@@ -15,6 +15,7 @@
 #include "dra/k8s/resource_slice_json.h"
 #include "fileutil/atomic_file.h"
 #include "fileutil/directories.h"
+#include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -43,8 +44,6 @@ absl::Status CheckUid(const std::string& uid) {
   }
   return CheckPathPart("claim UID", uid, std::move(problems));
 }
-
-std::string BaseRequest(const std::string& request) { return request.substr(0, request.find('/')); }
 
 }  // namespace
 
@@ -99,7 +98,7 @@ absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim
   std::map<std::string, std::pair<std::string, std::vector<size_t>>> requests;
   for (size_t i = 0; i < devices.size(); ++i) {
     for (const std::string& request : devices[i].requests) {
-      auto& [reference, indices] = requests[BaseRequest(request)];
+      auto& [reference, indices] = requests[BaseRequestName(request)];
       reference = request;
       indices.push_back(i);
     }

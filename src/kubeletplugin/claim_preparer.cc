@@ -45,8 +45,6 @@ std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
 
 }  // namespace
 
-std::string BaseRequestName(const std::string& request) { return request.substr(0, request.find('/')); }
-
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                              bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls,
                              HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs,
@@ -301,25 +299,23 @@ absl::StatusOr<MetadataFiles> ClaimPreparer::WriteMetadata(const k8s::ResourceCl
 }
 
 absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
-  if (metadata_files_ != nullptr) {
+  // With a checkpoint, only where files can be: a claim whose preparation
+  // started (the files are written before it is marked prepared) or whose
+  // prepared entry holds them. Saves two failing unlinks, and a scan of the
+  // CDI dir for metadata specs, per claim of a driver that returns CDI IDs
+  // only.
+  std::optional<CheckpointEntry> entry;
+  if (checkpoint_ != nullptr) {
+    entry = checkpoint_->Get(ref.uid);
+    if (!entry.has_value()) return absl::OkStatus();
+  }
+  const bool started = !entry.has_value() || entry->state == ClaimState::kPrepareStarted;
+  if (metadata_files_ != nullptr && (started || !entry->metadata_files.empty())) {
     if (absl::Status status = metadata_files_->Remove(ref); !status.ok()) return status;
   }
-  return RemoveCdiSpec(ref.uid);
-}
-
-absl::Status ClaimPreparer::RemoveCdiSpec(const std::string& uid) {
-  if (cdi_specs_ == nullptr) return absl::OkStatus();
-  // With a checkpoint, only where a file can be: a claim whose preparation
-  // started (the file is written before it is marked prepared) or whose
-  // prepared entry holds a spec. Saves two failing unlinks per claim of a
-  // driver that returns CDI IDs only.
-  if (checkpoint_ != nullptr) {
-    std::optional<CheckpointEntry> entry = checkpoint_->Get(uid);
-    if (!entry.has_value() || (entry->state == ClaimState::kPrepared && entry->cdi_spec.empty())) {
-      return absl::OkStatus();
-    }
+  if (cdi_specs_ != nullptr && (started || !entry->cdi_spec.empty())) {
+    if (absl::Status status = cdi_specs_->Remove(ref.uid); !status.ok()) return Annotate(status, "remove CDI spec");
   }
-  if (absl::Status status = cdi_specs_->Remove(uid); !status.ok()) return Annotate(status, "remove CDI spec");
   return absl::OkStatus();
 }
 

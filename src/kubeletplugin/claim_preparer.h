@@ -22,6 +22,7 @@
 #include "kubeletplugin/claim_metadata_files.h"
 #include "kubeletplugin/fetch_pool.h"
 #include "kubeletplugin/metrics.h"
+#include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -103,7 +104,6 @@ class ClaimPreparer {
   // Removes a claim's CDI spec file and metadata files after the driver
   // unprepared it.
   absl::Status RemoveClaimFiles(const k8s::ClaimRef& ref);
-  absl::Status RemoveCdiSpec(const std::string& uid);
 
   Driver& driver_;
   const std::string driver_name_;
@@ -125,8 +125,5 @@ class ClaimPreparer {
   // Threads for Prepare's concurrent fetches; last, so it is joined first.
   FetchPool fetch_pool_;
 };
-
-// "gpu/large" -> "gpu": the kubelet matches devices to requests by name.
-std::string BaseRequestName(const std::string& request);
 
 }  // namespace dra::kubeletplugin::internal
