@@ -106,10 +106,8 @@ void Logger::Log(LogSeverity severity, int level, std::string_view message,
   record.verbosity = level;
   record.time = absl::Now();
   record.message = message;
-  if (values_) {
-    record.fields.reserve(values_->size() + fields.size());
-    record.fields = *values_;
-  }
+  record.fields.reserve((values_ ? values_->size() : 0) + fields.size());
+  if (values_) record.fields.assign(values_->begin(), values_->end());
   record.fields.insert(record.fields.end(), fields.begin(), fields.end());
   sink_->Write(record);
 }

@@ -120,13 +120,6 @@ bool NotSent(CURLcode code) {
 
 bool RetriableHttp(long code) { return code == 429 || (code >= 500 && code <= 599 && code != 501 && code != 505); }
 
-// `status` with its message replaced, payloads kept.
-absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::string message) {
-  absl::Status out(code, message);
-  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
-}
-
 std::string StringAt(const json& object, const char* a, const char* b) {
   if (!object.is_object()) return "";
   auto it = object.find(a);
@@ -598,7 +591,7 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
     Throttle();
     absl::StatusOr<internal::Credentials> creds = auth.Get();
     if (!creds.ok()) {
-      return {Rewrap(creds.status(), creds.status().code(),
+      return {internal::Rewrap(creds.status(), creds.status().code(),
                      absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")),
               false};
     }
@@ -647,7 +640,7 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
     if (!result.uncertain) return std::move(result.value);
     const absl::Status& cause = result.value.status();
     if (name.empty()) {
-      return Rewrap(cause, absl::StatusCode::kUnavailable,
+      return internal::Rewrap(cause, absl::StatusCode::kUnavailable,
                     absl::StrCat("create with generateName may have happened; not retried to avoid a duplicate: ",
                                  cause.message()));
     }
@@ -655,11 +648,11 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
     absl::StatusOr<json> existing = Run(HttpRequest{"GET", internal::ResourcePath(ref, ns, name), "", "", ""});
     if (existing.ok()) return existing;
     if (!absl::IsNotFound(existing.status())) {
-      return Rewrap(cause, absl::StatusCode::kUnavailable,
+      return internal::Rewrap(cause, absl::StatusCode::kUnavailable,
                     absl::StrCat("create of \"", name, "\" may have happened, and checking failed (",
                                  existing.status().message(), "): ", cause.message()));
     }
-    if (round >= config.max_retries) return Rewrap(cause, cause.code(), std::string(cause.message()));
+    if (round >= config.max_retries) return internal::Rewrap(cause, cause.code(), std::string(cause.message()));
     absl::SleepFor(internal::Backoff(round));
   }
 }
@@ -731,7 +724,7 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     if (state->stop) return state->Finish(absl::OkStatus());
     absl::StatusOr<internal::Credentials> creds = auth.Get();
     if (!creds.ok()) {
-      return state->Finish(Rewrap(creds.status(), creds.status().code(),
+      return state->Finish(internal::Rewrap(creds.status(), creds.status().code(),
                                   absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")));
     }
     CURL* h = curl_easy_init();

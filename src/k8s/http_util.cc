@@ -188,6 +188,12 @@ std::optional<absl::Duration> ParseRetryAfter(std::string_view value, absl::Time
   return std::nullopt;
 }
 
+absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::string message) {
+  absl::Status out(code, message);
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
 absl::Duration Backoff(int attempt, absl::Duration base, absl::Duration cap) {
   absl::Duration d = base;
   for (int i = 0; i < attempt && d < cap; ++i) d *= 2;

@@ -41,6 +41,10 @@ absl::Status StatusFromMetaStatus(const nlohmann::json& status, int fallback_cod
 // Retry-After as seconds or an HTTP date; nullopt if absent or unparsable.
 std::optional<absl::Duration> ParseRetryAfter(std::string_view value, absl::Time now);
 
+// `status` with its code and message replaced, payloads (HTTP code, reason)
+// kept, so that IsConflict and friends still answer.
+absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::string message);
+
 // Jittered exponential backoff for retry `attempt` (0-based): a random
 // duration in [d/2, d], d = min(base * 2^attempt, cap).
 absl::Duration Backoff(int attempt, absl::Duration base = absl::Milliseconds(200),

@@ -43,14 +43,6 @@ bool Retryable(const absl::Status& status) {
   }
 }
 
-// `prefix: message`, keeping the payloads (HTTP code, reason) that
-// k8s::IsConflict and friends read.
-absl::Status Annotate(const absl::Status& status, const std::string& prefix) {
-  absl::Status annotated(status.code(), absl::StrCat(prefix, ": ", status.message()));
-  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { annotated.SetPayload(url, payload); });
-  return annotated;
-}
-
 std::string Rfc3339Now() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
 
 // Keeps a condition's lastTransitionTime when the live entry has the same
@@ -91,7 +83,9 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
   for (int attempt = 0;; ++attempt) {
     absl::Status status = ApplyOnce(claim, devices);
     if (status.ok()) return status;
-    if (!Retryable(status)) return Annotate(status, what);
+    if (!Retryable(status)) {
+      return k8s::internal::Rewrap(status, status.code(), absl::StrCat(what, ": ", status.message()));
+    }
     const absl::Duration wait = k8s::internal::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
     ctx.logger().InfoV(2, "Retrying device status write", {{"claim", claim.ToString()},
                                                            {"err", status.ToString()},
