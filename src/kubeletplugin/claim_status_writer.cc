@@ -1,7 +1,6 @@
 #include "dra/kubeletplugin/claim_status_writer.h"
 
 #include <set>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,25 +9,16 @@
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
 #include "k8s/http_util.h"
+#include "kubeletplugin/allocated_device_key.h"
 
 namespace dra::kubeletplugin {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
 using k8s::FieldError;
-
-// The key of status.devices[] (listMapKey driver, device, pool, shareID).
-using DeviceKey = std::tuple<std::string, std::string, std::string, std::string>;
-
-DeviceKey KeyOf(const AllocatedDeviceStatus& status) {
-  return {status.driver, status.pool, status.device, status.share_id.value_or("")};
-}
-
-std::string Describe(const DeviceKey& key) {
-  std::string text = absl::StrCat(std::get<0>(key), "/", std::get<1>(key), "/", std::get<2>(key));
-  if (!std::get<3>(key).empty()) absl::StrAppend(&text, " (shareID ", std::get<3>(key), ")");
-  return text;
-}
+using internal::AllocatedDeviceKey;
+using internal::Describe;
+using internal::KeyOf;
 
 bool Retryable(const absl::Status& status) {
   switch (status.code()) {
@@ -106,18 +96,18 @@ absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<
   }
   if (!live->status.allocation.has_value()) return absl::FailedPreconditionError("the claim is not allocated");
 
-  std::set<DeviceKey> allocated;
+  std::set<AllocatedDeviceKey> allocated;
   for (const k8s::DeviceRequestAllocationResult& result : live->status.allocation->devices.results) {
     if (result.driver == options_.driver_name) {
-      allocated.insert({result.driver, result.pool, result.device, result.share_id.value_or("")});
+      allocated.insert(KeyOf(result));
     }
   }
   k8s::FieldErrors errors;
-  std::set<DeviceKey> seen;
+  std::set<AllocatedDeviceKey> seen;
   for (size_t i = 0; i < devices.size(); ++i) {
     AllocatedDeviceStatus& entry = devices[i];
     const std::string path = absl::StrCat("status.devices[", i, "]");
-    const DeviceKey key = KeyOf(entry);
+    const AllocatedDeviceKey key = KeyOf(entry);
     if (entry.driver != options_.driver_name) {
       errors.push_back(FieldError::Invalid(path + ".driver", k8s::GoQuote(entry.driver),
                                            absl::StrCat("must be this writer's driver ",
