@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -31,6 +32,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/binding_condition_reconciler.h"
+#include "dra/kubeletplugin/claim_status_writer.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
@@ -332,13 +336,27 @@ TEST_CASE("a driver gone for more than 30 s: the kubelet wipes its slices, and b
 // directories, for faults and health reports the test controls. It
 // publishes two devices of kTestDriverName with a per-run attribute, so that
 // the DeviceClass of this run takes only them.
+constexpr char kIsPrepared[] = "gpu.example.com/is-prepared";
+constexpr char kPreparingFailed[] = "gpu.example.com/preparing-failed";
+
+struct InProcessSetup {
+  // Publish the devices as pool "fabric-<run>" with this node selector
+  // instead of on the node, as fabric-attached devices: bindsToNode, binding
+  // condition kIsPrepared, failure condition kPreparingFailed.
+  std::optional<k8s::NodeSelector> fabric;
+  // Device metadata (KEP-5304) on.
+  bool metadata = false;
+};
+
 struct InProcessDriver {
+
   NodeEnv node = Node();
   testing::TestDriver driver{/*reports_health=*/true};
   std::string run = UniqueName("run");
+  std::string pool;
   std::unique_ptr<kubeletplugin::Helper> helper;
 
-  InProcessDriver(Client& admin, const std::string& ns) {
+  InProcessDriver(Client& admin, const std::string& ns, InProcessSetup setup = {}) {
     GrantDriverRights(admin, ns, node.name);
     cdi::ContainerEdits edits;
     edits.env = {"E2E_RUN=" + run};
@@ -350,6 +368,11 @@ struct InProcessDriver {
     options.plugin_data_dir = absl::StrCat(node.plugins_dir, "/", testing::kTestDriverName);
     options.kube_client = MakeClient(DriverConfig(kIdentity));
     options.cdi.spec_dir = node.cdi_dir;
+    if (setup.metadata) {
+      options.device_metadata.enabled = true;
+      options.device_metadata.versions = {kubeletplugin::kDeviceMetadataV1beta1};
+      driver.ReturnMetadata();
+    }
     absl::StatusOr<std::unique_ptr<kubeletplugin::Helper>> started = kubeletplugin::Helper::Start(driver, options);
     INFO(started.status().ToString());
     REQUIRE(started.ok());
@@ -360,11 +383,27 @@ struct InProcessDriver {
     for (int i = 0; i < 2; ++i) {
       devices[i].name = absl::StrCat("gpu-", i);
       devices[i].attributes["run"].string_value = run;
+      if (setup.fabric.has_value()) {
+        devices[i].binds_to_node = true;
+        devices[i].binding_conditions = {kIsPrepared};
+        devices[i].binding_failure_conditions = {kPreparingFailed};
+      }
     }
     resourceslice::DriverResources resources;
-    resources.pools[node.name].slices = resourceslice::SplitIntoSlices(std::move(devices));
+    pool = setup.fabric.has_value() ? "fabric-" + run : node.name;
+    resourceslice::Pool& published = resources.pools[pool];
+    published.slices = resourceslice::SplitIntoSlices(std::move(devices));
+    if (setup.fabric.has_value()) {
+      published.nodes = resourceslice::NodeSelection::kNodeSelector;
+      published.node_selector = *setup.fabric;
+    }
     REQUIRE(helper->PublishResources(std::move(resources)).ok());
-    REQUIRE(Eventually([&] { return !SliceUids(admin, node.name, testing::kTestDriverName).empty(); }));
+    k8s::ListOptions mine;
+    mine.field_selector = absl::StrCat("spec.driver=", testing::kTestDriverName, ",spec.pool.name=", pool);
+    REQUIRE(Eventually([&] {
+      absl::StatusOr<k8s::ListResult> slices = admin.List(kResourceSlices, "", mine);
+      return slices.ok() && !slices->items.empty();
+    }));
 
     REQUIRE(admin.Create(kDeviceClasses, "", DriverDeviceClass(run, testing::kTestDriverName, run)).ok());
   }
@@ -459,6 +498,265 @@ TEST_CASE("a device the driver reports unhealthy shows in the pod's allocatedRes
 
   REQUIRE(admin->Delete(kPods, ns, "app").ok());
   CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
+}
+
+// The node carries the label that the fabric pools of these tests select.
+k8s::NodeSelector LabelTheNode(Client& admin, const NodeEnv& node) {
+  const json patch = {{"metadata", {{"labels", {{"accelerator-type", "high-performance"}}}}}};
+  absl::StatusOr<json> patched = admin.Patch(k8s::kNodes, "", node.name, k8s::PatchType::kMerge, patch);
+  INFO(patched.status().ToString());
+  REQUIRE(patched.ok());
+  k8s::NodeSelector selector;
+  k8s::NodeSelectorRequirement& requirement =
+      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
+  requirement.key = "accelerator-type";
+  requirement.operator_ = "In";
+  requirement.values = {"high-performance"};
+  return selector;
+}
+
+// What the driver's ClusterRole grants for the claim side: claims of all
+// namespaces to watch, and this driver's entries of their status to write
+// (1.37's granular status authorization).
+void GrantClaimStatusRights(Client& admin, const std::string& ns) {
+  auto driver = MakeClient(DriverConfig(kIdentity));
+  Grant(admin, DriverUser(kIdentity), "",
+        json::array({{{"apiGroups", {"resource.k8s.io"}},
+                      {"resources", {"resourceclaims"}},
+                      {"verbs", {"get", "list", "watch"}}}}),
+        [&] { return driver->List(kResourceClaims, "").ok(); });
+  Grant(admin, DriverUser(kIdentity), ns,
+        json::array({{{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"patch"}}},
+                     {{"apiGroups", {"resource.k8s.io"}},
+                      {"resources", {"resourceclaims/driver"}},
+                      {"resourceNames", {testing::kTestDriverName}},
+                      {"verbs", {"arbitrary-node:patch"}}}}),
+        [&] {
+          // Allowed now, so the answer is about the (missing) claim.
+          absl::StatusOr<json> probe = driver->Patch(kResourceClaims, ns, "probe", k8s::PatchType::kMerge,
+                                                     json::object(), k8s::PatchOptions{"", false, "status"});
+          return absl::IsNotFound(probe.status());
+        });
+}
+
+// The fabric's attach, as the test drives it: each call answers from the
+// script (Ready once it is used up), after waiting while held.
+class FabricAttach : public kubeletplugin::BindingHandler {
+ public:
+  struct Call {
+    std::string claim;
+    std::string device;
+    std::string node_selector;  // of the allocation, as JSON
+    std::string allocated_at;
+  };
+
+  void Hold(bool hold) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = hold;
+  }
+  void FailNext(std::string reason, std::string message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failures_.push_back(kubeletplugin::BindingResult::Failed(std::move(reason), std::move(message)));
+  }
+
+  kubeletplugin::BindingResult PrepareForBinding(const kubeletplugin::CallContext& ctx,
+                                                 const k8s::ResourceClaim& claim,
+                                                 const k8s::DeviceRequestAllocationResult& device) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(Call{claim.metadata.name, device.device,
+                          k8s::ToJson(claim)["status"]["allocation"].value("nodeSelector", json()).dump(),
+                          claim.status.allocation->allocation_timestamp.value_or("")});
+    if (hold_ && !ctx.cancelled()) return kubeletplugin::BindingResult::Pending(absl::Milliseconds(200));
+    if (!failures_.empty()) {
+      kubeletplugin::BindingResult failed = failures_.front();
+      failures_.erase(failures_.begin());
+      return failed;
+    }
+    return kubeletplugin::BindingResult::Ready("Attached", "attached through the fabric");
+  }
+
+  std::vector<Call> calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  bool hold_ = false;
+  std::vector<kubeletplugin::BindingResult> failures_;
+  std::vector<Call> calls_;
+};
+
+// A fabric-attached GPU driver on the node: InProcessDriver's devices in a
+// pool selected by label, with the reconciler of this node and device status
+// written when the kubelet prepares a claim.
+struct FabricDriver {
+  std::shared_ptr<Client> admin;
+  std::string ns;
+  k8s::NodeSelector selector;
+  InProcessDriver plugin;
+  FabricAttach attach;
+  std::unique_ptr<kubeletplugin::BindingConditionReconciler> reconciler;
+
+  FabricDriver(std::shared_ptr<Client> admin_client, const std::string& namespace_)
+      : admin(std::move(admin_client)),
+        ns(namespace_),
+        selector(LabelTheNode(*admin, Node())),
+        plugin(*admin, ns, InProcessSetup{selector, false}) {
+    GrantClaimStatusRights(*admin, ns);
+    auto client = MakeClient(DriverConfig(kIdentity));
+    kubeletplugin::ClaimStatusWriterOptions writer_options;
+    writer_options.driver_name = testing::kTestDriverName;
+    auto writer = kubeletplugin::ClaimStatusWriter::Create(client, writer_options);
+    REQUIRE(writer.ok());
+    plugin.driver.WriteDeviceStatus(*std::move(writer));
+    kubeletplugin::BindingConditionReconcilerOptions options;
+    options.driver_name = testing::kTestDriverName;
+    options.node_name = plugin.node.name;
+    auto started = kubeletplugin::BindingConditionReconciler::Start(client, options, attach);
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    reconciler = *std::move(started);
+  }
+};
+
+const k8s::Condition* DeviceCondition(const json& claim, const std::string& device, const std::string& type) {
+  static thread_local k8s::ResourceClaim decoded;
+  absl::StatusOr<k8s::ResourceClaim> parsed = k8s::ResourceClaimFromJson(claim);
+  if (!parsed.ok()) return nullptr;
+  decoded = *std::move(parsed);
+  for (const k8s::AllocatedDeviceStatus& entry : decoded.status.devices) {
+    if (entry.driver != testing::kTestDriverName || entry.device != device) continue;
+    for (const k8s::Condition& condition : entry.conditions) {
+      if (condition.type == type) return &condition;
+    }
+  }
+  return nullptr;
+}
+
+TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the reconciler on the chosen node sets "
+          "its binding condition, then binds; the driver's device status shows in the claim",
+          "[e2e][node][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  const std::string ns = CreateNamespace(*admin, "e2e-binding");
+  FabricDriver fabric(admin, ns);
+  fabric.attach.Hold(true);
+  CreateClaim(*admin, ns, "gpu", fabric.plugin.run);
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
+
+  // Allocated with bindsToNode to this node, reserved, and the pod waits
+  // unbound while the attach is pending.
+  REQUIRE(Eventually([&] { return !fabric.attach.calls().empty(); }, absl::Seconds(60)));
+  const FabricAttach::Call first = fabric.attach.calls().front();
+  CHECK(first.claim == "gpu");
+  const json by_name = {{"nodeSelectorTerms",
+                         {{{"matchFields",
+                            {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {fabric.plugin.node.name}}}}}}}}};
+  CHECK(json::parse(first.node_selector) == by_name);
+  std::vector<std::string> events;
+  CHECK(Eventually(
+      [&] {
+        events = PodEvents(*admin, ns, "app");
+        return std::any_of(events.begin(), events.end(),
+                           [](const std::string& e) { return absl::StartsWith(e, "BindingConditionsPending: "); });
+      },
+      absl::Seconds(30)));
+  INFO("events:\n" << absl::StrJoin(events, "\n"));
+  json pod = GetOrFail(*admin, kPods, ns, "app");
+  CHECK(pod["spec"].value("nodeName", "").empty());
+
+  fabric.attach.Hold(false);
+  const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
+  INFO("the pod as last seen: " << pod.dump(1) << "\nthe driver's errors: " << absl::StrJoin(fabric.plugin.driver.errors(), "\n"));
+  REQUIRE(running);
+  CHECK(pod["spec"]["nodeName"] == fabric.plugin.node.name);
+
+  const json claim = GetOrFail(*admin, kResourceClaims, ns, "gpu");
+  INFO("the claim: " << claim.dump(1));
+  const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
+  const k8s::Condition* prepared = DeviceCondition(claim, device, kIsPrepared);
+  REQUIRE(prepared != nullptr);
+  CHECK(prepared->status == "True");
+  CHECK(prepared->reason == "Attached");
+  const k8s::Condition* ready = DeviceCondition(claim, device, "Ready");
+  REQUIRE(ready != nullptr);
+  CHECK(ready->status == "True");
+  CHECK(ready->reason == "Prepared");
+  for (const json& entry : claim["status"]["devices"]) {
+    if (entry["device"] == device) CHECK(entry["data"] == json{{"preparedBy", "test-driver"}});
+  }
+  CHECK(fabric.reconciler->stats().ready == 1);
+  CHECK(fabric.plugin.driver.errors().empty());
+
+  REQUIRE(admin->Delete(kPods, ns, "app").ok());
+  CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
+}
+
+TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and schedules the pod again, and the "
+          "second attach lets it run",
+          "[e2e][node][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  const std::string ns = CreateNamespace(*admin, "e2e-binding");
+  FabricDriver fabric(admin, ns);
+  fabric.attach.FailNext("AttachFailed", "fabric port down");
+  CreateClaim(*admin, ns, "gpu", fabric.plugin.run);
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
+
+  json pod;
+  const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod, absl::Seconds(150));
+  INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n"));
+  REQUIRE(running);
+  const std::vector<FabricAttach::Call> calls = fabric.attach.calls();
+  REQUIRE(calls.size() == 2);
+  // Two allocations: the failed one was cleared (with its status) and a new
+  // one made.
+  CHECK(calls[0].allocated_at != calls[1].allocated_at);
+  const json claim = GetOrFail(*admin, kResourceClaims, ns, "gpu");
+  INFO("the claim: " << claim.dump(1));
+  CHECK(claim["status"]["allocation"]["allocationTimestamp"] == calls[1].allocated_at);
+  const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
+  CHECK(DeviceCondition(claim, device, kPreparingFailed) == nullptr);
+  CHECK(DeviceCondition(claim, device, kIsPrepared) != nullptr);
+  const kubeletplugin::BindingConditionReconcilerStats stats = fabric.reconciler->stats();
+  CHECK(stats.failed == 1);
+  CHECK(stats.ready == 1);
+
+  REQUIRE(admin->Delete(kPods, ns, "app").ok());
+  CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
+}
+
+TEST_CASE("device metadata reaches the container through the CDI mount the runtime resolves", "[e2e][node]") {
+  auto admin = MakeClient(AdminConfig());
+  const std::string ns = CreateNamespace(*admin, "e2e-node");
+  InProcessDriver plugin(*admin, ns, InProcessSetup{std::nullopt, true});
+  const std::string uid = CreateClaim(*admin, ns, "gpu", plugin.run);
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
+  json pod;
+  REQUIRE(WaitForPod(*admin, ns, "app", PodRunning, &pod));
+  const std::vector<json> containers = CriContainers(plugin.node, pod["metadata"]["uid"].get<std::string>());
+  REQUIRE(containers.size() == 1);
+  INFO("the container as the runtime made it: " << containers[0].dump(1));
+  CHECK(std::find(containers[0]["cdiDevices"].begin(), containers[0]["cdiDevices"].end(),
+                  json(absl::StrCat(testing::kTestDriverName, "/metadata=", uid, "_gpu"))) !=
+        containers[0]["cdiDevices"].end());
+  const std::string container_path = "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/gpu/gpu/" +
+                                     std::string(testing::kTestDriverName) + "-metadata.json";
+  std::string host_path;
+  for (const json& mount : containers[0]["mounts"]) {
+    if (mount["containerPath"] == container_path) {
+      host_path = mount["hostPath"].get<std::string>();
+      CHECK(mount["options"] == json::array({"ro", "bind"}));
+    }
+  }
+  REQUIRE_FALSE(host_path.empty());
+  const json metadata = json::parse(testing::ReadFile(host_path));
+  INFO(metadata.dump(1));
+  CHECK(metadata["apiVersion"] == kubeletplugin::kDeviceMetadataV1beta1);
+  CHECK(metadata.dump().find("net-gpu-") != std::string::npos);
+
+  REQUIRE(admin->Delete(kPods, ns, "app").ok());
+  CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
+  CHECK(Eventually([&] { return !std::filesystem::exists(host_path); }, absl::Seconds(60)));
 }
 
 }  // namespace

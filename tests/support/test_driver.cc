@@ -82,8 +82,10 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
   ++prepare_calls_;
   const absl::Status cancelled = Enter(ctx);
   kubeletplugin::PrepareResults results;
+  std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    writer = status_writer_;
     for (const k8s::ResourceClaim& claim : claims) {
       const std::string& uid = claim.metadata.uid;
       kubeletplugin::PrepareResult& result = results[uid];
@@ -122,8 +124,34 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
       prepared_.push_back(uid);
     }
   }
+  if (writer != nullptr) {
+    for (const k8s::ResourceClaim& claim : claims) {
+      kubeletplugin::PrepareResult& result = results[claim.metadata.uid];
+      if (!result.status.ok()) continue;
+      std::vector<k8s::AllocatedDeviceStatus> entries;
+      for (const kubeletplugin::Device& device : result.devices) {
+        k8s::AllocatedDeviceStatus& entry = entries.emplace_back();
+        entry.driver = kTestDriverName;
+        entry.pool = device.pool_name;
+        entry.device = device.device_name;
+        entry.share_id = device.share_id;
+        entry.data = nlohmann::json{{"preparedBy", "test-driver"}};
+        k8s::Condition& ready = entry.conditions.emplace_back();
+        ready.type = "Ready";
+        ready.status = "True";
+        ready.reason = "Prepared";
+      }
+      result.status = writer->Apply(ctx, k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid},
+                                    std::move(entries));
+    }
+  }
   Leave();
   return results;
+}
+
+void TestDriver::WriteDeviceStatus(std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_writer_ = std::move(writer);
 }
 
 absl::StatusOr<kubeletplugin::UnprepareResults> TestDriver::UnprepareResourceClaims(

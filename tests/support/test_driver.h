@@ -4,12 +4,14 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "dra/kubeletplugin/claim_status_writer.h"
 #include "dra/kubeletplugin/driver.h"
 
 namespace dra::testing {
@@ -41,6 +43,10 @@ class TestDriver : public kubeletplugin::Driver {
   // resource.kubernetes.io/pciBusID and network data with interface
   // "net-<device>".
   void ReturnMetadata();
+  // From now on, after preparing a claim, write a Ready condition (reason
+  // "Prepared") and data {"preparedBy": "test-driver"} for each of its
+  // devices with `writer`; a failed write fails the claim.
+  void WriteDeviceStatus(std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer);
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
@@ -90,6 +96,7 @@ class TestDriver : public kubeletplugin::Driver {
   bool return_cdi_edits_ = false;
   bool return_metadata_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
+  std::shared_ptr<const kubeletplugin::ClaimStatusWriter> status_writer_;
   int inside_ = 0;
   std::atomic<int> prepare_calls_{0};
   std::atomic<int> unprepare_calls_{0};
