@@ -451,7 +451,8 @@ TEST_CASE("a handler call in flight is cancelled when the claim is deallocated; 
   CHECK(handler.calls()[1].device == "gpu-1");
 }
 
-TEST_CASE("Stop() cancels a hung handler call and returns; past the binding timeout the handler is not asked",
+TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again; past the binding timeout the "
+          "handler is not asked",
           "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
@@ -469,6 +470,16 @@ TEST_CASE("Stop() cancels a hung handler call and returns; past the binding time
   CHECK(absl::IsUnavailable(calls[0].cancelled));
   CHECK_FALSE(sink->Matching("Binding timeout passed").empty());
   reconciler->Stop();  // idempotent
+
+  // Restarted mid-work: the unfinished attach is asked again, the late one not.
+  handler.HoldUntilCancelled(false);
+  auto restarted = StartReconciler(client, handler);
+  WaitIdle(*restarted);
+  const std::vector<ScriptedHandler::Call> again = handler.calls();
+  REQUIRE(again.size() == 2);
+  CHECK(again[1].claim == "hung");
+  CHECK(again[1].cancelled.ok());
+  CHECK(restarted->stats().timed_out == 1);
 }
 
 }  // namespace
