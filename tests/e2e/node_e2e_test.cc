@@ -620,18 +620,17 @@ struct FabricDriver {
   }
 };
 
-const k8s::Condition* DeviceCondition(const json& claim, const std::string& device, const std::string& type) {
-  static thread_local k8s::ResourceClaim decoded;
-  absl::StatusOr<k8s::ResourceClaim> parsed = k8s::ResourceClaimFromJson(claim);
-  if (!parsed.ok()) return nullptr;
-  decoded = *std::move(parsed);
-  for (const k8s::AllocatedDeviceStatus& entry : decoded.status.devices) {
+// The condition of `type` in the claim's status entry of our `device`.
+std::optional<k8s::Condition> DeviceCondition(const json& claim, const std::string& device, const std::string& type) {
+  absl::StatusOr<k8s::ResourceClaim> decoded = k8s::ResourceClaimFromJson(claim);
+  REQUIRE(decoded.ok());
+  for (const k8s::AllocatedDeviceStatus& entry : decoded->status.devices) {
     if (entry.driver != testing::kTestDriverName || entry.device != device) continue;
     for (const k8s::Condition& condition : entry.conditions) {
-      if (condition.type == type) return &condition;
+      if (condition.type == type) return condition;
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the reconciler on the chosen node sets "
@@ -674,12 +673,12 @@ TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the re
   const json claim = GetOrFail(*admin, kResourceClaims, ns, "gpu");
   INFO("the claim: " << claim.dump(1));
   const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
-  const k8s::Condition* prepared = DeviceCondition(claim, device, kIsPrepared);
-  REQUIRE(prepared != nullptr);
+  const std::optional<k8s::Condition> prepared = DeviceCondition(claim, device, kIsPrepared);
+  REQUIRE(prepared.has_value());
   CHECK(prepared->status == "True");
   CHECK(prepared->reason == "Attached");
-  const k8s::Condition* ready = DeviceCondition(claim, device, "Ready");
-  REQUIRE(ready != nullptr);
+  const std::optional<k8s::Condition> ready = DeviceCondition(claim, device, "Ready");
+  REQUIRE(ready.has_value());
   CHECK(ready->status == "True");
   CHECK(ready->reason == "Prepared");
   for (const json& entry : claim["status"]["devices"]) {
@@ -715,8 +714,8 @@ TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and s
   INFO("the claim: " << claim.dump(1));
   CHECK(claim["status"]["allocation"]["allocationTimestamp"] == calls[1].allocated_at);
   const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
-  CHECK(DeviceCondition(claim, device, kPreparingFailed) == nullptr);
-  CHECK(DeviceCondition(claim, device, kIsPrepared) != nullptr);
+  CHECK_FALSE(DeviceCondition(claim, device, kPreparingFailed).has_value());
+  CHECK(DeviceCondition(claim, device, kIsPrepared).has_value());
   const kubeletplugin::BindingConditionReconcilerStats stats = fabric.reconciler->stats();
   CHECK(stats.failed == 1);
   CHECK(stats.ready == 1);
