@@ -1,0 +1,55 @@
+#include "common/plugin_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/client_config.h"
+
+namespace example {
+
+void PluginFlags::Register(FlagSet& flags) {
+  flags.String("node-name", &node_name, "the node this plugin runs on (required)", "NODE_NAME");
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file; default $KUBECONFIG, ~/.kube/config, in-cluster",
+               "KUBECONFIG");
+  flags.String("cdi-root", &cdi_root, "where the container runtime reads CDI specs", "CDI_ROOT");
+  flags.String("kubelet-registrar-directory-path", &registrar_dir, "the kubelet's plugin registration directory",
+               "KUBELET_REGISTRAR_DIRECTORY_PATH");
+  flags.String("kubelet-plugins-directory-path", &plugins_dir,
+               "the kubelet's plugins directory; the driver keeps its sockets and checkpoint in <this>/<driver>",
+               "KUBELET_PLUGINS_DIRECTORY_PATH");
+  flags.String("pod-uid", &pod_uid, "this pod's UID, for rolling updates with maxSurge (downward API)", "POD_UID");
+  flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none",
+               "HTTP_ENDPOINT");
+  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
+  flags.Custom("log-format", "text|json", "\"text\"", "log format", "LOG_FORMAT", [this](const std::string& text) {
+    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
+    log_format = text;
+    return absl::OkStatus();
+  });
+}
+
+dra::Logger PluginFlags::MakeLogger() const {
+  return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
+                     verbosity);
+}
+
+absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::string& driver_name,
+                                                                     const dra::Logger& logger) const {
+  if (node_name.empty()) return absl::InvalidArgumentError("flag --node-name (or NODE_NAME) is required");
+  dra::kubeletplugin::Options options;
+  options.driver_name = driver_name;
+  options.node_name = node_name;
+  options.registrar_dir = registrar_dir;
+  options.plugin_data_dir = absl::StrCat(plugins_dir, "/", driver_name);
+  options.rolling_update_uid = pod_uid;
+  options.http_endpoint = http_endpoint;
+  options.cdi.spec_dir = cdi_root;
+  options.logger = logger;
+  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
+  if (!config.ok()) return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
+  config->user_agent = absl::StrCat(driver_name, "/kubelet-plugin");
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
+  if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
+  options.kube_client = *std::move(client);
+  return options;
+}
+
+}  // namespace example
