@@ -1,0 +1,28 @@
+#include "fabric_attach.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace gpu {
+
+namespace kp = dra::kubeletplugin;
+
+kp::BindingResult FabricAttach::PrepareForBinding(const kp::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
+                                                  const dra::k8s::DeviceRequestAllocationResult& device) {
+  const std::string key = absl::StrCat(claim.metadata.uid, "/",
+                                       claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);
+  const absl::Time now = absl::Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, first] = started_.try_emplace(key, now);
+  if (first) ctx.logger().Info("Attaching fabric GPU", {{"node", node_name_}, {"delay", absl::FormatDuration(delay_)}});
+  const absl::Duration left = it->second + delay_ - now;
+  if (left > absl::ZeroDuration()) return kp::BindingResult::Pending(std::min(left, absl::Seconds(1)));
+  started_.erase(it);
+  if (std::uniform_real_distribution<double>(0, 1)(random_) < failure_rate_) {
+    return kp::BindingResult::Failed("AttachFailed",
+                                     absl::StrCat("simulated fabric failure attaching ", device.device, " to ", node_name_));
+  }
+  return kp::BindingResult::Ready("Attached", absl::StrCat(device.device, " attached to ", node_name_));
+}
+
+}  // namespace gpu

@@ -1,0 +1,143 @@
+#include "gpu_config.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/field_error.h"
+
+namespace gpu {
+namespace {
+
+using dra::k8s::FieldError;
+using dra::k8s::GoQuote;
+using nlohmann::json;
+
+// Every key of `object` must be in `allowed`; the first stray one is the error.
+std::optional<FieldError> UnknownField(const json& object, const std::string& path,
+                                       const std::set<std::string>& allowed) {
+  for (const auto& [key, value] : object.items()) {
+    if (!allowed.contains(key)) {
+      return FieldError::Forbidden(path.empty() ? key : absl::StrCat(path, ".", key), "unknown field");
+    }
+  }
+  return std::nullopt;
+}
+
+absl::Status Invalid(const FieldError& error) { return absl::InvalidArgumentError(error.ToString()); }
+
+const json* ObjectAt(const json& parent, const std::string& key) {
+  auto it = parent.find(key);
+  return it == parent.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
+  if (!parameters.is_object()) return Invalid(FieldError::Invalid("", parameters.dump(), "must be an object"));
+  if (auto stray = UnknownField(parameters, "", {"apiVersion", "kind", "sharing"})) return Invalid(*stray);
+  const std::string api_version = parameters.value("apiVersion", "");
+  if (api_version != kGpuConfigApiVersion) {
+    return Invalid(FieldError::NotSupported("apiVersion", GoQuote(api_version), {kGpuConfigApiVersion}));
+  }
+  if (parameters.value("kind", "") != kGpuConfigKind) {
+    return Invalid(FieldError::NotSupported("kind", GoQuote(parameters.value("kind", "")), {kGpuConfigKind}));
+  }
+  GpuConfig config;
+  const json* sharing = ObjectAt(parameters, "sharing");
+  if (sharing == nullptr) return config;
+  if (!sharing->is_object()) return Invalid(FieldError::Invalid("sharing", sharing->dump(), "must be an object"));
+  if (auto stray = UnknownField(*sharing, "sharing", {"strategy", "timeSlicingConfig", "spacePartitioningConfig"})) {
+    return Invalid(*stray);
+  }
+  const json* strategy = ObjectAt(*sharing, "strategy");
+  if (strategy == nullptr || !strategy->is_string()) {
+    return Invalid(FieldError::Required("sharing.strategy", "must be TimeSlicing or SpacePartitioning"));
+  }
+  const json* time_slicing = ObjectAt(*sharing, "timeSlicingConfig");
+  const json* partitioning = ObjectAt(*sharing, "spacePartitioningConfig");
+  if (*strategy == "TimeSlicing") {
+    if (partitioning != nullptr) {
+      return Invalid(FieldError::Forbidden("sharing.spacePartitioningConfig", "may only be set with SpacePartitioning"));
+    }
+    config.strategy = GpuConfig::Strategy::kTimeSlicing;
+    if (time_slicing == nullptr) return config;
+    if (!time_slicing->is_object()) {
+      return Invalid(FieldError::Invalid("sharing.timeSlicingConfig", time_slicing->dump(), "must be an object"));
+    }
+    if (auto stray = UnknownField(*time_slicing, "sharing.timeSlicingConfig", {"interval"})) return Invalid(*stray);
+    const json* interval = ObjectAt(*time_slicing, "interval");
+    if (interval == nullptr) return config;
+    static const std::vector<std::string> kIntervals = {"Default", "Long", "Medium", "Short"};
+    if (!interval->is_string() ||
+        std::find(kIntervals.begin(), kIntervals.end(), interval->get<std::string>()) == kIntervals.end()) {
+      return Invalid(FieldError::NotSupported("sharing.timeSlicingConfig.interval",
+                                              interval->is_string() ? GoQuote(interval->get<std::string>())
+                                                                    : interval->dump(),
+                                              kIntervals));
+    }
+    config.interval = interval->get<std::string>();
+    return config;
+  }
+  if (*strategy == "SpacePartitioning") {
+    if (time_slicing != nullptr) {
+      return Invalid(FieldError::Forbidden("sharing.timeSlicingConfig", "may only be set with TimeSlicing"));
+    }
+    config.strategy = GpuConfig::Strategy::kSpacePartitioning;
+    if (partitioning == nullptr) return config;
+    if (!partitioning->is_object()) {
+      return Invalid(
+          FieldError::Invalid("sharing.spacePartitioningConfig", partitioning->dump(), "must be an object"));
+    }
+    if (auto stray = UnknownField(*partitioning, "sharing.spacePartitioningConfig", {"partitionCount"})) {
+      return Invalid(*stray);
+    }
+    const json* count = ObjectAt(*partitioning, "partitionCount");
+    if (count == nullptr) return config;
+    if (!count->is_number_integer() || count->get<int64_t>() < 1 || count->get<int64_t>() > 16) {
+      return Invalid(FieldError::Invalid("sharing.spacePartitioningConfig.partitionCount", count->dump(),
+                                         "must be an integer between 1 and 16"));
+    }
+    config.partition_count = count->get<int>();
+    return config;
+  }
+  return Invalid(FieldError::NotSupported("sharing.strategy", GoQuote(strategy->get<std::string>()),
+                                          {"SpacePartitioning", "TimeSlicing"}));
+}
+
+absl::StatusOr<std::map<size_t, GpuConfig>> ConfigsForResults(const dra::k8s::ResourceClaim& claim,
+                                                              const std::string& driver) {
+  std::map<size_t, GpuConfig> configs;
+  if (!claim.status.allocation.has_value()) return configs;
+  const dra::k8s::DeviceAllocationResult& devices = claim.status.allocation->devices;
+  for (size_t i = 0; i < devices.results.size(); ++i) {
+    if (devices.results[i].driver == driver) configs[i] = GpuConfig{};
+  }
+  // Class configs first, then the claim's; the API server keeps each group
+  // in its own order.
+  for (const std::string source : {"FromClass", "FromClaim"}) {
+    for (size_t c = 0; c < devices.config.size(); ++c) {
+      const dra::k8s::DeviceAllocationConfiguration& entry = devices.config[c];
+      if (entry.source != source || !entry.opaque.has_value() || entry.opaque->driver != driver) continue;
+      absl::StatusOr<GpuConfig> decoded = DecodeGpuConfig(entry.opaque->parameters);
+      if (!decoded.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("status.allocation.devices.config[", c, "].opaque.parameters",
+                                                       decoded.status().message().front() == ':' ? "" : ".",
+                                                       decoded.status().message()));
+      }
+      for (auto& [index, config] : configs) {
+        const std::string& request = devices.results[index].request;
+        const std::string base = request.substr(0, request.find('/'));
+        const bool applies = entry.requests.empty() ||
+                             std::any_of(entry.requests.begin(), entry.requests.end(), [&](const std::string& name) {
+                               return name == request || name == base;
+                             });
+        if (applies) config = *decoded;
+      }
+    }
+  }
+  return configs;
+}
+
+}  // namespace gpu

@@ -1,0 +1,167 @@
+#include "gpu_driver.h"
+
+#include <cctype>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "dra/cdi/spec_dir.h"
+#include "gpu_config.h"
+
+namespace gpu {
+namespace {
+
+namespace k8s = dra::k8s;
+namespace kp = dra::kubeletplugin;
+
+// Status writes are a report, not part of preparing: they get this long.
+constexpr absl::Duration kStatusWriteTimeout = absl::Seconds(10);
+
+const char* StrategyName(GpuConfig::Strategy strategy) {
+  return strategy == GpuConfig::Strategy::kTimeSlicing ? "TimeSlicing" : "SpacePartitioning";
+}
+
+std::string ClaimName(const k8s::ResourceClaim& claim) {
+  return absl::StrCat(claim.metadata.namespace_, "/", claim.metadata.name);
+}
+
+}  // namespace
+
+std::string DeviceVariable(const std::string& device_name) {
+  std::string name = "GPU_DEVICE_";
+  const std::string rest = absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name;
+  for (char c : rest) name += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
+  return name;
+}
+
+absl::StatusOr<std::string> WriteCommonCdiSpec(const std::string& cdi_root, const std::string& driver_name,
+                                               const std::string& node_name) {
+  const dra::cdi::Kind kind{driver_name, kCommonCdiClass};
+  dra::cdi::Spec spec;
+  spec.kind = kind.ToString();
+  dra::cdi::Device& device = spec.devices.emplace_back();
+  device.name = kCommonCdiDevice;
+  device.container_edits.env = {"DRA_DRIVER_NAME=" + driver_name, "DRA_NODE_NAME=" + node_name};
+  dra::cdi::SpecDirOptions options;
+  options.path = cdi_root;
+  absl::StatusOr<std::string> written = dra::cdi::SpecDir(options).Write(dra::cdi::SpecFileName(kind), spec);
+  if (!written.ok()) return written.status();
+  return absl::StrCat(kind.ToString(), "=", kCommonCdiDevice);
+}
+
+absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
+                                                                    std::span<const k8s::ResourceClaim> claims) {
+  kp::PrepareResults results;
+  for (const k8s::ResourceClaim& claim : claims) {
+    kp::PrepareResult& result = results[claim.metadata.uid];
+    result = Prepare(ctx, claim);
+    if (result.status.ok()) {
+      ctx.logger().Info("Prepared claim", {{"claim", ClaimName(claim)},
+                                           {"uid", claim.metadata.uid},
+                                           {"devices", absl::StrCat(result.devices.size())}});
+    } else {
+      ctx.logger().Error("Preparing claim failed", {{"claim", ClaimName(claim)},
+                                                    {"uid", claim.metadata.uid},
+                                                    {"err", std::string(result.status.message())}});
+    }
+  }
+  return results;
+}
+
+kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::ResourceClaim& claim) const {
+  kp::PrepareResult result;
+  absl::StatusOr<std::map<size_t, GpuConfig>> configs = ConfigsForResults(claim, options_.driver_name);
+  if (!configs.ok()) {
+    result.status = configs.status();
+    return result;
+  }
+  std::vector<k8s::AllocatedDeviceStatus> statuses;
+  const std::vector<k8s::DeviceRequestAllocationResult>& allocated = claim.status.allocation->devices.results;
+  for (const auto& [index, config] : *configs) {
+    const k8s::DeviceRequestAllocationResult& device = allocated[index];
+    auto published = options_.devices.find(device.device);
+    if (published == options_.devices.end()) {
+      result.status = absl::NotFoundError(absl::StrCat("status.allocation.devices.results[", index, "].device: \"",
+                                                       device.device, "\" is not a device of this node"));
+      return result;
+    }
+    const GpuInfo& gpu = published->second.gpu;
+    int64_t memory = gpu.memory_bytes;
+    int64_t compute = gpu.compute_units;
+    if (published->second.partitions > 0) {
+      memory /= published->second.partitions;
+      compute /= published->second.partitions;
+    }
+    if (auto it = device.consumed_capacity.find("memory"); it != device.consumed_capacity.end()) {
+      memory = it->second.Value();
+    }
+    if (auto it = device.consumed_capacity.find("compute"); it != device.consumed_capacity.end()) {
+      compute = it->second.Value();
+    }
+
+    const std::string var = DeviceVariable(device.device);
+    kp::Device& prepared = result.devices.emplace_back();
+    prepared.requests = {device.request};
+    prepared.pool_name = device.pool;
+    prepared.device_name = device.device;
+    prepared.share_id = device.share_id;
+    prepared.cdi_device_ids = {options_.common_cdi_id};
+    dra::cdi::ContainerEdits& edits = prepared.cdi_edits.emplace();
+    edits.env = {absl::StrCat(var, "=", gpu.uuid), absl::StrCat(var, "_SHARING_STRATEGY=", StrategyName(config.strategy)),
+                 absl::StrCat(var, "_MEMORY=", memory), absl::StrCat(var, "_COMPUTE=", compute)};
+    if (config.strategy == GpuConfig::Strategy::kTimeSlicing) {
+      edits.env.push_back(absl::StrCat(var, "_TIMESLICE_INTERVAL=", config.interval));
+    } else {
+      edits.env.push_back(absl::StrCat(var, "_PARTITION_COUNT=", config.partition_count));
+    }
+    edits.device_nodes = gpu.device_nodes;
+
+    k8s::AllocatedDeviceStatus& status = statuses.emplace_back();
+    status.driver = device.driver;
+    status.pool = device.pool;
+    status.device = device.device;
+    status.share_id = device.share_id;
+    status.data = nlohmann::json{{"uuid", gpu.uuid},
+                                 {"sharingStrategy", StrategyName(config.strategy)},
+                                 {"memory", memory},
+                                 {"compute", compute}};
+    k8s::Condition& ready = status.conditions.emplace_back();
+    ready.type = "Ready";
+    ready.status = "True";
+    ready.reason = "Prepared";
+    ready.message = absl::StrCat("prepared as ", gpu.uuid);
+  }
+  if (options_.status_writer != nullptr) {
+    const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+    const kp::CallContext report =
+        kp::CallContext::Background(std::min(ctx.deadline(), absl::Now() + kStatusWriteTimeout), ctx.logger());
+    if (absl::Status written = options_.status_writer->Apply(report, ref, std::move(statuses)); !written.ok()) {
+      ctx.logger().Warning("Device status not written", {{"claim", ClaimName(claim)}, {"err", written.ToString()}});
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
+                                                                        std::span<const k8s::ClaimRef> claims) {
+  // The Helper removes the claims' CDI specs; mock and NVML GPUs keep no
+  // other per-claim state.
+  kp::UnprepareResults results;
+  for (const k8s::ClaimRef& claim : claims) {
+    results[claim.uid] = absl::OkStatus();
+    ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
+  }
+  return results;
+}
+
+void GpuDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severity, std::string_view context) {
+  options_.logger.Error("Background error", {{"context", std::string(context)},
+                                             {"severity", std::string(kp::ErrorSeverityName(severity))},
+                                             {"err", status.ToString()}});
+  if (severity == kp::ErrorSeverity::kFatal) {
+    fatal_ = true;
+    signals_.Interrupt();
+  }
+}
+
+}  // namespace gpu

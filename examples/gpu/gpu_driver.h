@@ -1,0 +1,81 @@
+// GpuDriver: the kubelet-facing half of the example GPU driver. Prepare
+// resolves each allocated GPU (whole, partition or fabric-attached) and its
+// GpuConfig and returns CDI edits, which the Helper writes as the claim's CDI
+// spec: GPU_DEVICE_<name>=<uuid> and the sharing settings, the memory and
+// compute the claim consumes, the GPU's device nodes, plus the node-wide
+// common spec (WriteCommonCdiSpec). A bad config or an unknown device fails
+// that claim only. With a ClaimStatusWriter it also reports each prepared
+// device in the claim's status (a Ready condition and data).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/kubeletplugin/driver.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "dra/log.h"
+#include "gpu_info.h"
+
+namespace gpu {
+
+// The CDI kind and device of the node-wide spec every prepared GPU also uses.
+inline constexpr char kCommonCdiClass[] = "gpu";
+inline constexpr char kCommonCdiDevice[] = "common";
+
+// Writes <cdi_root>/<driver>-gpu.json: device "common" with env
+// DRA_DRIVER_NAME and DRA_NODE_NAME. Returns its CDI ID.
+absl::StatusOr<std::string> WriteCommonCdiSpec(const std::string& cdi_root, const std::string& driver_name,
+                                               const std::string& node_name);
+
+// What a published device name stands for.
+struct PublishedGpu {
+  GpuInfo gpu;
+  int partitions = 0;  // > 0: a partition, 1/partitions of the GPU
+};
+
+class GpuDriver : public dra::kubeletplugin::Driver {
+ public:
+  struct Options {
+    std::string driver_name;
+    std::string common_cdi_id;
+    std::map<std::string, PublishedGpu> devices;  // by device name
+    std::shared_ptr<const dra::kubeletplugin::ClaimStatusWriter> status_writer;  // may be null
+    dra::Logger logger;
+  };
+
+  GpuDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
+      : options_(std::move(options)), signals_(signals) {}
+
+  absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
+      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
+  absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
+      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
+  // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
+  // restarts it.
+  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override;
+  bool ReportsDeviceHealth() const override { return true; }
+
+  bool fatal() const { return fatal_; }
+
+ private:
+  dra::kubeletplugin::PrepareResult Prepare(const dra::kubeletplugin::CallContext& ctx,
+                                            const dra::k8s::ResourceClaim& claim) const;
+
+  const Options options_;
+  const dra::kubeletplugin::TerminationSignals& signals_;
+  std::atomic<bool> fatal_{false};
+};
+
+// GPU_DEVICE_<device name without "gpu-", upper case, '-' as '_'>: one
+// variable per device, so that a container with GPUs of several claims gets
+// all of them.
+std::string DeviceVariable(const std::string& device_name);
+
+}  // namespace gpu

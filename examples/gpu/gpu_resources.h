@@ -1,0 +1,56 @@
+// What the example GPU driver publishes: its GPUs as devices of the node's
+// pool (whole, partitioned through shared counters, or shareable by
+// capacity), and fabric-attached GPUs as a pool of their own for the nodes a
+// selector picks.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dra/k8s/quantity.h"
+#include "dra/k8s/resource_slice.h"
+#include "dra/resourceslice/driver_resources.h"
+#include "gpu_info.h"
+
+namespace gpu {
+
+struct PublishOptions {
+  std::string driver_name;
+  std::string node_name;
+  // > 0: every GPU also offers this many partitions, each 1/N of its memory
+  // and compute, drawn with the full-GPU device from one counter set.
+  int partitions = 0;
+  // Each GPU may be allocated to several claims at once, each taking memory
+  // and compute by its capacity requests.
+  bool allow_multiple_allocations = false;
+  // Host memory each pod using a GPU costs (nodeAllocatableResources
+  // overhead, perPod), e.g. 8Gi.
+  std::optional<dra::k8s::Quantity> host_memory_overhead;
+  // Unhealthy GPUs (by index), and which of them are fatally so.
+  std::set<int> unhealthy;
+  std::set<int> fatal;
+};
+
+// The device name of a GPU and of its partitions.
+std::string GpuDeviceName(int index);
+std::string PartitionDeviceName(int index, int partition);
+// The taint key an unhealthy GPU carries: "<driver>/unhealthy".
+std::string UnhealthyTaintKey(const std::string& driver_name);
+
+// The node's pool, named after the node.
+dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const PublishOptions& options);
+
+// The binding conditions of fabric-attached GPUs.
+std::string IsPreparedCondition(const std::string& driver_name);     // "<driver>/is-prepared"
+std::string PreparingFailedCondition(const std::string& driver_name);  // "<driver>/preparing-failed"
+
+// Fabric-attached GPUs reachable from the nodes `selector` selects: devices
+// "fabric-gpu-<index>" with the GPUs' attributes and capacity, bindsToNode,
+// the binding condition and the failure condition above.
+dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std::string& driver_name,
+                                    const dra::k8s::NodeSelector& selector);
+std::string FabricDeviceName(int index);
+
+}  // namespace gpu

@@ -1,0 +1,316 @@
+// gpu-driver: the example GPU DRA driver's node plugin, on the public dra-cpp
+// API only. It finds GPUs (mock ones, or NVIDIA GPUs through NVML), publishes
+// them as the node's ResourceSlices (whole, partitioned or shareable), serves
+// the kubelet, reports health and taints unhealthy GPUs, and optionally
+// publishes and attaches fabric-attached GPUs that bind through binding
+// conditions. `gpu-driver --help` lists the flags; examples/gpu/README.md
+// explains them.
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/flags.h"
+#include "common/plugin_flags.h"
+#include "device_source.h"
+#include "dra/k8s/quantity.h"
+#include "dra/kubeletplugin/binding_condition_reconciler.h"
+#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/kubeletplugin/helper.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "fabric_attach.h"
+#include "gpu_driver.h"
+#include "gpu_resources.h"
+#include "mock_gpus.h"
+#include "nvml/nvml_gpus.h"
+
+namespace {
+
+namespace k8s = dra::k8s;
+namespace kp = dra::kubeletplugin;
+
+struct GpuFlags {
+  std::string driver_name = "gpu.example.com";
+  std::string device_source = "mock";
+  int num_devices = 8;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string mock_health_file;
+  int partitions = 0;
+  bool allow_multiple_allocations = false;
+  std::optional<k8s::Quantity> host_memory_overhead;
+  bool device_status = false;
+  std::string fabric_pool;
+  int fabric_num_devices = 4;
+  k8s::NodeSelector fabric_selector;
+  std::string fabric_selector_text = "accelerator-type=high-performance";
+  bool fabric_attach = false;
+  absl::Duration fabric_attach_delay = absl::Seconds(2);
+  double fabric_failure_rate = 0;
+  absl::Duration binding_timeout = absl::Seconds(600);
+
+  void Register(example::FlagSet& flags) {
+    flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
+    flags.Custom("device-source", "mock|nvml", "\"mock\"", "where GPUs come from", "DEVICE_SOURCE",
+                 [this](const std::string& text) {
+                   if (text != "mock" && text != "nvml") return absl::InvalidArgumentError("must be mock or nvml");
+                   device_source = text;
+                   return absl::OkStatus();
+                 });
+    flags.Int("num-devices", &num_devices, "mock GPUs on this node", "NUM_DEVICES", 0, 128);
+    flags.String("nvml-library", &nvml_library, "the NVML library to load with --device-source=nvml", "NVML_LIBRARY");
+    flags.String("mock-health-file", &mock_health_file,
+                 "mock GPUs: a file whose appended lines \"<index> healthy|unhealthy|fatal\" flip a GPU's health",
+                 "MOCK_HEALTH_FILE");
+    flags.Int("gpu-partitions", &partitions, "partitions per GPU, drawn from shared counters (0: none)",
+              "GPU_PARTITIONS", 0, 16);
+    flags.Bool("allow-multiple-allocations", &allow_multiple_allocations,
+               "let several claims share a GPU by memory and compute capacity", "ALLOW_MULTIPLE_ALLOCATIONS");
+    flags.Custom("host-memory-overhead", "quantity", "none",
+                 "host memory each pod using a GPU costs (nodeAllocatableResources overhead perPod), e.g. 8Gi",
+                 "HOST_MEMORY_OVERHEAD", [this](const std::string& text) {
+                   absl::StatusOr<k8s::Quantity> quantity = k8s::Quantity::Parse(text);
+                   if (!quantity.ok() || quantity->Sign() <= 0) {
+                     return absl::InvalidArgumentError("must be a positive quantity such as 8Gi");
+                   }
+                   host_memory_overhead = *quantity;
+                   return absl::OkStatus();
+                 });
+    flags.Bool("device-status", &device_status, "write a Ready condition and data of prepared GPUs into the claim",
+               "DEVICE_STATUS");
+    flags.String("fabric-pool", &fabric_pool,
+                 "also publish this pool of fabric-attached GPUs for the nodes --fabric-node-selector selects "
+                 "(one publisher per pool)",
+                 "FABRIC_POOL");
+    flags.Int("fabric-num-devices", &fabric_num_devices, "GPUs in the fabric pool", "FABRIC_NUM_DEVICES", 1, 128);
+    flags.Custom("fabric-node-selector", "key=value", "\"accelerator-type=high-performance\"",
+                 "the node label that selects the nodes the fabric pool reaches", "FABRIC_NODE_SELECTOR",
+                 [this](const std::string& text) {
+                   std::vector<std::string> parts = absl::StrSplit(text, absl::MaxSplits('=', 1));
+                   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+                     return absl::InvalidArgumentError("must be key=value");
+                   }
+                   fabric_selector_text = text;
+                   return absl::OkStatus();
+                 });
+    flags.Bool("fabric-attach", &fabric_attach,
+               "attach fabric GPUs allocated to this node and set their binding conditions", "FABRIC_ATTACH");
+    flags.Duration("fabric-attach-delay", &fabric_attach_delay, "how long a simulated attach takes",
+                   "FABRIC_ATTACH_DELAY");
+    flags.Double("fabric-failure-rate", &fabric_failure_rate, "the share of simulated attaches that fail",
+                 "FABRIC_FAILURE_RATE", 0, 1);
+    flags.Duration("binding-timeout", &binding_timeout, "the scheduler's binding timeout (its bindingTimeout)",
+                   "BINDING_TIMEOUT");
+  }
+
+  void Finish() {
+    std::vector<std::string> parts = absl::StrSplit(fabric_selector_text, absl::MaxSplits('=', 1));
+    k8s::NodeSelectorRequirement& requirement =
+        fabric_selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
+    requirement.key = parts[0];
+    requirement.operator_ = "In";
+    requirement.values = {parts[1]};
+  }
+};
+
+// Keeps the node's pool and the kubelet's health view in line with the
+// GPUs' health, from the device source's events.
+class HealthMonitor {
+ public:
+  HealthMonitor(kp::Helper& helper, gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus,
+                gpu::PublishOptions options, std::optional<dra::resourceslice::Pool> fabric, dra::Logger logger)
+      : helper_(helper),
+        source_(source),
+        gpus_(std::move(gpus)),
+        options_(std::move(options)),
+        fabric_(std::move(fabric)),
+        logger_(std::move(logger)) {}
+
+  absl::Status PublishAll() {
+    dra::resourceslice::DriverResources resources;
+    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
+    if (fabric_.has_value()) resources.pools[fabric_pool_name_] = *fabric_;
+    std::vector<kp::DeviceHealth> health;
+    for (const auto& [pool, content] : resources.pools) {
+      if (pool != options_.node_name) continue;
+      for (const dra::resourceslice::Slice& slice : content.slices) {
+        for (const k8s::Device& device : slice.devices) {
+          kp::DeviceHealth& entry = health.emplace_back();
+          entry.pool_name = pool;
+          entry.device_name = device.name;
+          entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
+        }
+      }
+    }
+    helper_.PublishHealth(std::move(health));
+    return helper_.PublishResources(std::move(resources));
+  }
+
+  void set_fabric_pool_name(std::string name) { fabric_pool_name_ = std::move(name); }
+
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    while (!stop_) {
+      absl::StatusOr<std::vector<gpu::HealthEvent>> events = source_.WaitForHealthEvents(absl::Milliseconds(500));
+      if (!events.ok()) {
+        logger_.Error("Reading GPU health failed", {{"err", events.status().ToString()}});
+        continue;
+      }
+      if (events->empty()) continue;
+      for (const gpu::HealthEvent& event : *events) {
+        logger_.Warning("GPU health changed", {{"gpu", gpu::GpuDeviceName(event.index)},
+                                               {"healthy", event.healthy ? "true" : "false"},
+                                               {"fatal", event.fatal ? "true" : "false"},
+                                               {"reason", event.reason}});
+        options_.unhealthy.erase(event.index);
+        options_.fatal.erase(event.index);
+        if (!event.healthy) options_.unhealthy.insert(event.index);
+        if (!event.healthy && event.fatal) options_.fatal.insert(event.index);
+      }
+      if (absl::Status published = PublishAll(); !published.ok()) {
+        logger_.Error("Publishing GPU health failed", {{"err", published.ToString()}});
+      }
+    }
+  }
+
+  kp::Helper& helper_;
+  gpu::DeviceSource& source_;
+  const std::vector<gpu::GpuInfo> gpus_;
+  gpu::PublishOptions options_;
+  const std::optional<dra::resourceslice::Pool> fabric_;
+  std::string fabric_pool_name_;
+  const dra::Logger logger_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+int Fail(const std::string& what, const absl::Status& status) {
+  std::cerr << "gpu-driver: " << what << ": " << status.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  example::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
+  example::PluginFlags plugin;
+  GpuFlags gpu_flags;
+  plugin.Register(flags);
+  gpu_flags.Register(flags);
+  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
+    std::cerr << "gpu-driver: " << parsed.message() << "\n(see gpu-driver --help)\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  gpu_flags.Finish();
+  kp::TerminationSignals signals;
+  const dra::Logger logger = plugin.MakeLogger();
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  if (!options.ok()) return Fail("start", options.status());
+
+  std::unique_ptr<gpu::DeviceSource> source;
+  if (gpu_flags.device_source == "nvml") {
+    absl::StatusOr<std::unique_ptr<gpu::DeviceSource>> nvml = gpu::OpenNvml(gpu_flags.nvml_library);
+    if (!nvml.ok()) return Fail("--device-source=nvml", nvml.status());
+    source = *std::move(nvml);
+  } else {
+    source = std::make_unique<gpu::MockGpus>(plugin.node_name, gpu_flags.num_devices, gpu_flags.mock_health_file);
+  }
+  absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
+  if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
+  absl::StatusOr<std::string> common = gpu::WriteCommonCdiSpec(plugin.cdi_root, gpu_flags.driver_name, plugin.node_name);
+  if (!common.ok()) return Fail("write the common CDI spec", common.status());
+
+  gpu::GpuDriver::Options driver_options;
+  driver_options.driver_name = gpu_flags.driver_name;
+  driver_options.common_cdi_id = *common;
+  driver_options.logger = logger;
+  for (const gpu::GpuInfo& gpu : *gpus) {
+    driver_options.devices[gpu::GpuDeviceName(gpu.index)] = {gpu, 0};
+    for (int p = 0; p < gpu_flags.partitions; ++p) {
+      driver_options.devices[gpu::PartitionDeviceName(gpu.index, p)] = {gpu, gpu_flags.partitions};
+    }
+  }
+  // Fabric GPUs can be attached to any node the selector picks, so every
+  // node plugin knows them, whoever publishes the pool.
+  const std::string fabric_name = gpu_flags.fabric_pool.empty() ? "fabric" : gpu_flags.fabric_pool;
+  absl::StatusOr<std::vector<gpu::GpuInfo>> fabric_gpus =
+      gpu::MockGpus(fabric_name, gpu_flags.fabric_num_devices, "").Discover();
+  if (!fabric_gpus.ok()) return Fail("fabric GPUs", fabric_gpus.status());
+  for (gpu::GpuInfo& gpu : *fabric_gpus) {
+    for (dra::cdi::DeviceNode& node : gpu.device_nodes) node.path = absl::StrCat("/dev/mock-fabric-gpu", gpu.index);
+    driver_options.devices[gpu::FabricDeviceName(gpu.index)] = {gpu, 0};
+  }
+
+  std::shared_ptr<kp::ClaimStatusWriter> status_writer;
+  if (gpu_flags.device_status) {
+    kp::ClaimStatusWriterOptions writer_options;
+    writer_options.driver_name = gpu_flags.driver_name;
+    absl::StatusOr<std::unique_ptr<kp::ClaimStatusWriter>> writer =
+        kp::ClaimStatusWriter::Create(options->kube_client, writer_options);
+    if (!writer.ok()) return Fail("--device-status", writer.status());
+    status_writer = *std::move(writer);
+  }
+  driver_options.status_writer = status_writer;
+
+  gpu::GpuDriver driver(std::move(driver_options), signals);
+  std::shared_ptr<k8s::Client> client = options->kube_client;
+  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
+  if (!helper.ok()) return Fail("start", helper.status());
+
+  gpu::PublishOptions publish;
+  publish.driver_name = gpu_flags.driver_name;
+  publish.node_name = plugin.node_name;
+  publish.partitions = gpu_flags.partitions;
+  publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
+  publish.host_memory_overhead = gpu_flags.host_memory_overhead;
+  std::optional<dra::resourceslice::Pool> fabric;
+  if (!gpu_flags.fabric_pool.empty()) {
+    fabric = gpu::FabricPool(*fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  }
+  HealthMonitor health(**helper, *source, *gpus, publish, fabric, logger);
+  health.set_fabric_pool_name(gpu_flags.fabric_pool);
+  if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
+  health.Start();
+
+  gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate);
+  std::unique_ptr<kp::BindingConditionReconciler> reconciler;
+  if (gpu_flags.fabric_attach) {
+    kp::BindingConditionReconcilerOptions reconciler_options;
+    reconciler_options.driver_name = gpu_flags.driver_name;
+    reconciler_options.node_name = plugin.node_name;
+    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+    reconciler_options.logger = logger;
+    absl::StatusOr<std::unique_ptr<kp::BindingConditionReconciler>> started =
+        kp::BindingConditionReconciler::Start(client, reconciler_options, attach);
+    if (!started.ok()) return Fail("--fabric-attach", started.status());
+    reconciler = *std::move(started);
+  }
+  logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
+                                     {"node", plugin.node_name},
+                                     {"gpus", absl::StrCat(gpus->size())},
+                                     {"source", gpu_flags.device_source}});
+
+  signals.Wait();
+  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  health.Stop();
+  if (reconciler != nullptr) reconciler->Stop();
+  (*helper)->Stop();
+  return driver.fatal() ? 1 : 0;
+}

@@ -1,0 +1,126 @@
+// GpuDriver's prepare: the CDI edits of each GPU kind with its config, and a
+// bad config or an unknown device failing only its own claim.
+#include <catch2/catch.hpp>
+
+#include "dra/kubeletplugin/call_context.h"
+#include "gpu_config.h"
+#include "gpu_driver.h"
+#include "mock_gpus.h"
+
+namespace {
+
+namespace k8s = dra::k8s;
+namespace kp = dra::kubeletplugin;
+using nlohmann::json;
+
+struct Fixture {
+  kp::TerminationSignals signals;
+  std::vector<gpu::GpuInfo> gpus = *gpu::MockGpus("node-a", 2, "").Discover();
+  gpu::GpuDriver driver{MakeOptions(), signals};
+
+  gpu::GpuDriver::Options MakeOptions() {
+    gpu::GpuDriver::Options options;
+    options.driver_name = "gpu.example.com";
+    options.common_cdi_id = "gpu.example.com/gpu=common";
+    options.devices["gpu-0"] = {gpus[0], 0};
+    options.devices["gpu-1"] = {gpus[1], 0};
+    options.devices["gpu-1-part-3"] = {gpus[1], 4};
+    return options;
+  }
+};
+
+k8s::ResourceClaim Claim(const std::string& uid, const std::vector<std::string>& devices) {
+  k8s::ResourceClaim claim;
+  claim.metadata.namespace_ = "ns";
+  claim.metadata.name = "claim-" + uid;
+  claim.metadata.uid = uid;
+  k8s::AllocationResult& allocation = claim.status.allocation.emplace();
+  for (const std::string& device : devices) {
+    k8s::DeviceRequestAllocationResult& result = allocation.devices.results.emplace_back();
+    result.request = "gpu";
+    result.driver = "gpu.example.com";
+    result.pool = "node-a";
+    result.device = device;
+  }
+  return claim;
+}
+
+void AddConfig(k8s::ResourceClaim& claim, json sharing) {
+  k8s::DeviceAllocationConfiguration& config = claim.status.allocation->devices.config.emplace_back();
+  config.source = "FromClaim";
+  config.opaque.emplace().driver = "gpu.example.com";
+  config.opaque->parameters = {
+      {"apiVersion", gpu::kGpuConfigApiVersion}, {"kind", gpu::kGpuConfigKind}, {"sharing", std::move(sharing)}};
+}
+
+TEST_CASE("prepare gives each GPU its CDI edits: uuid, sharing, consumed capacity, device nodes", "[gpu][driver]") {
+  Fixture f;
+  k8s::ResourceClaim whole = Claim("u1", {"gpu-0"});
+  k8s::ResourceClaim part = Claim("u2", {"gpu-1-part-3"});
+  AddConfig(part, {{"strategy", "SpacePartitioning"}, {"spacePartitioningConfig", {{"partitionCount", 2}}}});
+  k8s::ResourceClaim shared = Claim("u3", {"gpu-1"});
+  shared.status.allocation->devices.results[0].share_id = "abc";
+  shared.status.allocation->devices.results[0].consumed_capacity["memory"] = *k8s::Quantity::Parse("4Gi");
+  const std::vector<k8s::ResourceClaim> claims = {whole, part, shared};
+  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  REQUIRE(results.ok());
+
+  const kp::PrepareResult& first = results->at("u1");
+  REQUIRE(first.status.ok());
+  REQUIRE(first.devices.size() == 1);
+  const kp::Device& device = first.devices[0];
+  CHECK(device.device_name == "gpu-0");
+  CHECK(device.pool_name == "node-a");
+  CHECK(device.requests == std::vector<std::string>{"gpu"});
+  CHECK(device.cdi_device_ids == std::vector<std::string>{"gpu.example.com/gpu=common"});
+  REQUIRE(device.cdi_edits.has_value());
+  CHECK(device.cdi_edits->env ==
+        std::vector<std::string>{"GPU_DEVICE_0=" + f.gpus[0].uuid, "GPU_DEVICE_0_SHARING_STRATEGY=TimeSlicing",
+                                 "GPU_DEVICE_0_MEMORY=85899345920", "GPU_DEVICE_0_COMPUTE=108",
+                                 "GPU_DEVICE_0_TIMESLICE_INTERVAL=Default"});
+  CHECK(device.cdi_edits->device_nodes == f.gpus[0].device_nodes);
+
+  const kp::Device& partition = results->at("u2").devices.at(0);
+  CHECK(partition.cdi_edits->env ==
+        std::vector<std::string>{"GPU_DEVICE_1_PART_3=" + f.gpus[1].uuid,
+                                 "GPU_DEVICE_1_PART_3_SHARING_STRATEGY=SpacePartitioning",
+                                 "GPU_DEVICE_1_PART_3_MEMORY=21474836480", "GPU_DEVICE_1_PART_3_COMPUTE=27",
+                                 "GPU_DEVICE_1_PART_3_PARTITION_COUNT=2"});
+
+  const kp::Device& share = results->at("u3").devices.at(0);
+  CHECK(share.share_id == "abc");
+  CHECK(share.cdi_edits->env.at(2) == "GPU_DEVICE_1_MEMORY=4294967296");
+}
+
+TEST_CASE("a bad config or an unknown device fails its claim only, naming the field", "[gpu][driver]") {
+  Fixture f;
+  k8s::ResourceClaim bad = Claim("bad", {"gpu-0"});
+  AddConfig(bad, {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Fast"}}}});
+  k8s::ResourceClaim unknown = Claim("unknown", {"gpu-7"});
+  k8s::ResourceClaim good = Claim("good", {"gpu-1"});
+  // Another driver's device in the claim is not ours to prepare.
+  k8s::DeviceRequestAllocationResult& nic = good.status.allocation->devices.results.emplace_back();
+  nic.request = "nic";
+  nic.driver = "nic.example.com";
+  nic.pool = "node-a";
+  nic.device = "nic-0";
+  const std::vector<k8s::ResourceClaim> claims = {bad, unknown, good};
+  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  REQUIRE(results.ok());
+  CHECK(absl::IsInvalidArgument(results->at("bad").status));
+  CHECK(results->at("bad").status.message() ==
+        "status.allocation.devices.config[0].opaque.parameters.sharing.timeSlicingConfig.interval: Unsupported "
+        "value: \"Fast\": supported values: \"Default\", \"Long\", \"Medium\", \"Short\"");
+  CHECK(results->at("unknown").status.message() ==
+        "status.allocation.devices.results[0].device: \"gpu-7\" is not a device of this node");
+  REQUIRE(results->at("good").status.ok());
+  CHECK(results->at("good").devices.size() == 1);
+}
+
+TEST_CASE("device variables are named after the device", "[gpu][driver]") {
+  CHECK(gpu::DeviceVariable("gpu-3") == "GPU_DEVICE_3");
+  CHECK(gpu::DeviceVariable("gpu-3-part-1") == "GPU_DEVICE_3_PART_1");
+  CHECK(gpu::DeviceVariable("fabric-gpu-2") == "GPU_DEVICE_FABRIC_GPU_2");
+}
+
+}  // namespace

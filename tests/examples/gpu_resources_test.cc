@@ -1,0 +1,131 @@
+// What the example GPU driver publishes, checked against the API server's
+// validation rules (ValidateResourceSlice) as well as field by field.
+#include <catch2/catch.hpp>
+
+#include "dra/k8s/validation.h"
+#include "gpu_resources.h"
+#include "mock_gpus.h"
+
+namespace {
+
+namespace k8s = dra::k8s;
+using dra::resourceslice::Pool;
+
+std::vector<gpu::GpuInfo> Gpus(int n) { return *gpu::MockGpus("node-a", n, "").Discover(); }
+
+gpu::PublishOptions Options() {
+  gpu::PublishOptions options;
+  options.driver_name = "gpu.example.com";
+  options.node_name = "node-a";
+  return options;
+}
+
+// Every slice of the pool as the API server would take it.
+void CheckValid(const Pool& pool, bool node_local = true) {
+  for (size_t i = 0; i < pool.slices.size(); ++i) {
+    k8s::ResourceSlice slice;
+    slice.metadata.name = "slice-" + std::to_string(i);
+    slice.spec.driver = "gpu.example.com";
+    slice.spec.pool.name = "pool";
+    slice.spec.pool.generation = 1;
+    slice.spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
+    if (node_local) {
+      slice.spec.node_name = "node-a";
+    } else {
+      slice.spec.node_selector = pool.node_selector;
+    }
+    slice.spec.devices = pool.slices[i].devices;
+    slice.spec.shared_counters = pool.slices[i].shared_counters;
+    const k8s::FieldErrors errors = k8s::ValidateResourceSlice(slice);
+    INFO("slice " << i << ": " << (errors.empty() ? "" : errors.front().ToString()));
+    CHECK(errors.empty());
+  }
+}
+
+TEST_CASE("whole GPUs carry the documented attributes and capacity", "[gpu][resources]") {
+  const Pool pool = gpu::NodePool(Gpus(2), Options());
+  CheckValid(pool);
+  REQUIRE(pool.slices.size() == 1);
+  REQUIRE(pool.slices[0].devices.size() == 2);
+  const k8s::Device& device = pool.slices[0].devices[1];
+  CHECK(device.name == "gpu-1");
+  CHECK(device.attributes.at("index").int_value == 1);
+  CHECK(device.attributes.at("uuid").string_value->rfind("GPU-", 0) == 0);
+  CHECK(device.attributes.at("model").string_value == "LATEST-GPU-MODEL");
+  CHECK(device.attributes.at("productName").string_value == "Mock GPU 80GB");
+  CHECK(device.attributes.at("driverVersion").version_value == "1.0.0");
+  CHECK(device.attributes.at("resource.kubernetes.io/pciBusID").string_value == "0000:43:00.0");
+  CHECK(device.attributes.at("resource.kubernetes.io/pcieRoot").string_value.has_value());
+  CHECK(device.capacity.at("memory").value.ToString() == "80Gi");
+  CHECK(device.capacity.at("compute").value.ToString() == "108");
+  CHECK_FALSE(device.allow_multiple_allocations.has_value());
+  CHECK(device.taints.empty());
+}
+
+TEST_CASE("partitions draw from one counter set per GPU, in slices of their own first", "[gpu][resources]") {
+  gpu::PublishOptions options = Options();
+  options.partitions = 4;
+  const Pool pool = gpu::NodePool(Gpus(2), options);
+  CheckValid(pool);
+  REQUIRE(pool.slices.size() == 2);
+  REQUIRE(pool.slices[0].shared_counters.size() == 2);
+  CHECK(pool.slices[0].devices.empty());
+  const k8s::CounterSet& counters = pool.slices[0].shared_counters[0];
+  CHECK(counters.name == "gpu-0-counters");
+  CHECK(counters.counters.at("memory").value.ToString() == "80Gi");
+  REQUIRE(pool.slices[1].devices.size() == 10);
+  const k8s::Device& whole = pool.slices[1].devices[0];
+  CHECK(whole.name == "gpu-0");
+  REQUIRE(whole.consumes_counters.size() == 1);
+  CHECK(whole.consumes_counters[0].counters.at("memory").value.ToString() == "80Gi");
+  const k8s::Device& part = pool.slices[1].devices[1];
+  CHECK(part.name == "gpu-0-part-0");
+  CHECK(part.attributes.at("partition").int_value == 0);
+  CHECK(part.consumes_counters[0].counter_set == "gpu-0-counters");
+  CHECK(part.consumes_counters[0].counters.at("memory").value.ToString() == "20Gi");
+  CHECK(part.consumes_counters[0].counters.at("compute").value.ToString() == "27");
+  CHECK(part.capacity.at("memory").value.ToString() == "20Gi");
+}
+
+TEST_CASE("shareable GPUs take memory and compute requests; overhead and taints are published", "[gpu][resources]") {
+  gpu::PublishOptions options = Options();
+  options.allow_multiple_allocations = true;
+  options.host_memory_overhead = *k8s::Quantity::Parse("8Gi");
+  options.unhealthy = {0, 1};
+  options.fatal = {1};
+  const Pool pool = gpu::NodePool(Gpus(2), options);
+  CheckValid(pool);
+  const k8s::Device& device = pool.slices[0].devices[0];
+  CHECK(device.allow_multiple_allocations == true);
+  const k8s::CapacityRequestPolicy& memory = *device.capacity.at("memory").request_policy;
+  CHECK(memory.default_value->ToString() == "1Gi");
+  CHECK(memory.valid_range->min.ToString() == "1Gi");
+  CHECK(memory.valid_range->step->ToString() == "1Gi");
+  CHECK(memory.valid_range->max->ToString() == "80Gi");
+  CHECK(device.capacity.at("compute").request_policy->valid_range->step->ToString() == "1");
+  CHECK(device.node_allocatable_resources.at("memory").overhead->per_pod->ToString() == "8Gi");
+  REQUIRE(device.taints.size() == 1);
+  CHECK(device.taints[0].key == "gpu.example.com/unhealthy");
+  CHECK(device.taints[0].effect == "NoSchedule");
+  CHECK(pool.slices[0].devices[1].taints[0].effect == "NoExecute");
+}
+
+TEST_CASE("fabric GPUs bind to the node the scheduler picks through binding conditions", "[gpu][resources]") {
+  k8s::NodeSelector selector;
+  k8s::NodeSelectorRequirement& requirement =
+      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
+  requirement.key = "accelerator-type";
+  requirement.operator_ = "In";
+  requirement.values = {"high-performance"};
+  const Pool pool = gpu::FabricPool(Gpus(3), "gpu.example.com", selector);
+  CheckValid(pool, /*node_local=*/false);
+  CHECK(pool.nodes == dra::resourceslice::NodeSelection::kNodeSelector);
+  CHECK(pool.node_selector == selector);
+  const k8s::Device& device = pool.slices[0].devices[2];
+  CHECK(device.name == "fabric-gpu-2");
+  CHECK(device.binds_to_node == true);
+  CHECK(device.binding_conditions == std::vector<std::string>{"gpu.example.com/is-prepared"});
+  CHECK(device.binding_failure_conditions == std::vector<std::string>{"gpu.example.com/preparing-failed"});
+}
+
+}  // namespace
