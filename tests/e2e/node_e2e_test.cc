@@ -11,15 +11,11 @@
 //
 // The node is shared: these tests run one at a time (RESOURCE_LOCK), each
 // with a driver name of its own.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
 #include <filesystem>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,10 +23,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/binding_condition_reconciler.h"
@@ -39,7 +33,7 @@
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
-#include "support/http_get.h"
+#include "e2e/node_driver.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -53,118 +47,22 @@ using k8s::kResourceClaims;
 using k8s::kResourceSlices;
 using nlohmann::json;
 
-// The service account identity (cluster.sh) the drivers run as.
-constexpr char kIdentity[] = "minimal-driver";
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// The driver identity may publish slices and read the claims of `ns`, as
-// its ClusterRole would let it.
-void GrantDriverRights(Client& admin, const std::string& ns, const std::string& node) {
-  auto driver = MakeClient(DriverConfig(kIdentity));
-  Grant(admin, DriverUser(kIdentity), "", SlicePublisherRules(),
-        [&] { return driver->List(kResourceSlices, "").ok() && driver->Get(k8s::kNodes, "", node).ok(); });
-  Grant(admin, DriverUser(kIdentity), ns,
-        json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
-                      {"resources", json::array({"resourceclaims"})},
-                      {"verbs", json::array({"get"})}}}),
-        [&] { return absl::IsNotFound(driver->Get(kResourceClaims, ns, "probe").status()); });
-}
-
-// The UIDs of the ResourceSlices of `driver` on the node.
-std::set<std::string> SliceUids(Client& admin, const std::string& node, const std::string& driver) {
-  k8s::ListOptions options;
-  options.field_selector = absl::StrCat("spec.nodeName=", node, ",spec.driver=", driver);
-  absl::StatusOr<k8s::ListResult> slices = admin.List(kResourceSlices, "", options);
-  REQUIRE(slices.ok());
-  std::set<std::string> uids;
-  for (const json& slice : slices->items) uids.insert(slice["metadata"]["uid"].get<std::string>());
-  return uids;
-}
-
 // examples/minimal as a process on the node: it registers with the kubelet,
 // reads claims from the API server and publishes its two devices as the
 // node's pool; /metrics on a port of its own.
-class MinimalDriver {
+class MinimalDriver : public DriverProcess {
  public:
-  MinimalDriver(const NodeEnv& node, std::string name)
-      : node_(node), name_(std::move(name)), port_(FreePort()) {}
+  MinimalDriver(const NodeEnv& node, std::string name) : DriverProcess(node, std::move(name)), node_(node) {}
 
-  const std::string& name() const { return name_; }
-
-  // Starts it and waits until the kubelet accepted its registration.
   void Start() {
-    absl::StatusOr<testing::ChildProcess> child = testing::ChildProcess::Spawn(
-        {DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
-         node_.plugins_dir + "/" + name_, "--cdi-dir", node_.cdi_dir, "--driver-name", name_, "--kubeconfig",
-         absl::StrCat(ClusterDir(), "/driver-", kIdentity, ".kubeconfig"), "--node-name", node_.name,
-         "--http-endpoint", absl::StrCat("127.0.0.1:", port_)},
-        log_file());
-    INFO(child.status().ToString());
-    REQUIRE(child.ok());
-    process_ = *std::move(child);
-    std::string how;
-    const bool registered = Eventually([&] { return process_.Exited(&how) || Metric("dra_registered") == 1; },
-                                       absl::Seconds(30));
-    INFO("driver " << how << "; its log:\n" << Log());
-    REQUIRE_FALSE(process_.Exited());
-    REQUIRE(registered);
-  }
-
-  void Stop() {
-    const std::string how = process_.Stop();
-    INFO(Log());
-    CHECK(how == "exited with status 0");
-  }
-
-  std::string log_file() const { return dir_.Join("driver.log"); }
-  std::string Log() const { return testing::ReadFile(log_file()); }
-
-  // How often the driver itself logged `message` for the claim with `uid`.
-  int LoggedFor(const std::string& message, const std::string& uid) const {
-    const std::string log = Log();
-    const std::regex line(absl::StrCat("\"", message, "\"[^\n]*uid=\"", uid, "\""));
-    return static_cast<int>(std::distance(std::sregex_iterator(log.begin(), log.end(), line), std::sregex_iterator()));
-  }
-
-  // A sample of the driver's /metrics: `series` as written there, e.g.
-  // dra_kubelet_calls_total{method="NodePrepareResources"}; -1 if unreadable.
-  double Metric(const std::string& series) const {
-    std::optional<std::pair<std::string, std::string>> response = testing::TryHttpGet(port_, "/metrics");
-    if (!response.has_value()) return -1;
-    const std::string prefix = series + " ";
-    for (absl::string_view line : absl::StrSplit(response->second, '\n')) {
-      double value = 0;
-      if (absl::StartsWith(line, prefix) && absl::SimpleAtod(line.substr(prefix.size()), &value)) return value;
-    }
-    return -1;
-  }
-
-  // The CDI ID the Helper gives device `device` of claim `uid`.
-  std::string CdiId(const std::string& uid, const std::string& device) const {
-    return absl::StrCat(name_, "/claim=", uid, "-", device);
-  }
-  std::string CdiSpecFile(const std::string& uid) const {
-    return absl::StrCat(node_.cdi_dir, "/", name_, "-claim_", uid, ".json");
+    DriverProcess::Start({DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
+                          node_.plugins_dir + "/" + name(), "--cdi-dir", node_.cdi_dir, "--driver-name", name(),
+                          "--kubeconfig", DriverKubeconfig(), "--node-name", node_.name, "--http-endpoint",
+                          HttpEndpoint()});
   }
 
  private:
   const NodeEnv node_;
-  const std::string name_;
-  const int port_;
-  testing::TempDir dir_;
-  testing::ChildProcess process_;
 };
 
 json ClaimTemplate(const std::string& ns, const std::string& name, const std::string& device_class, int count) {
@@ -366,7 +264,7 @@ struct InProcessDriver {
     options.node_name = node.name;
     options.registrar_dir = node.plugins_registry;
     options.plugin_data_dir = absl::StrCat(node.plugins_dir, "/", testing::kTestDriverName);
-    options.kube_client = MakeClient(DriverConfig(kIdentity));
+    options.kube_client = MakeClient(DriverConfig(kDriverIdentity));
     options.cdi.spec_dir = node.cdi_dir;
     if (setup.metadata) {
       options.device_metadata.enabled = true;
@@ -500,45 +398,6 @@ TEST_CASE("a device the driver reports unhealthy shows in the pod's allocatedRes
   CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
 }
 
-// The node carries the label that the fabric pools of these tests select.
-k8s::NodeSelector LabelTheNode(Client& admin, const NodeEnv& node) {
-  const json patch = {{"metadata", {{"labels", {{"accelerator-type", "high-performance"}}}}}};
-  absl::StatusOr<json> patched = admin.Patch(k8s::kNodes, "", node.name, k8s::PatchType::kMerge, patch);
-  INFO(patched.status().ToString());
-  REQUIRE(patched.ok());
-  k8s::NodeSelector selector;
-  k8s::NodeSelectorRequirement& requirement =
-      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
-  requirement.key = "accelerator-type";
-  requirement.operator_ = "In";
-  requirement.values = {"high-performance"};
-  return selector;
-}
-
-// What the driver's ClusterRole grants for the claim side: claims of all
-// namespaces to watch, and this driver's entries of their status to write
-// (1.37's granular status authorization).
-void GrantClaimStatusRights(Client& admin, const std::string& ns) {
-  auto driver = MakeClient(DriverConfig(kIdentity));
-  Grant(admin, DriverUser(kIdentity), "",
-        json::array({{{"apiGroups", {"resource.k8s.io"}},
-                      {"resources", {"resourceclaims"}},
-                      {"verbs", {"get", "list", "watch"}}}}),
-        [&] { return driver->List(kResourceClaims, "").ok(); });
-  Grant(admin, DriverUser(kIdentity), ns,
-        json::array({{{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"patch"}}},
-                     {{"apiGroups", {"resource.k8s.io"}},
-                      {"resources", {"resourceclaims/driver"}},
-                      {"resourceNames", {testing::kTestDriverName}},
-                      {"verbs", {"arbitrary-node:patch"}}}}),
-        [&] {
-          // Allowed now, so the answer is about the (missing) claim.
-          absl::StatusOr<json> probe = driver->Patch(kResourceClaims, ns, "probe", k8s::PatchType::kMerge,
-                                                     json::object(), k8s::PatchOptions{"", false, "status"});
-          return absl::IsNotFound(probe.status());
-        });
-}
-
 // The fabric's attach, as the test drives it: each call answers from the
 // script (Ready once it is used up), after waiting while held.
 class FabricAttach : public kubeletplugin::BindingHandler {
@@ -603,8 +462,8 @@ struct FabricDriver {
         ns(namespace_),
         selector(LabelTheNode(*admin, Node())),
         plugin(*admin, ns, InProcessSetup{selector, false}) {
-    GrantClaimStatusRights(*admin, ns);
-    auto client = MakeClient(DriverConfig(kIdentity));
+    GrantClaimStatusRights(*admin, ns, testing::kTestDriverName);
+    auto client = MakeClient(DriverConfig(kDriverIdentity));
     kubeletplugin::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = testing::kTestDriverName;
     auto writer = kubeletplugin::ClaimStatusWriter::Create(client, writer_options);

@@ -1,0 +1,306 @@
+// The example GPU driver (examples/gpu) as a process on the suite's real
+// node, under the driver identity's RBAC: pods with GPUs from templates run
+// with the CDI edits the CRI stand-in resolved, GpuConfig reaches the
+// container and a bad one fails only its claim, device status shows in the
+// claim, partitions and shared GPUs are allocated by the real scheduler
+// within their counters and capacity, and fabric GPUs bind after the node
+// plugin attached them.
+//
+// The node is shared: these tests run one at a time (RESOURCE_LOCK), each
+// with a driver name of its own.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "e2e/e2e_cluster.h"
+#include "e2e/e2e_node.h"
+#include "e2e/node_driver.h"
+#include "support/http_get.h"
+
+namespace dra::e2e {
+namespace {
+
+using k8s::Client;
+using k8s::kDeviceClasses;
+using k8s::kResourceClaims;
+using nlohmann::json;
+
+// The GPU driver on the node with a driver name of its own, a namespace and
+// the RBAC of its ClusterRole.
+struct GpuDriver {
+  std::shared_ptr<Client> admin = MakeClient(AdminConfig());
+  NodeEnv node = Node();
+  std::string ns = CreateNamespace(*admin, "e2e-gpu");
+  DriverProcess driver{node, UniqueName("gpu") + ".example.com"};
+
+  explicit GpuDriver(const std::vector<std::string>& flags) {
+    GrantDriverRights(*admin, ns, node.name);
+    GrantClaimStatusRights(*admin, ns, driver.name());
+    std::vector<std::string> argv = {DRA_GPU_DRIVER,
+                                     "--driver-name=" + driver.name(),
+                                     "--node-name=" + node.name,
+                                     "--kubeconfig=" + DriverKubeconfig(),
+                                     "--cdi-root=" + node.cdi_dir,
+                                     "--kubelet-registrar-directory-path=" + node.plugins_registry,
+                                     "--kubelet-plugins-directory-path=" + node.plugins_dir,
+                                     "--http-endpoint=" + driver.HttpEndpoint(),
+                                     "-v=2"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    driver.Start(argv);
+  }
+
+  // The driver's attributes in CEL.
+  std::string Attributes() const { return absl::StrCat("device.attributes[\"", driver.name(), "\"]"); }
+
+  // A DeviceClass of this driver's devices that the CEL `expression` also
+  // selects.
+  std::string DeviceClass(const std::string& expression = "true") {
+    const std::string name = UniqueName("gpu");
+    json device_class = DriverDeviceClass(name, driver.name());
+    device_class["spec"]["selectors"].push_back({{"cel", {{"expression", expression}}}});
+    REQUIRE(admin->Create(kDeviceClasses, "", device_class).ok());
+    return name;
+  }
+
+  // A claim (or template) for one device of `device_class`, with `config`
+  // (GpuConfig sharing) and `capacity` (memory request) when given.
+  json ClaimSpec(const std::string& device_class, const json& sharing = nullptr, const std::string& memory = "") {
+    json exactly = {{"deviceClassName", device_class}};
+    if (!memory.empty()) exactly["capacity"] = {{"requests", {{"memory", memory}}}};
+    json spec = {{"devices", {{"requests", json::array({{{"name", "gpu"}, {"exactly", exactly}}})}}}};
+    if (!sharing.is_null()) {
+      spec["devices"]["config"] = json::array(
+          {{{"requests", json::array({"gpu"})},
+            {"opaque",
+             {{"driver", driver.name()},
+              {"parameters",
+               {{"apiVersion", "gpu.resource.example.com/v1alpha1"}, {"kind", "GpuConfig"}, {"sharing", sharing}}}}}}});
+    }
+    return spec;
+  }
+  void CreateClaim(const std::string& name, const json& spec) {
+    const json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                        {"kind", "ResourceClaim"},
+                        {"metadata", {{"namespace", ns}, {"name", name}}},
+                        {"spec", spec}};
+    absl::StatusOr<json> created = admin->Create(kResourceClaims, ns, claim);
+    INFO(created.status().ToString());
+    REQUIRE(created.ok());
+  }
+  void CreateTemplate(const std::string& name, const json& spec) {
+    const json object = {{"apiVersion", "resource.k8s.io/v1"},
+                         {"kind", "ResourceClaimTemplate"},
+                         {"metadata", {{"namespace", ns}, {"name", name}}},
+                         {"spec", {{"spec", spec}}}};
+    REQUIRE(admin->Create(kResourceClaimTemplates, ns, object).ok());
+  }
+  // Creates the pod and waits for it to run; returns it.
+  json RunPod(const std::string& name, const std::vector<std::pair<std::string, std::string>>& claims,
+              bool templates) {
+    REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, name, claims, templates)).ok());
+    json pod;
+    const bool running = WaitForPod(*admin, ns, name, PodRunning, &pod);
+    INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n"
+                                  << absl::StrJoin(PodEvents(*admin, ns, name), "\n") << "\nthe driver's log:\n"
+                                  << driver.Log());
+    REQUIRE(running);
+    return pod;
+  }
+  void DeletePod(const std::string& name) {
+    REQUIRE(admin->Delete(kPods, ns, name).ok());
+    CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, name).status()); }, absl::Seconds(90)));
+  }
+  json Claim(const std::string& name) {
+    absl::StatusOr<json> claim = admin->Get(kResourceClaims, ns, name);
+    REQUIRE(claim.ok());
+    return *claim;
+  }
+};
+
+// The env of the pod's one container as the runtime made it.
+std::vector<std::string> ContainerEnv(const GpuDriver& gpu, const json& pod) {
+  const std::vector<json> containers = CriContainers(gpu.node, pod["metadata"]["uid"].get<std::string>());
+  REQUIRE(containers.size() == 1);
+  return containers[0]["env"].get<std::vector<std::string>>();
+}
+
+bool Has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+// "KEY=VALUE" entries whose key starts with `prefix`.
+std::vector<std::string> WithPrefix(const std::vector<std::string>& env, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const std::string& entry : env) {
+    if (absl::StartsWith(entry, prefix)) found.push_back(entry);
+  }
+  return found;
+}
+
+TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI edits and config, the claim shows "
+          "the device status, and the claim is unprepared when the pod goes",
+          "[e2e][node][gpu]") {
+  GpuDriver gpu({"--num-devices=2", "--device-status"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"},
+                                                         {"timeSlicingConfig", {{"interval", "Long"}}}}));
+  const json pod = gpu.RunPod("app", {{"gpu", "gpu"}}, true);
+
+  const std::string claim_name = GeneratedClaimName(pod, "gpu");
+  const json claim = gpu.Claim(claim_name);
+  INFO("the claim: " << claim.dump(1));
+  const json& result = claim["status"]["allocation"]["devices"]["results"][0];
+  const std::string device = result["device"].get<std::string>();
+  const std::string index = device.substr(device.find('-') + 1);
+  const std::vector<std::string> env = ContainerEnv(gpu, pod);
+  INFO("env: " << absl::StrJoin(env, " "));
+  const std::vector<std::string> uuid = WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "=GPU-"));
+  REQUIRE(uuid.size() == 1);
+  CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_SHARING_STRATEGY=TimeSlicing")));
+  CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_TIMESLICE_INTERVAL=Long")));
+  CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_MEMORY=85899345920")));
+  CHECK(Has(env, "DRA_NODE_NAME=" + gpu.node.name));
+  CHECK(Has(env, "DRA_DRIVER_NAME=" + gpu.driver.name()));
+  const std::vector<json> containers = CriContainers(gpu.node, pod["metadata"]["uid"].get<std::string>());
+  CHECK(containers[0]["deviceNodes"][0]["path"] == "/dev/mock-gpu" + index);
+
+  // Device status, written while preparing.
+  REQUIRE(claim["status"]["devices"].size() == 1);
+  const json& status = claim["status"]["devices"][0];
+  CHECK(status["device"] == device);
+  CHECK(status["data"]["uuid"] == uuid[0].substr(uuid[0].find('=') + 1));
+  CHECK(status["conditions"][0]["type"] == "Ready");
+  CHECK(status["conditions"][0]["reason"] == "Prepared");
+
+  // Observability.
+  CHECK(gpu.driver.Metric("dra_kubelet_calls_total{method=\"NodePrepareResources\"}") >= 1);
+  const std::pair<std::string, std::string> health = testing::HttpGet(gpu.driver.port(), "/healthz");
+  CHECK_THAT(health.first, Catch::Contains("200"));
+
+  const std::string uid = claim["metadata"]["uid"].get<std::string>();
+  gpu.DeletePod("app");
+  CHECK(Eventually([&] { return !std::filesystem::exists(gpu.driver.CdiSpecFile(uid)); }, absl::Seconds(60)));
+  CHECK(gpu.driver.LoggedFor("Unprepared claim", uid) == 1);
+  gpu.driver.Stop();
+  // SIGTERM keeps the slices for the next instance.
+  CHECK_FALSE(SliceUids(*gpu.admin, gpu.node.name, gpu.driver.name()).empty());
+}
+
+TEST_CASE("the GPU driver: a bad GpuConfig fails only its claim, and the pod's event names the field",
+          "[e2e][node][gpu]") {
+  GpuDriver gpu({"--num-devices=2"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("good", gpu.ClaimSpec(device_class));
+  gpu.CreateClaim("bad", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"},
+                                                      {"timeSlicingConfig", {{"interval", "Fast"}}}}));
+  REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "app", {{"good", "good"}, {"bad", "bad"}}, false))
+              .ok());
+  std::vector<std::string> events;
+  const bool reported = Eventually(
+      [&] {
+        events = PodEvents(*gpu.admin, gpu.ns, "app");
+        return std::any_of(events.begin(), events.end(), [](const std::string& event) {
+          return absl::StartsWith(event, "FailedPrepareDynamicResources: ") &&
+                 absl::StrContains(event, "sharing.timeSlicingConfig.interval: Unsupported value");
+        });
+      },
+      absl::Seconds(60));
+  INFO("events:\n" << absl::StrJoin(events, "\n") << "\nthe driver's log:\n" << gpu.driver.Log());
+  REQUIRE(reported);
+  const json good = gpu.Claim("good");
+  CHECK(gpu.driver.LoggedFor("Prepared claim", good["metadata"]["uid"].get<std::string>()) >= 1);
+  gpu.DeletePod("app");
+}
+
+TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs their capacity, as the scheduler "
+          "allocates them",
+          "[e2e][node][gpu]") {
+  SECTION("two partitions of one GPU fit, the whole GPU then does not") {
+    GpuDriver gpu({"--num-devices=1", "--gpu-partitions=2"});
+    const std::string part = gpu.DeviceClass(absl::StrCat("\"partition\" in ", gpu.Attributes()));
+    const std::string whole = gpu.DeviceClass(absl::StrCat("!(\"partition\" in ", gpu.Attributes(), ")"));
+    gpu.CreateClaim("p0", gpu.ClaimSpec(part));
+    gpu.CreateClaim("p1", gpu.ClaimSpec(part));
+    gpu.CreateClaim("whole", gpu.ClaimSpec(whole));
+    const json first = gpu.RunPod("p0", {{"gpu", "p0"}}, false);
+    gpu.RunPod("p1", {{"gpu", "p1"}}, false);
+    const std::vector<std::string> env = ContainerEnv(gpu, first);
+    CHECK(WithPrefix(env, "GPU_DEVICE_0_PART_").size() >= 5);
+    CHECK((Has(env, "GPU_DEVICE_0_PART_0_MEMORY=42949672960") || Has(env, "GPU_DEVICE_0_PART_1_MEMORY=42949672960")));
+
+    REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "whole", {{"gpu", "whole"}}, false)).ok());
+    std::vector<std::string> events;
+    CHECK(Eventually(
+        [&] {
+          events = PodEvents(*gpu.admin, gpu.ns, "whole");
+          return std::any_of(events.begin(), events.end(),
+                             [](const std::string& e) { return absl::StartsWith(e, "FailedScheduling: "); });
+        },
+        absl::Seconds(60)));
+    INFO("events:\n" << absl::StrJoin(events, "\n"));
+    CHECK_FALSE(gpu.Claim("whole")["status"].contains("allocation"));
+    gpu.DeletePod("p0");
+    gpu.DeletePod("p1");
+    // Freed counters: the whole GPU is allocated now.
+    json pod;
+    CHECK(WaitForPod(*gpu.admin, gpu.ns, "whole", PodRunning, &pod, absl::Seconds(120)));
+    gpu.DeletePod("whole");
+  }
+  SECTION("two claims share one GPU by memory; a third that does not fit waits") {
+    GpuDriver gpu({"--num-devices=1", "--allow-multiple-allocations"});
+    const std::string shared = gpu.DeviceClass();
+    for (const std::string name : {"s0", "s1", "s2"}) gpu.CreateClaim(name, gpu.ClaimSpec(shared, nullptr, "40Gi"));
+    const json first = gpu.RunPod("s0", {{"gpu", "s0"}}, false);
+    gpu.RunPod("s1", {{"gpu", "s1"}}, false);
+    CHECK(Has(ContainerEnv(gpu, first), "GPU_DEVICE_0_MEMORY=42949672960"));
+    const json claim = gpu.Claim("s0");
+    INFO(claim.dump(1));
+    CHECK(claim["status"]["allocation"]["devices"]["results"][0].contains("shareID"));
+    REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "s2", {{"gpu", "s2"}}, false)).ok());
+    CHECK(Eventually(
+        [&] {
+          const std::vector<std::string> events = PodEvents(*gpu.admin, gpu.ns, "s2");
+          return std::any_of(events.begin(), events.end(),
+                             [](const std::string& e) { return absl::StartsWith(e, "FailedScheduling: "); });
+        },
+        absl::Seconds(60)));
+    gpu.DeletePod("s0");
+    gpu.DeletePod("s1");
+    gpu.DeletePod("s2");
+  }
+}
+
+TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it", "[e2e][node][gpu][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  LabelTheNode(*admin, Node());
+  const std::string pool = UniqueName("fabric");
+  GpuDriver gpu({"--num-devices=0", "--fabric-pool=" + pool, "--fabric-num-devices=2", "--fabric-attach",
+                 "--fabric-attach-delay=1s"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
+  const json pod = gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  const json claim = gpu.Claim("gpu");
+  INFO("the claim: " << claim.dump(1));
+  CHECK(claim["status"]["allocation"]["devices"]["results"][0]["pool"] == pool);
+  const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
+  bool prepared = false;
+  for (const json& entry : claim["status"]["devices"]) {
+    for (const json& condition : entry.value("conditions", json::array())) {
+      prepared = prepared || (condition["type"] == gpu.driver.name() + "/is-prepared" && condition["status"] == "True");
+    }
+  }
+  CHECK(prepared);
+  const std::string index = device.substr(device.rfind('-') + 1);
+  CHECK(WithPrefix(ContainerEnv(gpu, pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
+  CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
+  gpu.DeletePod("app");
+}
+
+}  // namespace
+}  // namespace dra::e2e

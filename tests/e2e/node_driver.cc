@@ -1,0 +1,145 @@
+#include "e2e/node_driver.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
+#include <regex>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "e2e/e2e_cluster.h"
+#include "support/http_get.h"
+
+namespace dra::e2e {
+
+using k8s::Client;
+using k8s::kResourceClaims;
+using k8s::kResourceSlices;
+using nlohmann::json;
+
+std::string DriverKubeconfig() { return absl::StrCat(ClusterDir(), "/driver-", kDriverIdentity, ".kubeconfig"); }
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  socklen_t len = sizeof(addr);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void GrantDriverRights(Client& admin, const std::string& ns, const std::string& node) {
+  auto driver = MakeClient(DriverConfig(kDriverIdentity));
+  Grant(admin, DriverUser(kDriverIdentity), "", SlicePublisherRules(),
+        [&] { return driver->List(kResourceSlices, "").ok() && driver->Get(k8s::kNodes, "", node).ok(); });
+  Grant(admin, DriverUser(kDriverIdentity), ns,
+        json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
+                      {"resources", json::array({"resourceclaims"})},
+                      {"verbs", json::array({"get"})}}}),
+        [&] { return absl::IsNotFound(driver->Get(kResourceClaims, ns, "probe").status()); });
+}
+
+void GrantClaimStatusRights(Client& admin, const std::string& ns, const std::string& driver_name) {
+  auto driver = MakeClient(DriverConfig(kDriverIdentity));
+  Grant(admin, DriverUser(kDriverIdentity), "",
+        json::array({{{"apiGroups", {"resource.k8s.io"}},
+                      {"resources", {"resourceclaims"}},
+                      {"verbs", {"get", "list", "watch"}}}}),
+        [&] { return driver->List(kResourceClaims, "").ok(); });
+  Grant(admin, DriverUser(kDriverIdentity), ns,
+        json::array({{{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"patch"}}},
+                     {{"apiGroups", {"resource.k8s.io"}},
+                      {"resources", {"resourceclaims/driver"}},
+                      {"resourceNames", {driver_name}},
+                      {"verbs", {"arbitrary-node:patch"}}}}),
+        [&] {
+          // Allowed now, so the answer is about the (missing) claim.
+          absl::StatusOr<json> probe = driver->Patch(kResourceClaims, ns, "probe", k8s::PatchType::kMerge,
+                                                     json::object(), k8s::PatchOptions{"", false, "status"});
+          return absl::IsNotFound(probe.status());
+        });
+}
+
+k8s::NodeSelector LabelTheNode(Client& admin, const NodeEnv& node) {
+  const json patch = {{"metadata", {{"labels", {{"accelerator-type", "high-performance"}}}}}};
+  absl::StatusOr<json> patched = admin.Patch(k8s::kNodes, "", node.name, k8s::PatchType::kMerge, patch);
+  INFO(patched.status().ToString());
+  REQUIRE(patched.ok());
+  k8s::NodeSelector selector;
+  k8s::NodeSelectorRequirement& requirement =
+      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
+  requirement.key = "accelerator-type";
+  requirement.operator_ = "In";
+  requirement.values = {"high-performance"};
+  return selector;
+}
+
+std::set<std::string> SliceUids(Client& admin, const std::string& node, const std::string& driver) {
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.nodeName=", node, ",spec.driver=", driver);
+  absl::StatusOr<k8s::ListResult> slices = admin.List(kResourceSlices, "", options);
+  REQUIRE(slices.ok());
+  std::set<std::string> uids;
+  for (const json& slice : slices->items) uids.insert(slice["metadata"]["uid"].get<std::string>());
+  return uids;
+}
+
+std::string DriverProcess::HttpEndpoint() const { return absl::StrCat("127.0.0.1:", port_); }
+
+void DriverProcess::Start(const std::vector<std::string>& argv) {
+  absl::StatusOr<testing::ChildProcess> child = testing::ChildProcess::Spawn(argv, log_file());
+  INFO(child.status().ToString());
+  REQUIRE(child.ok());
+  process_ = *std::move(child);
+  std::string how;
+  const bool registered =
+      Eventually([&] { return process_.Exited(&how) || Metric("dra_registered") == 1; }, absl::Seconds(30));
+  INFO("driver " << how << "; its log:\n" << Log());
+  REQUIRE_FALSE(process_.Exited());
+  REQUIRE(registered);
+}
+
+void DriverProcess::Stop() {
+  const std::string how = process_.Stop();
+  INFO(Log());
+  CHECK(how == "exited with status 0");
+}
+
+std::string DriverProcess::Log() const { return testing::ReadFile(log_file()); }
+
+int DriverProcess::LoggedFor(const std::string& message, const std::string& uid) const {
+  const std::string log = Log();
+  const std::regex line(absl::StrCat("\"", message, "\"[^\n]*uid=\"", uid, "\""));
+  return static_cast<int>(std::distance(std::sregex_iterator(log.begin(), log.end(), line), std::sregex_iterator()));
+}
+
+double DriverProcess::Metric(const std::string& series) const {
+  std::optional<std::pair<std::string, std::string>> response = testing::TryHttpGet(port_, "/metrics");
+  if (!response.has_value()) return -1;
+  const std::string prefix = series + " ";
+  for (absl::string_view line : absl::StrSplit(response->second, '\n')) {
+    double value = 0;
+    if (absl::StartsWith(line, prefix) && absl::SimpleAtod(line.substr(prefix.size()), &value)) return value;
+  }
+  return -1;
+}
+
+std::string DriverProcess::CdiId(const std::string& uid, const std::string& device) const {
+  return absl::StrCat(name_, "/claim=", uid, "-", device);
+}
+
+std::string DriverProcess::CdiSpecFile(const std::string& uid) const {
+  return absl::StrCat(node_.cdi_dir, "/", name_, "-claim_", uid, ".json");
+}
+
+}  // namespace dra::e2e

@@ -1,0 +1,74 @@
+// What the driver tests on the suite's real node share: the identity the
+// drivers run as and the rights its ClusterRole would give, a driver binary
+// run as a process on the node (registered with the kubelet, its log and
+// /metrics at hand), and the node label the fabric pools select.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dra/k8s/client.h"
+#include "dra/k8s/node_selector.h"
+#include "e2e/e2e_node.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace dra::e2e {
+
+// The service account identity (cluster.sh) the drivers run as.
+inline constexpr char kDriverIdentity[] = "minimal-driver";
+std::string DriverKubeconfig();
+
+int FreePort();
+
+// The driver identity may publish slices and read the claims of `ns`.
+void GrantDriverRights(k8s::Client& admin, const std::string& ns, const std::string& node);
+// And watch claims of all namespaces and write its entries of the claims'
+// status in `ns` (1.37's granular status authorization), for `driver`.
+void GrantClaimStatusRights(k8s::Client& admin, const std::string& ns, const std::string& driver);
+
+// Labels the node accelerator-type=high-performance and returns the
+// selector of that label.
+k8s::NodeSelector LabelTheNode(k8s::Client& admin, const NodeEnv& node);
+
+// The UIDs of the ResourceSlices of `driver` on the node.
+std::set<std::string> SliceUids(k8s::Client& admin, const std::string& node, const std::string& driver);
+
+// A driver binary as a process on the node, with /metrics on a port of its
+// own (HttpEndpoint()).
+class DriverProcess {
+ public:
+  DriverProcess(const NodeEnv& node, std::string name) : node_(node), name_(std::move(name)), port_(FreePort()) {}
+
+  const std::string& name() const { return name_; }
+  std::string HttpEndpoint() const;
+
+  // Spawns `argv` and waits until the kubelet accepted its registration
+  // (dra_registered 1 on /metrics).
+  void Start(const std::vector<std::string>& argv);
+  // SIGTERM; the driver must exit 0.
+  void Stop();
+
+  std::string log_file() const { return dir_.Join("driver.log"); }
+  std::string Log() const;
+  // How often the driver itself logged `message` for the claim with `uid`.
+  int LoggedFor(const std::string& message, const std::string& uid) const;
+  // A sample of the driver's /metrics: `series` as written there, e.g.
+  // dra_kubelet_calls_total{method="NodePrepareResources"}; -1 if unreadable.
+  double Metric(const std::string& series) const;
+  int port() const { return port_; }
+
+  // The CDI ID the Helper gives device `device` of claim `uid`.
+  std::string CdiId(const std::string& uid, const std::string& device) const;
+  std::string CdiSpecFile(const std::string& uid) const;
+
+ private:
+  const NodeEnv node_;
+  const std::string name_;
+  const int port_;
+  testing::TempDir dir_;
+  testing::ChildProcess process_;
+};
+
+}  // namespace dra::e2e
