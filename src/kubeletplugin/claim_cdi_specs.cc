@@ -23,7 +23,10 @@ std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, s
     std::string name = absl::StrCat(claim_uid, "-", device.device_name);
     if (const int count = ++seen[name]; count > 1) absl::StrAppend(&name, "-", count);
     cdi::QualifiedName id{kind_.vendor, kind_.class_name, name};
-    device.cdi_device_ids.push_back(id.ToString());
+    // First: the kubelet names a device in the pod's allocatedResourcesStatus
+    // (resourceID) after its first CDI ID, which must be the device's own,
+    // not a spec that all devices share.
+    device.cdi_device_ids.insert(device.cdi_device_ids.begin(), id.ToString());
     cdi::Device& entry = spec.devices.emplace_back();
     entry.name = std::move(name);
     entry.container_edits = *std::move(device.cdi_edits);

@@ -10,6 +10,7 @@
 // with a driver name of its own.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "e2e/e2e_node.h"
 #include "e2e/node_driver.h"
 #include "support/http_get.h"
+#include "support/temp_dir.h"
 
 namespace dra::e2e {
 namespace {
@@ -300,6 +302,70 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   CHECK(WithPrefix(ContainerEnv(gpu, pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
   CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
   gpu.DeletePod("app");
+}
+
+TEST_CASE("the GPU driver: a GPU flipped unhealthy is tainted and reported in the pod's status, and a fatal one "
+          "gets the pod evicted",
+          "[e2e][node][gpu]") {
+  testing::TempDir dir;
+  const std::string health_file = dir.Join("health");
+  GpuDriver gpu({"--num-devices=1", "--mock-health-file=" + health_file});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
+  json pod = gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  const json claim = gpu.Claim("gpu");
+  const std::string cdi_id = gpu.driver.CdiId(claim["metadata"]["uid"].get<std::string>(), "gpu-0");
+
+  // The GPU's health as the kubelet reports it in the pod, "" until then.
+  auto reported = [&](const json& p) -> std::string {
+    for (const json& container : p["status"].value("containerStatuses", json::array())) {
+      for (const json& resource : container.value("allocatedResourcesStatus", json::array())) {
+        for (const json& health : resource.value("resources", json::array())) {
+          if (health.value("resourceID", "") == cdi_id) return health.value("health", "");
+        }
+      }
+    }
+    return "";
+  };
+  // The taint effects of gpu-0 in the node's slices.
+  auto taints = [&] {
+    std::vector<std::string> effects;
+    k8s::ListOptions options;
+    options.field_selector = absl::StrCat("spec.nodeName=", gpu.node.name, ",spec.driver=", gpu.driver.name());
+    absl::StatusOr<k8s::ListResult> slices = gpu.admin->List(k8s::kResourceSlices, "", options);
+    if (!slices.ok()) return effects;
+    for (const json& slice : slices->items) {
+      for (const json& device : slice["spec"].value("devices", json::array())) {
+        for (const json& taint : device.value("taints", json::array())) effects.push_back(taint["effect"]);
+      }
+    }
+    return effects;
+  };
+  CHECK(WaitForPod(*gpu.admin, gpu.ns, "app", [&](const json& p) { return reported(p) == "Healthy"; }, &pod,
+                   absl::Seconds(60)));
+  CHECK(taints().empty());
+
+  std::ofstream(health_file, std::ios::app) << "0 unhealthy\n";
+  CHECK(Eventually([&] { return taints() == std::vector<std::string>{"NoSchedule"}; }, absl::Seconds(30)));
+  const bool unhealthy = WaitForPod(
+      *gpu.admin, gpu.ns, "app", [&](const json& p) { return reported(p) == "Unhealthy"; }, &pod, absl::Seconds(60));
+  INFO("the pod's status as last seen: " << pod["status"].dump(1));
+  CHECK(unhealthy);
+  CHECK(PodRunning(pod));  // NoSchedule keeps running pods
+
+  std::ofstream(health_file, std::ios::app) << "0 fatal\n";
+  CHECK(Eventually([&] { return taints() == std::vector<std::string>{"NoExecute"}; }, absl::Seconds(30)));
+  // The device-taint-eviction controller deletes the pod that uses the GPU.
+  const bool evicted = Eventually(
+      [&] {
+        absl::StatusOr<json> current = gpu.admin->Get(kPods, gpu.ns, "app");
+        return absl::IsNotFound(current.status()) ||
+               (current.ok() && (*current)["metadata"].contains("deletionTimestamp"));
+      },
+      absl::Seconds(90));
+  INFO("the driver's log:\n" << gpu.driver.Log());
+  CHECK(evicted);
+  CHECK_THAT(gpu.driver.Log(), Catch::Contains("GPU health changed"));
 }
 
 }  // namespace

@@ -121,6 +121,21 @@ TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its sp
   CheckSchema(path);
 }
 
+TEST_CASE("the claim spec's ID comes first, before IDs of specs the driver writes itself", "[helper][cdi]") {
+  // The kubelet reports a device's health under its first CDI ID.
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  driver.AlsoReturnCdiId("gpu.example.com/gpu=common");
+  auto helper = f.Start(driver);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1", {"gpu-0"}));
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at("uid-1").devices.at(0).cdi_device_ids ==
+        std::vector<std::string>{"gpu.example.com/claim=uid-1-gpu-0", "gpu.example.com/gpu=common"});
+}
+
 TEST_CASE("a lost spec is re-created only when serialized: an unprepare in the driver goes first", "[helper][cdi]") {
   Fixture f;
   TestDriver driver;

@@ -112,6 +112,7 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
         }
         if (return_cdi_edits_) {
           device.cdi_device_ids.clear();
+          if (!extra_cdi_id_.empty()) device.cdi_device_ids.push_back(extra_cdi_id_);
           cdi::ContainerEdits& edits = device.cdi_edits.emplace();
           if (cdi_edits_.has_value()) {
             edits = *cdi_edits_;
@@ -147,6 +148,11 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
   }
   Leave();
   return results;
+}
+
+void TestDriver::AlsoReturnCdiId(std::string id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  extra_cdi_id_ = std::move(id);
 }
 
 void TestDriver::WriteDeviceStatus(std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer) {

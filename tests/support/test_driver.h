@@ -39,6 +39,9 @@ class TestDriver : public kubeletplugin::Driver {
   // per device, env DEVICE=<device> and the device node /dev/<device>, or
   // `edits` when given (to return invalid ones).
   void ReturnCdiEdits(std::optional<cdi::ContainerEdits> edits = std::nullopt);
+  // With ReturnCdiEdits: each device also lists `id`, of a spec the driver
+  // writes itself (a node-wide one).
+  void AlsoReturnCdiId(std::string id);
   // From now on, give each device Device::metadata: attribute model="a100",
   // resource.kubernetes.io/pciBusID and network data with interface
   // "net-<device>".
@@ -96,6 +99,7 @@ class TestDriver : public kubeletplugin::Driver {
   bool return_cdi_edits_ = false;
   bool return_metadata_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
+  std::string extra_cdi_id_;
   std::shared_ptr<const kubeletplugin::ClaimStatusWriter> status_writer_;
   int inside_ = 0;
   std::atomic<int> prepare_calls_{0};

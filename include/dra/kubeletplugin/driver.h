@@ -32,8 +32,9 @@ struct Device {
   // Edits for the container runtime, if the Helper is to write the CDI spec
   // (Options::cdi): it puts the claim's devices with edits into one spec file,
   // <spec_dir>/<vendor>-<class>_<claim UID>.json, as CDI devices named
-  // "<claim UID>-<device_name>", appends their IDs to cdi_device_ids and
-  // clears this field. Leave it empty for devices whose CDI spec the driver
+  // "<claim UID>-<device_name>", puts their IDs first in cdi_device_ids
+  // (the kubelet reports a device's health in the pod status under its first
+  // CDI ID) and clears this field. Leave it empty for devices whose CDI spec the driver
   // writes itself (or that need none).
   std::optional<cdi::ContainerEdits> cdi_edits{};
   // With Options::device_metadata on: what the Helper writes into the
