@@ -26,6 +26,15 @@ void PluginFlags::Register(FlagSet& flags) {
   });
 }
 
+absl::StatusOr<std::shared_ptr<dra::k8s::Client>> PluginFlags::MakeClient(const std::string& user_agent) const {
+  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
+  if (!config.ok()) return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
+  config->user_agent = user_agent;
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
+  if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
+  return client;
+}
+
 dra::Logger PluginFlags::MakeLogger() const {
   return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
                      verbosity);
@@ -43,11 +52,8 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   options.http_endpoint = http_endpoint;
   options.cdi.spec_dir = cdi_root;
   options.logger = logger;
-  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
-  if (!config.ok()) return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
-  config->user_agent = absl::StrCat(driver_name, "/kubelet-plugin");
-  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
-  if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = MakeClient(absl::StrCat(driver_name, "/kubelet-plugin"));
+  if (!client.ok()) return client.status();
   options.kube_client = *std::move(client);
   return options;
 }

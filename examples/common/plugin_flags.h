@@ -32,6 +32,10 @@ struct PluginFlags {
   // The logger the flags ask for.
   dra::Logger MakeLogger() const;
 
+  // The API client (--kubeconfig, else the usual search), with
+  // `user_agent`.
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> MakeClient(const std::string& user_agent) const;
+
   // Options for `driver_name` (plugin data dir <plugins_dir>/<driver_name>)
   // with the API client; InvalidArgument naming the flag when one is
   // missing or wrong, the loader's error when no API server config is found.

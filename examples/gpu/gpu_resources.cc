@@ -121,6 +121,7 @@ dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std:
     SetAttributes(gpu, device);
     device.capacity[kMemory] = k8s::Capacity(Bytes(gpu.memory_bytes));
     device.capacity[kCompute] = k8s::Capacity(k8s::Quantity::FromInt(gpu.compute_units));
+    device.attributes["fabricAttached"] = k8s::BoolAttribute(true);
     device.binds_to_node = true;
     device.binding_conditions = {IsPreparedCondition(driver_name)};
     device.binding_failure_conditions = {PreparingFailedCondition(driver_name)};

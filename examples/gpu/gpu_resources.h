@@ -47,7 +47,8 @@ std::string IsPreparedCondition(const std::string& driver_name);     // "<driver
 std::string PreparingFailedCondition(const std::string& driver_name);  // "<driver>/preparing-failed"
 
 // Fabric-attached GPUs reachable from the nodes `selector` selects: devices
-// "fabric-gpu-<index>" with the GPUs' attributes and capacity, bindsToNode,
+// "fabric-gpu-<index>" with the GPUs' attributes (and fabricAttached: true)
+// and capacity, bindsToNode,
 // the binding condition and the failure condition above.
 dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std::string& driver_name,
                                     const dra::k8s::NodeSelector& selector);

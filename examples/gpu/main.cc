@@ -24,6 +24,7 @@
 #include "dra/kubeletplugin/claim_status_writer.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
+#include "dra/resourceslice/publisher.h"
 #include "fabric_attach.h"
 #include "gpu_driver.h"
 #include "gpu_resources.h"
@@ -49,6 +50,7 @@ struct GpuFlags {
   int fabric_num_devices = 4;
   k8s::NodeSelector fabric_selector;
   std::string fabric_selector_text = "accelerator-type=high-performance";
+  bool fabric_controller = false;
   bool fabric_attach = false;
   absl::Duration fabric_attach_delay = absl::Seconds(2);
   double fabric_failure_rate = 0;
@@ -98,6 +100,9 @@ struct GpuFlags {
                    fabric_selector_text = text;
                    return absl::OkStatus();
                  });
+    flags.Bool("fabric-controller", &fabric_controller,
+               "only publish the --fabric-pool, without serving a kubelet (run it as a Deployment)",
+               "FABRIC_CONTROLLER");
     flags.Bool("fabric-attach", &fabric_attach,
                "attach fabric GPUs allocated to this node and set their binding conditions", "FABRIC_ATTACH");
     flags.Duration("fabric-attach-delay", &fabric_attach_delay, "how long a simulated attach takes",
@@ -202,6 +207,37 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
+// --fabric-controller: the fabric pool's one publisher, away from the nodes.
+int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
+                        kp::TerminationSignals& signals) {
+  if (gpu_flags.fabric_pool.empty()) {
+    return Fail("--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
+  }
+  absl::StatusOr<std::shared_ptr<k8s::Client>> client =
+      plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
+  if (!client.ok()) return Fail("start", client.status());
+  absl::StatusOr<std::vector<gpu::GpuInfo>> gpus =
+      gpu::MockGpus(gpu_flags.fabric_pool, gpu_flags.fabric_num_devices, "").Discover();
+  if (!gpus.ok()) return Fail("fabric GPUs", gpus.status());
+  dra::resourceslice::Options options;
+  options.driver_name = gpu_flags.driver_name;
+  options.logger = logger;
+  absl::StatusOr<std::unique_ptr<dra::resourceslice::Publisher>> publisher =
+      dra::resourceslice::Publisher::Start(*client, options, [&](const absl::Status& status, std::string_view context) {
+        logger.Error("Publishing the fabric pool failed", {{"context", std::string(context)}, {"err", status.ToString()}});
+      });
+  if (!publisher.ok()) return Fail("start", publisher.status());
+  dra::resourceslice::DriverResources resources;
+  resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(*gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  (*publisher)->Update(std::move(resources));
+  logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
+                                            {"pool", gpu_flags.fabric_pool},
+                                            {"gpus", absl::StrCat(gpus->size())}});
+  signals.Wait();
+  (*publisher)->Stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,6 +257,7 @@ int main(int argc, char** argv) {
   gpu_flags.Finish();
   kp::TerminationSignals signals;
   const dra::Logger logger = plugin.MakeLogger();
+  if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
   if (!options.ok()) return Fail("start", options.status());
 

@@ -3,10 +3,9 @@
 #include <regex>
 #include <stdexcept>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "support/json_schema_basics.h"
-#include "yaml-cpp/yaml.h"
+#include "support/yaml_json.h"
 
 namespace dra::testing {
 namespace {
@@ -15,34 +14,6 @@ using nlohmann::json;
 
 bool IsSkipped(const std::string& keyword) {
   return keyword == "description" || keyword == "$schema" || keyword == "definitions" || keyword == "ref";
-}
-
-// Plain YAML scalars become numbers, booleans or null; quoted ones strings.
-json YamlToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      json object = json::object();
-      for (const auto& entry : node) object[entry.first.Scalar()] = YamlToJson(entry.second);
-      return object;
-    }
-    case YAML::NodeType::Sequence: {
-      json array = json::array();
-      for (const auto& item : node) array.push_back(YamlToJson(item));
-      return array;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& text = node.Scalar();
-      if (node.Tag() == "!") return text;
-      if (text == "true") return true;
-      if (text == "false") return false;
-      if (text == "null" || text == "~") return nullptr;
-      int64_t number = 0;
-      if (absl::SimpleAtoi(text, &number)) return number;
-      return text;
-    }
-    default:
-      return nullptr;
-  }
 }
 
 }  // namespace

@@ -1,0 +1,230 @@
+// The GPU example's deployment (examples/gpu/deploy/) on the suite's real
+// API server: every manifest is accepted; the node plugin runs on the node
+// under its own service account with a token bound to a pod there, as the
+// DaemonSet's pods get, and that RBAC is enough to publish, prepare, write
+// device status; the admission policy refuses its writes to any slice but
+// its own node's; the fabric controller publishes the fabric pool under its
+// service account.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "e2e/e2e_cluster.h"
+#include "e2e/e2e_node.h"
+#include "e2e/node_driver.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+#include "support/claim_object.h"
+#include "support/yaml_json.h"
+
+namespace dra::e2e {
+namespace {
+
+using k8s::Client;
+using k8s::ResourceRef;
+using nlohmann::json;
+
+constexpr char kNamespace[] = "dra-gpu-example";
+constexpr char kDriver[] = "gpu.example.com";
+
+const std::map<std::string, ResourceRef>& Resources() {
+  static const std::map<std::string, ResourceRef> resources = {
+      {"Namespace", {"", "v1", "namespaces", false}},
+      {"ServiceAccount", {"", "v1", "serviceaccounts", true}},
+      {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles", false}},
+      {"ClusterRoleBinding", {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false}},
+      {"ValidatingAdmissionPolicy", {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", false}},
+      {"ValidatingAdmissionPolicyBinding",
+       {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", false}},
+      {"DeviceClass", k8s::kDeviceClasses},
+      {"DaemonSet", {"apps", "v1", "daemonsets", true}},
+      {"Deployment", {"apps", "v1", "deployments", true}},
+  };
+  return resources;
+}
+
+// Server-side applies every manifest of examples/gpu/deploy, in the order
+// the files name them (the namespace first); returns what was applied.
+std::vector<json> ApplyDeployment(Client& admin) {
+  std::vector<json> applied;
+  for (const std::string file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
+                                 "daemonset.yaml", "fabric-controller.yaml"}) {
+    const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
+    absl::StatusOr<std::vector<json>> documents = testing::YamlDocuments(testing::ReadFile(path));
+    INFO(path << ": " << documents.status().ToString());
+    REQUIRE(documents.ok());
+    for (const json& object : *documents) {
+      const std::string kind = object.value("kind", "");
+      INFO(path << ": " << kind << " " << object["metadata"].value("name", ""));
+      REQUIRE(Resources().contains(kind));
+      const ResourceRef& ref = Resources().at(kind);
+      k8s::PatchOptions options;
+      options.field_manager = "e2e-deploy";
+      options.force = true;
+      absl::StatusOr<json> result =
+          admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "",
+                      object["metadata"]["name"].get<std::string>(), k8s::PatchType::kApply, object, options);
+      INFO(result.status().ToString());
+      REQUIRE(result.ok());
+      applied.push_back(*result);
+    }
+  }
+  return applied;
+}
+
+// A pod of `service_account` on the node, and a kubeconfig with a token
+// bound to it, as the kubelet mounts one into the DaemonSet's pods.
+struct BoundIdentity {
+  testing::TempDir dir;
+  std::string kubeconfig;
+  std::string pod;
+
+  BoundIdentity(Client& admin, const NodeEnv& node, const std::string& service_account) {
+    pod = UniqueName(service_account);
+    const json object = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"namespace", kNamespace}, {"name", pod}}},
+        {"spec",
+         {{"nodeName", node.name},
+          {"serviceAccountName", service_account},
+          {"automountServiceAccountToken", false},
+          {"containers", json::array({{{"name", "plugin"}, {"image", "registry.example/app:1"}}})}}}};
+    absl::StatusOr<json> created = admin.Create(kPods, kNamespace, object);
+    INFO(created.status().ToString());
+    REQUIRE(created.ok());
+    const ResourceRef token_ref{"", "v1", absl::StrCat("serviceaccounts/", service_account, "/token"), true};
+    const json request = {
+        {"apiVersion", "authentication.k8s.io/v1"},
+        {"kind", "TokenRequest"},
+        {"spec",
+         {{"expirationSeconds", 3600},
+          {"boundObjectRef",
+           {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod}, {"uid", (*created)["metadata"]["uid"]}}}}}};
+    absl::StatusOr<json> token = admin.Create(token_ref, kNamespace, request);
+    INFO(token.status().ToString());
+    REQUIRE(token.ok());
+    const k8s::ClientConfig cluster = AdminConfig();
+    kubeconfig = dir.Join("kubeconfig");
+    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: "
+                              << cluster.server << "\n    certificate-authority: " << cluster.ca_file
+                              << "\nusers:\n- name: sa\n  user:\n    token: "
+                              << (*token)["status"]["token"].get<std::string>()
+                              << "\ncontexts:\n- name: e2e\n  context: {cluster: e2e, user: sa}\ncurrent-context: e2e\n";
+  }
+};
+
+json Slice(const std::string& name, const std::optional<std::string>& node) {
+  json spec = {{"driver", kDriver}, {"pool", {{"name", name}, {"generation", 1}, {"resourceSliceCount", 1}}}};
+  if (node.has_value()) {
+    spec["nodeName"] = *node;
+  } else {
+    spec["allNodes"] = true;
+  }
+  return {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"}, {"metadata", {{"name", name}}},
+          {"spec", spec}};
+}
+
+TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under its own RBAC, and the admission "
+          "policy keeps it to its node's slices",
+          "[e2e][node][gpu][deploy]") {
+  auto admin = MakeClient(AdminConfig());
+  const NodeEnv node = Node();
+  const std::vector<json> applied = ApplyDeployment(*admin);
+  CHECK(applied.size() == 13);
+
+  BoundIdentity identity(*admin, node, "gpu-example-driver");
+  absl::StatusOr<k8s::ClientConfig> config = k8s::LoadKubeconfig(identity.kubeconfig);
+  REQUIRE(config.ok());
+  absl::StatusOr<std::shared_ptr<Client>> plugin_client = Client::Create(*config);
+  REQUIRE(plugin_client.ok());
+
+  // The policy: a slice of another node, or of no node, is refused.
+  absl::StatusOr<json> other = (*plugin_client)->Create(k8s::kResourceSlices, "", Slice(UniqueName("other"), "other-node"));
+  INFO(other.status().ToString());
+  CHECK(absl::IsInvalidArgument(other.status()));
+  CHECK_THAT(std::string(other.status().message()),
+             Catch::Contains("the GPU node plugin on node " + node.name + " may not write slices of node other-node"));
+  absl::StatusOr<json> cluster = (*plugin_client)->Create(k8s::kResourceSlices, "", Slice(UniqueName("all"), std::nullopt));
+  CHECK_THAT(std::string(cluster.status().message()), Catch::Contains("may not write slices without a node"));
+
+  // The node plugin itself under that identity.
+  DriverProcess driver(node, kDriver);
+  driver.Start({DRA_GPU_DRIVER, "--node-name=" + node.name, "--kubeconfig=" + identity.kubeconfig,
+                "--cdi-root=" + node.cdi_dir, "--kubelet-registrar-directory-path=" + node.plugins_registry,
+                "--kubelet-plugins-directory-path=" + node.plugins_dir, "--http-endpoint=" + driver.HttpEndpoint(),
+                "--num-devices=2", "--device-status", "--fabric-attach"});
+  CHECK(Eventually([&] { return SliceUids(*admin, node.name, kDriver).size() == 1; }));
+
+  const std::string ns = CreateNamespace(*admin, "e2e-deploy");
+  // A GPU of this plugin (with productName), not one of the fabric pools
+  // other tests leave for the same driver name.
+  json claim_object = testing::NewClaimObject(ns, "gpu", "gpu.example.com");
+  claim_object["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = json::array(
+      {{{"cel",
+         {{"expression", absl::StrCat("\"productName\" in device.attributes[\"", kDriver, "\"] && !(\"fabricAttached\" in ",
+                                      "device.attributes[\"", kDriver, "\"])")}}}}});
+  REQUIRE(admin->Create(k8s::kResourceClaims, ns, claim_object).ok());
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
+  json pod;
+  const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
+  INFO("the pod: " << pod.dump(1) << "\nevents:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n")
+                   << "\nthe driver's log:\n" << driver.Log());
+  REQUIRE(running);
+  // Device status needs associated-node:patch on resourceclaims/driver, and
+  // a token that names the node the claim is allocated to.
+  absl::StatusOr<json> claim = admin->Get(k8s::kResourceClaims, ns, "gpu");
+  REQUIRE(claim.ok());
+  INFO("the claim: " << claim->dump(1));
+  REQUIRE((*claim)["status"].contains("devices"));
+  CHECK((*claim)["status"]["devices"][0]["conditions"][0]["reason"] == "Prepared");
+  CHECK_THAT(driver.Log(), !Catch::Contains("Device status not written"));
+
+  REQUIRE(admin->Delete(kPods, ns, "app").ok());
+  CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, "app").status()); }, absl::Seconds(90)));
+  driver.Stop();
+  REQUIRE(admin->Delete(kPods, kNamespace, identity.pod).ok());
+}
+
+TEST_CASE("the GPU deployment: the fabric controller publishes the fabric pool under its service account",
+          "[e2e][node][gpu][deploy]") {
+  auto admin = MakeClient(AdminConfig());
+  const NodeEnv node = Node();
+  ApplyDeployment(*admin);
+  BoundIdentity identity(*admin, node, "gpu-fabric-controller");
+  const std::string pool = UniqueName("fabric");
+  testing::TempDir dir;
+  absl::StatusOr<testing::ChildProcess> controller = testing::ChildProcess::Spawn(
+      {DRA_GPU_DRIVER, "--fabric-controller", "--fabric-pool=" + pool, "--fabric-num-devices=3",
+       "--kubeconfig=" + identity.kubeconfig},
+      dir.Join("controller.log"));
+  REQUIRE(controller.ok());
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.driver=", kDriver, ",spec.pool.name=", pool);
+  json slices;
+  const bool published = Eventually([&] {
+    absl::StatusOr<k8s::ListResult> list = admin->List(k8s::kResourceSlices, "", options);
+    if (!list.ok() || list->items.size() != 1) return false;
+    slices = list->items[0];
+    return true;
+  });
+  INFO("the controller's log:\n" << testing::ReadFile(dir.Join("controller.log")));
+  REQUIRE(published);
+  CHECK(slices["spec"]["devices"].size() == 3);
+  CHECK(slices["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "accelerator-type");
+  CHECK(slices["spec"]["devices"][0]["bindsToNode"] == true);
+  CHECK(controller->Stop() == "exited with status 0");
+  // The pool stays, as it should for the next controller; not for the next test.
+  REQUIRE(admin->Delete(k8s::kResourceSlices, "", slices["metadata"]["name"].get<std::string>()).ok());
+  REQUIRE(admin->Delete(kPods, kNamespace, identity.pod).ok());
+}
+
+}  // namespace
+}  // namespace dra::e2e
