@@ -46,35 +46,46 @@ const std::map<std::string, ResourceRef>& Resources() {
       {"DeviceClass", k8s::kDeviceClasses},
       {"DaemonSet", {"apps", "v1", "daemonsets", true}},
       {"Deployment", {"apps", "v1", "deployments", true}},
+      {"ResourceClaimTemplate", kResourceClaimTemplates},
+      {"Pod", kPods},
   };
   return resources;
 }
 
-// Server-side applies every manifest of examples/gpu/deploy, in the order
-// the files name them (the namespace first); returns what was applied.
+// Server-side applies the objects of `file` (under examples/gpu/deploy), in
+// namespace `ns` when given; returns what the server made of them.
+std::vector<json> ApplyFile(Client& admin, const std::string& file, const std::string& ns = "") {
+  std::vector<json> applied;
+  const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
+  absl::StatusOr<std::vector<json>> documents = testing::YamlDocuments(testing::ReadFile(path));
+  INFO(path << ": " << documents.status().ToString());
+  REQUIRE(documents.ok());
+  for (json& object : *documents) {
+    const std::string kind = object.value("kind", "");
+    INFO(path << ": " << kind << " " << object["metadata"].value("name", ""));
+    REQUIRE(Resources().contains(kind));
+    const ResourceRef& ref = Resources().at(kind);
+    if (ref.namespaced && !ns.empty()) object["metadata"]["namespace"] = ns;
+    k8s::PatchOptions options;
+    options.field_manager = "e2e-deploy";
+    options.force = true;
+    absl::StatusOr<json> result =
+        admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "",
+                    object["metadata"]["name"].get<std::string>(), k8s::PatchType::kApply, object, options);
+    INFO(result.status().ToString());
+    REQUIRE(result.ok());
+    applied.push_back(*std::move(result));
+  }
+  return applied;
+}
+
+// Every manifest of the deployment, the namespace first.
 std::vector<json> ApplyDeployment(Client& admin) {
   std::vector<json> applied;
   for (const std::string file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
                                  "daemonset.yaml", "fabric-controller.yaml"}) {
-    const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
-    absl::StatusOr<std::vector<json>> documents = testing::YamlDocuments(testing::ReadFile(path));
-    INFO(path << ": " << documents.status().ToString());
-    REQUIRE(documents.ok());
-    for (const json& object : *documents) {
-      const std::string kind = object.value("kind", "");
-      INFO(path << ": " << kind << " " << object["metadata"].value("name", ""));
-      REQUIRE(Resources().contains(kind));
-      const ResourceRef& ref = Resources().at(kind);
-      k8s::PatchOptions options;
-      options.field_manager = "e2e-deploy";
-      options.force = true;
-      absl::StatusOr<json> result =
-          admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "",
-                      object["metadata"]["name"].get<std::string>(), k8s::PatchType::kApply, object, options);
-      INFO(result.status().ToString());
-      REQUIRE(result.ok());
-      applied.push_back(*result);
-    }
+    std::vector<json> objects = ApplyFile(admin, file);
+    applied.insert(applied.end(), objects.begin(), objects.end());
   }
   return applied;
 }
@@ -224,6 +235,21 @@ TEST_CASE("the GPU deployment: the fabric controller publishes the fabric pool u
   // The pool stays, as it should for the next controller; not for the next test.
   REQUIRE(admin->Delete(k8s::kResourceSlices, "", slices["metadata"]["name"].get<std::string>()).ok());
   REQUIRE(admin->Delete(kPods, kNamespace, identity.pod).ok());
+}
+
+TEST_CASE("the GPU demo's claims and pods are accepted by the API server", "[e2e][node][gpu][deploy]") {
+  auto admin = MakeClient(AdminConfig());
+  ApplyDeployment(*admin);
+  const std::string ns = CreateNamespace(*admin, "e2e-demo");
+  std::vector<std::string> pods;
+  for (const std::string file : {"demo/single-gpu.yaml", "demo/time-slicing.yaml", "demo/shared-gpu.yaml",
+                                 "demo/partition.yaml", "demo/fabric-gpu.yaml"}) {
+    for (const json& object : ApplyFile(*admin, file, ns)) {
+      if (object["kind"] == "Pod") pods.push_back(object["metadata"]["name"].get<std::string>());
+    }
+  }
+  CHECK(pods.size() == 6);
+  for (const std::string& pod : pods) REQUIRE(admin->Delete(kPods, ns, pod).ok());
 }
 
 }  // namespace
