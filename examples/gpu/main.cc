@@ -115,11 +115,7 @@ struct GpuFlags {
 
   void Finish() {
     std::vector<std::string> parts = absl::StrSplit(fabric_selector_text, absl::MaxSplits('=', 1));
-    k8s::NodeSelectorRequirement& requirement =
-        fabric_selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
-    requirement.key = parts[0];
-    requirement.operator_ = "In";
-    requirement.values = {parts[1]};
+    fabric_selector = k8s::NodeSelectorForLabel(parts[0], {parts[1]});
   }
 };
 

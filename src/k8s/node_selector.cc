@@ -83,4 +83,22 @@ bool NodeSelectorMatches(const NodeSelector& selector, const std::string& node_n
                      [&](const NodeSelectorTerm& term) { return MatchTerm(term, node_name, labels); });
 }
 
+NodeSelector NodeSelectorForLabel(std::string key, std::vector<std::string> values) {
+  NodeSelector selector;
+  NodeSelectorRequirement& requirement = selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
+  requirement.key = std::move(key);
+  requirement.operator_ = "In";
+  requirement.values = std::move(values);
+  return selector;
+}
+
+NodeSelector NodeSelectorForName(std::string node_name) {
+  NodeSelector selector;
+  NodeSelectorRequirement& requirement = selector.node_selector_terms.emplace_back().match_fields.emplace_back();
+  requirement.key = "metadata.name";
+  requirement.operator_ = "In";
+  requirement.values = {std::move(node_name)};
+  return selector;
+}
+
 }  // namespace dra::k8s

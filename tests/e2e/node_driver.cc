@@ -75,13 +75,7 @@ k8s::NodeSelector LabelTheNode(Client& admin, const NodeEnv& node) {
   absl::StatusOr<json> patched = admin.Patch(k8s::kNodes, "", node.name, k8s::PatchType::kMerge, patch);
   INFO(patched.status().ToString());
   REQUIRE(patched.ok());
-  k8s::NodeSelector selector;
-  k8s::NodeSelectorRequirement& requirement =
-      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
-  requirement.key = "accelerator-type";
-  requirement.operator_ = "In";
-  requirement.values = {"high-performance"};
-  return selector;
+  return k8s::NodeSelectorForLabel("accelerator-type", {"high-performance"});
 }
 
 std::set<std::string> SliceUids(Client& admin, const std::string& node, const std::string& driver) {

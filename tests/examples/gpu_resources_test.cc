@@ -111,12 +111,7 @@ TEST_CASE("shareable GPUs take memory and compute requests; overhead and taints 
 }
 
 TEST_CASE("fabric GPUs bind to the node the scheduler picks through binding conditions", "[gpu][resources]") {
-  k8s::NodeSelector selector;
-  k8s::NodeSelectorRequirement& requirement =
-      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
-  requirement.key = "accelerator-type";
-  requirement.operator_ = "In";
-  requirement.values = {"high-performance"};
+  const k8s::NodeSelector selector = k8s::NodeSelectorForLabel("accelerator-type", {"high-performance"});
   const Pool pool = gpu::FabricPool(Gpus(3), "gpu.example.com", selector);
   CheckValid(pool, /*node_local=*/false);
   CHECK(pool.nodes == dra::resourceslice::NodeSelection::kNodeSelector);

@@ -44,23 +44,10 @@ const std::string kFailed = absl::StrCat(kTestDriverName, "/preparing-failed");
 
 std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
-k8s::NodeSelector ByName(const std::string& node) {
-  k8s::NodeSelector selector;
-  k8s::NodeSelectorRequirement& requirement = selector.node_selector_terms.emplace_back().match_fields.emplace_back();
-  requirement.key = "metadata.name";
-  requirement.operator_ = "In";
-  requirement.values = {node};
-  return selector;
-}
+k8s::NodeSelector ByName(const std::string& node) { return k8s::NodeSelectorForName(node); }
 
 k8s::NodeSelector ByLabel(const std::string& key, const std::string& value) {
-  k8s::NodeSelector selector;
-  k8s::NodeSelectorRequirement& requirement =
-      selector.node_selector_terms.emplace_back().match_expressions.emplace_back();
-  requirement.key = key;
-  requirement.operator_ = "In";
-  requirement.values = {value};
-  return selector;
+  return k8s::NodeSelectorForLabel(key, {value});
 }
 
 struct Result {

@@ -1,6 +1,6 @@
 // The NVML device source (nvml_gpus.h): libnvidia-ml loaded with dlopen, the
-// few NVML types and functions it calls declared here with the layouts of
-// NVIDIA's nvml.h.
+// few NVML types it uses declared in nvml_abi.h and the functions it calls
+// declared here, with the layouts of NVIDIA's nvml.h.
 #include "nvml/nvml_gpus.h"
 
 #include <dlfcn.h>
@@ -24,66 +24,31 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "nvml/nvml_abi.h"
 
 namespace gpu {
 namespace {
 
-// --- From nvml.h ---------------------------------------------------------
+// --- From nvml.h (nvml_abi.h) ------------------------------------------
 
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-using nvmlEventSet_t = struct nvmlEventSet_st*;
+using nvml_abi::nvmlDevice_t;
+using nvml_abi::nvmlDeviceAttributes_t;
+using nvml_abi::nvmlEventData_t;
+using nvml_abi::nvmlEventSet_t;
+using nvml_abi::nvmlEventTypeXidCriticalError;
+using nvml_abi::nvmlMemory_t;
+using nvml_abi::nvmlPciInfo_t;
+using nvml_abi::nvmlReturn_t;
 
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
-constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
-constexpr nvmlReturn_t NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18;
-
-constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
-
-constexpr unsigned int NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
-constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
-constexpr unsigned int NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
-constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
-constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
-
-struct nvmlPciInfo_t {
-  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
-};
-
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-struct nvmlDeviceAttributes_t {
-  unsigned int multiprocessorCount;
-  unsigned int sharedCopyEngineCount;
-  unsigned int sharedDecoderCount;
-  unsigned int sharedEncoderCount;
-  unsigned int sharedJpegCount;
-  unsigned int sharedOfaCount;
-  unsigned int gpuInstanceSliceCount;
-  unsigned int computeInstanceSliceCount;
-  unsigned long long memorySizeMB;
-};
-
-struct nvmlEventData_t {
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;  // the XID for nvmlEventTypeXidCriticalError
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
+using nvml_abi::NVML_DEVICE_NAME_V2_BUFFER_SIZE;
+using nvml_abi::NVML_DEVICE_UUID_V2_BUFFER_SIZE;
+using nvml_abi::NVML_ERROR_DRIVER_NOT_LOADED;
+using nvml_abi::NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+using nvml_abi::NVML_ERROR_NO_PERMISSION;
+using nvml_abi::NVML_ERROR_NOT_SUPPORTED;
+using nvml_abi::NVML_ERROR_TIMEOUT;
+using nvml_abi::NVML_SUCCESS;
+using nvml_abi::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE;
 
 // --- Loading ------------------------------------------------------------
 

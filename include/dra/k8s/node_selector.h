@@ -48,4 +48,11 @@ struct NodeSelector {
 bool NodeSelectorMatches(const NodeSelector& selector, const std::string& node_name,
                          const std::map<std::string, std::string>& labels);
 
+// The nodes whose label `key` has one of `values`: one term, operator In,
+// e.g. for a pool of network-attached devices.
+NodeSelector NodeSelectorForLabel(std::string key, std::vector<std::string> values);
+// The node named `node_name` (matchFields metadata.name In), as the
+// scheduler writes into the allocation of a node-local or bindsToNode device.
+NodeSelector NodeSelectorForName(std::string node_name);
+
 }  // namespace dra::k8s

@@ -31,11 +31,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nvml/nvml_abi.h"
+
 #define FAKE_NVML_EXPORT extern "C" __attribute__((visibility("default")))
 
-using nvmlReturn_t = int;
-
-struct nvmlDevice_st {
+// The handles of nvml_abi.h, with the fake's contents.
+struct gpu::nvml_abi::nvmlDevice_st {
   unsigned int index = 0;
   std::string uuid;
   std::string name;
@@ -45,61 +46,32 @@ struct nvmlDevice_st {
   int mig_mode = -1;         // -1: not supported
   int multiprocessors = -1;  // -1: not supported
 };
-using nvmlDevice_t = nvmlDevice_st*;
 
-struct nvmlEventSet_st {
+struct gpu::nvml_abi::nvmlEventSet_st {
   std::set<nvmlDevice_t> xid_devices;
   std::streamoff offset = 0;  // in $FAKE_NVML_EVENTS
 };
-using nvmlEventSet_t = nvmlEventSet_st*;
 
-// Layouts as in nvml.h.
-struct nvmlPciInfo_t {
-  char busIdLegacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];
-};
+using gpu::nvml_abi::nvmlDevice_st;
+using gpu::nvml_abi::nvmlDevice_t;
+using gpu::nvml_abi::nvmlDeviceAttributes_t;
+using gpu::nvml_abi::nvmlEventData_t;
+using gpu::nvml_abi::nvmlEventSet_st;
+using gpu::nvml_abi::nvmlEventSet_t;
+using gpu::nvml_abi::nvmlEventTypeXidCriticalError;
+using gpu::nvml_abi::nvmlMemory_t;
+using gpu::nvml_abi::nvmlPciInfo_t;
+using gpu::nvml_abi::nvmlReturn_t;
 
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-struct nvmlDeviceAttributes_t {
-  unsigned int multiprocessorCount;
-  unsigned int sharedCopyEngineCount;
-  unsigned int sharedDecoderCount;
-  unsigned int sharedEncoderCount;
-  unsigned int sharedJpegCount;
-  unsigned int sharedOfaCount;
-  unsigned int gpuInstanceSliceCount;
-  unsigned int computeInstanceSliceCount;
-  unsigned long long memorySizeMB;
-};
-
-struct nvmlEventData_t {
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
+using gpu::nvml_abi::NVML_ERROR_INSUFFICIENT_SIZE;
+using gpu::nvml_abi::NVML_ERROR_INVALID_ARGUMENT;
+using gpu::nvml_abi::NVML_ERROR_NOT_SUPPORTED;
+using gpu::nvml_abi::NVML_ERROR_TIMEOUT;
+using gpu::nvml_abi::NVML_ERROR_UNINITIALIZED;
+using gpu::nvml_abi::NVML_ERROR_UNKNOWN;
+using gpu::nvml_abi::NVML_SUCCESS;
 
 namespace {
-
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
-constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
-constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
-constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
-constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
 
 struct State {
   std::mutex mutex;
