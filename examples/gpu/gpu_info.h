@@ -26,4 +26,17 @@ struct GpuInfo {
   bool operator==(const GpuInfo&) const = default;
 };
 
+// A character device node given in full (type, major, minor), so that the
+// container runtime does not look for it on the host.
+inline dra::cdi::DeviceNode CharDeviceNode(std::string path, int64_t major, int64_t minor) {
+  dra::cdi::DeviceNode node;
+  node.path = std::move(path);
+  // Built, not assigned from a literal: GCC 12 at -O3 (Release, the
+  // Dockerfile's build) reports that as an overlapping copy (PR 105329).
+  node.type = std::string("c");
+  node.major = major;
+  node.minor = minor;
+  return node;
+}
+
 }  // namespace gpu

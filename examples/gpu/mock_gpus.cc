@@ -43,14 +43,7 @@ absl::StatusOr<std::vector<GpuInfo>> MockGpus::Discover() {
     gpu.pcie_root = absl::StrFormat("pci0000:%02x", (bus - 1) % 256 / 2 * 2);  // two GPUs per root
     gpu.memory_bytes = kMemoryBytes;
     gpu.compute_units = kComputeUnits;
-    dra::cdi::DeviceNode& node = gpu.device_nodes.emplace_back();
-    node.path = absl::StrCat("/dev/mock-gpu", i);
-    // Given in full: the runtime does not look for a host file. Built rather
-    // than assigned from a literal, which GCC 12 at -O3 (the Dockerfile's
-    // Release build) wrongly reports as an overlapping copy (PR 105329).
-    node.type = std::string("c");
-    node.major = 195;
-    node.minor = i;
+    gpu.device_nodes.push_back(CharDeviceNode(absl::StrCat("/dev/mock-gpu", i), 195, i));
   }
   return gpus;
 }

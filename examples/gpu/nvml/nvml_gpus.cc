@@ -279,18 +279,8 @@ absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device,
       !s.ok()) {
     return s;
   }
-  dra::cdi::DeviceNode node;
-  node.path = absl::StrCat("/dev/nvidia", minor);
-  node.type = "c";
-  node.major = kNvidiaMajor;
-  node.minor = minor;
-  gpu.device_nodes.push_back(std::move(node));
-  dra::cdi::DeviceNode ctl;
-  ctl.path = "/dev/nvidiactl";
-  ctl.type = "c";
-  ctl.major = kNvidiaMajor;
-  ctl.minor = kNvidiaCtlMinor;
-  gpu.device_nodes.push_back(std::move(ctl));
+  gpu.device_nodes.push_back(CharDeviceNode(absl::StrCat("/dev/nvidia", minor), kNvidiaMajor, minor));
+  gpu.device_nodes.push_back(CharDeviceNode("/dev/nvidiactl", kNvidiaMajor, kNvidiaCtlMinor));
   return gpu;
 }
 
