@@ -157,14 +157,23 @@ TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under i
   absl::StatusOr<std::shared_ptr<Client>> plugin_client = Client::Create(*config);
   REQUIRE(plugin_client.ok());
 
-  // The policy: a slice of another node, or of no node, is refused.
-  absl::StatusOr<json> other = (*plugin_client)->Create(k8s::kResourceSlices, "", Slice(UniqueName("other"), "other-node"));
-  INFO(other.status().ToString());
-  CHECK(absl::IsInvalidArgument(other.status()));
-  CHECK_THAT(std::string(other.status().message()),
+  // The policy: a slice of another node, or of no node, is refused, once the
+  // API server has loaded the new policy (a slice written before is removed).
+  auto refused = [&](const std::optional<std::string>& slice_node, absl::Status* last) {
+    const json slice = Slice(UniqueName("probe"), slice_node);
+    absl::StatusOr<json> created = (*plugin_client)->Create(k8s::kResourceSlices, "", slice);
+    *last = created.status();
+    if (created.ok()) REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
+    return absl::IsInvalidArgument(created.status());
+  };
+  absl::Status other;
+  CHECK(Eventually([&] { return refused("other-node", &other); }, absl::Seconds(30)));
+  INFO(other.ToString());
+  CHECK_THAT(std::string(other.message()),
              Catch::Contains("the GPU node plugin on node " + node.name + " may not write slices of node other-node"));
-  absl::StatusOr<json> cluster = (*plugin_client)->Create(k8s::kResourceSlices, "", Slice(UniqueName("all"), std::nullopt));
-  CHECK_THAT(std::string(cluster.status().message()), Catch::Contains("may not write slices without a node"));
+  absl::Status cluster;
+  CHECK(refused(std::nullopt, &cluster));
+  CHECK_THAT(std::string(cluster.message()), Catch::Contains("may not write slices without a node"));
 
   // The node plugin itself under that identity.
   DriverProcess driver(node, kDriver);

@@ -493,7 +493,7 @@ std::optional<k8s::Condition> DeviceCondition(const json& claim, const std::stri
 }
 
 TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the reconciler on the chosen node sets "
-          "its binding condition, then binds; the driver's device status shows in the claim",
+          "its binding condition, then binds, the driver's device status shows in the claim",
           "[e2e][node][binding]") {
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-binding");

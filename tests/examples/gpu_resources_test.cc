@@ -87,7 +87,7 @@ TEST_CASE("partitions draw from one counter set per GPU, in slices of their own 
   CHECK(part.capacity.at("memory").value.ToString() == "20Gi");
 }
 
-TEST_CASE("shareable GPUs take memory and compute requests; overhead and taints are published", "[gpu][resources]") {
+TEST_CASE("shareable GPUs take memory and compute requests, overhead and taints are published", "[gpu][resources]") {
   gpu::PublishOptions options = Options();
   options.allow_multiple_allocations = true;
   options.host_memory_overhead = *k8s::Quantity::Parse("8Gi");

@@ -19,7 +19,7 @@ TEST_CASE("mock GPUs are the same after a restart and differ between nodes", "[g
   CHECK(a[0].memory_bytes == 80LL << 30);
 }
 
-TEST_CASE("the health file's appended lines are events; a bad line is an error naming it", "[gpu][mock]") {
+TEST_CASE("the health file's appended lines are events, a bad line is an error naming it", "[gpu][mock]") {
   dra::testing::TempDir dir;
   const std::string file = dir.Join("health");
   gpu::MockGpus gpus("node-a", 4, file);

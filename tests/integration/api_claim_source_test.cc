@@ -314,7 +314,7 @@ TEST_CASE("orphans: API errors keep the claim and reach HandleError once", "[orp
   CHECK(driver.errors().size() == 1);
 }
 
-TEST_CASE("orphans: checks are off with a zero interval; a negative one is refused", "[orphans]") {
+TEST_CASE("orphans: checks are off with a zero interval, a negative one is refused", "[orphans]") {
   Fixture f;
   TestDriver driver;
   auto server = StartServer();

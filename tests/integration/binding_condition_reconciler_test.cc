@@ -235,7 +235,7 @@ TEST_CASE("bad options are refused naming the option", "[binding]") {
   CHECK(absl::IsInvalidArgument(BindingConditionReconciler::Start(nullptr, Options(), handler).status()));
 }
 
-TEST_CASE("a ready device gets its binding conditions True with standard semantics; the driver's own entry stays",
+TEST_CASE("a ready device gets its binding conditions True with standard semantics, the driver's own entry stays",
           "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
@@ -297,7 +297,7 @@ TEST_CASE("a ready device gets its binding conditions True with standard semanti
   CHECK(handler.calls().size() == 1);
 }
 
-TEST_CASE("pending answers are asked again after their delay; failed sets the failure condition only", "[binding]") {
+TEST_CASE("pending answers are asked again after their delay, failed sets the failure condition only", "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   ScriptedHandler handler;
@@ -414,7 +414,7 @@ TEST_CASE("a broken watch and an expired resource version are survived by watchi
   CHECK(handler.calls().size() == 2);
 }
 
-TEST_CASE("a handler call in flight is cancelled when the claim is deallocated; the new allocation is asked afresh",
+TEST_CASE("a handler call in flight is cancelled when the claim is deallocated, the new allocation is asked afresh",
           "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
@@ -438,7 +438,7 @@ TEST_CASE("a handler call in flight is cancelled when the claim is deallocated; 
   CHECK(handler.calls()[1].device == "gpu-1");
 }
 
-TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again; past the binding timeout the "
+TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again, past the binding timeout the "
           "handler is not asked",
           "[binding]") {
   auto server = testing::StartServer();

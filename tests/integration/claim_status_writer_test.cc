@@ -57,7 +57,7 @@ int Patches(const FakeApiServer& server) {
   return json::parse(*body)["counts"].value("PATCH resourceclaims/status", 0);
 }
 
-TEST_CASE("entries are applied, changed and removed; another driver's entry stays", "[claim_status]") {
+TEST_CASE("entries are applied, changed and removed, another driver's entry stays", "[claim_status]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
@@ -155,7 +155,7 @@ TEST_CASE("a replaced or deleted claim is not written", "[claim_status]") {
   CHECK_THAT(std::string(gone.message()), Catch::StartsWith("write device status of claim ns/c"));
 }
 
-TEST_CASE("outages and conflicts are retried; an outage longer than the context is not", "[claim_status]") {
+TEST_CASE("outages and conflicts are retried, an outage longer than the context is not", "[claim_status]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
   const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0"});

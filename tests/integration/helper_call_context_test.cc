@@ -45,7 +45,7 @@ struct Fixture : testing::HelperDirs {
 
 std::vector<k8s::ClaimRef> Claim(const std::string& id) { return {{"ns", "c-" + id, "uid-" + id}}; }
 
-TEST_CASE("the driver sees the kubelet's deadline; the Helper's logs carry method and request ID",
+TEST_CASE("the driver sees the kubelet's deadline, the Helper's logs carry method and request ID",
           "[helper][call_context]") {
   Fixture f;
   TestDriver driver;

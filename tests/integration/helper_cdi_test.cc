@@ -226,7 +226,7 @@ TEST_CASE("invalid CDI edits fail the claim, naming the device and the field", "
   CHECK_FALSE(std::filesystem::exists(f.SpecPath("uid-1")));
 }
 
-TEST_CASE("CDI options: vendor, class, format; edits with CDI off fail the claim", "[helper][cdi]") {
+TEST_CASE("CDI options: vendor, class, format, edits with CDI off fail the claim", "[helper][cdi]") {
   Fixture f;
   TestDriver driver;
   driver.ReturnCdiEdits();

@@ -142,7 +142,7 @@ TEST_CASE("device metadata: the file, its CDI spec and ID in the Go helper's lay
   CHECK_FALSE(std::filesystem::exists(f.SpecPath("gpu")));
 }
 
-TEST_CASE("device metadata: a template's claim is mounted under its pod claim name; subrequests keep their name",
+TEST_CASE("device metadata: a template's claim is mounted under its pod claim name, subrequests keep their name",
           "[helper][metadata]") {
   Fixture f;
   TestDriver driver;
@@ -197,7 +197,7 @@ TEST_CASE("device metadata: at start, files of claims the checkpoint does not kn
   CHECK(std::filesystem::exists(f.SpecPath("gpu")));
 }
 
-TEST_CASE("device metadata: off, Device::metadata is ignored; bad options stop start-up", "[helper][metadata]") {
+TEST_CASE("device metadata: off, Device::metadata is ignored, bad options stop start-up", "[helper][metadata]") {
   Fixture f;
   TestDriver driver;
   driver.ReturnMetadata();

@@ -365,7 +365,7 @@ TEST_CASE("a socket path too long even when shortened is a clear start-up error"
              Catch::Contains(deep + "/gpu.example.com-reg.sock") && Catch::Contains("at most 107"));
 }
 
-TEST_CASE("a stale socket is replaced; any other file in the way stops start-up", "[helper]") {
+TEST_CASE("a stale socket is replaced, any other file in the way stops start-up", "[helper]") {
   Fixture f;
   std::filesystem::create_directories(f.data);
   MakeStaleSocket(f.registry + "/gpu.example.com-reg.sock");
@@ -546,7 +546,7 @@ TEST_CASE("Stop removes both sockets and is idempotent", "[helper]") {
   CHECK(kubeletclient::DiscoverSockets(f.registry)->empty());
 }
 
-TEST_CASE("the kubelet may drop its connection and come back; the helper may restart under it", "[helper]") {
+TEST_CASE("the kubelet may drop its connection and come back, the helper may restart under it", "[helper]") {
   Fixture f;
   f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
   TestDriver driver;
@@ -568,7 +568,7 @@ TEST_CASE("the kubelet may drop its connection and come back; the helper may res
   CHECK(restarted.prepare_calls() == 1);
 }
 
-TEST_CASE("/metrics counts calls and claims; /healthz follows the registration", "[helper]") {
+TEST_CASE("/metrics counts calls and claims, /healthz follows the registration", "[helper]") {
   Fixture f;
   TestDriver driver;
   Options options = f.MakeOptions();

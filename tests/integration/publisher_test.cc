@@ -152,7 +152,7 @@ class Harness {
   std::vector<absl::Status> errors_;
 };
 
-TEST_CASE("first publish: names in slice order, owner reference, pool fields; then 0 writes to republish",
+TEST_CASE("first publish: names in slice order, owner reference, pool fields, then 0 writes to republish",
           "[publisher]") {
   Harness h;
   const DriverResources resources = testing::GpuPool(kNode, 200);  // 128 + 72
@@ -192,7 +192,7 @@ TEST_CASE("first publish: names in slice order, owner reference, pool fields; th
   CHECK(h.errors().empty());
 }
 
-TEST_CASE("one device changed is one update; a device past the slice boundary bumps the generation",
+TEST_CASE("one device changed is one update, a device past the slice boundary bumps the generation",
           "[publisher]") {
   Harness h;
   DriverResources resources = testing::GpuPool(kNode, 200);
@@ -320,7 +320,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
   CHECK(h.errors().empty());
 }
 
-TEST_CASE("a watch that ends is resumed without a list; after 410 or while it fails, lists repair drift",
+TEST_CASE("a watch that ends is resumed without a list, after 410 or while it fails, lists repair drift",
           "[publisher]") {
   Harness h;
   const DriverResources resources = testing::GpuPool(kNode, 200);

@@ -17,7 +17,7 @@ namespace {
 using internal::CallTracker;
 using testing::CapturingSink;
 
-TEST_CASE("a call without a deadline gets the kubelet's 45 s; one with a deadline keeps it", "[call_context]") {
+TEST_CASE("a call without a deadline gets the kubelet's 45 s, one with a deadline keeps it", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   const absl::Time before = absl::Now();
@@ -57,7 +57,7 @@ TEST_CASE("a caller that went away cancels with Cancelled, seen by a waiter", "[
   CHECK_THAT(std::string(call.context().status().message()), Catch::Contains("the caller cancelled the call"));
 }
 
-TEST_CASE("CancelAll cancels calls in flight and later ones; the first reason stays", "[call_context]") {
+TEST_CASE("CancelAll cancels calls in flight and later ones, the first reason stays", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   const CallTracker::Call running = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr);

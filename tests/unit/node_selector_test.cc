@@ -44,7 +44,7 @@ TEST_CASE("label operators as the scheduler applies them", "[node_selector]") {
   CHECK_FALSE(NodeSelectorMatches(Labels({Req("zone", "In", {"a"}), Req("gpus", "Gt", {"10"})}), "n", kLabels));
 }
 
-TEST_CASE("invalid requirements and empty terms select nothing; terms are ORed", "[node_selector]") {
+TEST_CASE("invalid requirements and empty terms select nothing, terms are ORed", "[node_selector]") {
   CHECK_FALSE(NodeSelectorMatches(Labels({Req("zone", "Equals", {"a"})}), "n", kLabels));
   CHECK_FALSE(NodeSelectorMatches(Labels({Req("zone", "In")}), "n", kLabels));
   CHECK_FALSE(NodeSelectorMatches(Labels({Req("zone", "Exists", {"a"})}), "n", kLabels));

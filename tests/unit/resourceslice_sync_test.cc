@@ -42,7 +42,7 @@ k8s::ResourceSliceSpec Spec() {
   return spec;
 }
 
-TEST_CASE("names: index first, as 5 hex digits, read back; order is index order") {
+TEST_CASE("names: index first, as 5 hex digits, read back, order is index order") {
   CHECK(SliceGenerateName(0, "gpu.example.com", "node-1") == "00000-gpu.example.com-node-1-");
   CHECK(SliceGenerateName(26, "gpu.example.com", "net/pool-a") == "0001a-gpu.example.com-net.pool-a-");
   CHECK(ParseSliceIndex("0001a-gpu.example.com-node-1-x7k2p") == 26u);
