@@ -123,36 +123,31 @@ struct GpuFlags {
 // GPUs' health, from the device source's events.
 class HealthMonitor {
  public:
+  // `other_pools` are published beside the node's pool (the fabric pool).
   HealthMonitor(kp::Helper& helper, gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus,
-                gpu::PublishOptions options, std::optional<dra::resourceslice::Pool> fabric, dra::Logger logger)
+                gpu::PublishOptions options, dra::resourceslice::DriverResources other_pools, dra::Logger logger)
       : helper_(helper),
         source_(source),
         gpus_(std::move(gpus)),
         options_(std::move(options)),
-        fabric_(std::move(fabric)),
+        other_pools_(std::move(other_pools)),
         logger_(std::move(logger)) {}
 
   absl::Status PublishAll() {
-    dra::resourceslice::DriverResources resources;
-    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
-    if (fabric_.has_value()) resources.pools[fabric_pool_name_] = *fabric_;
+    dra::resourceslice::DriverResources resources = other_pools_;
+    const dra::resourceslice::Pool& node_pool = resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
     std::vector<kp::DeviceHealth> health;
-    for (const auto& [pool, content] : resources.pools) {
-      if (pool != options_.node_name) continue;
-      for (const dra::resourceslice::Slice& slice : content.slices) {
-        for (const k8s::Device& device : slice.devices) {
-          kp::DeviceHealth& entry = health.emplace_back();
-          entry.pool_name = pool;
-          entry.device_name = device.name;
-          entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
-        }
+    for (const dra::resourceslice::Slice& slice : node_pool.slices) {
+      for (const k8s::Device& device : slice.devices) {
+        kp::DeviceHealth& entry = health.emplace_back();
+        entry.pool_name = options_.node_name;
+        entry.device_name = device.name;
+        entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
       }
     }
     helper_.PublishHealth(std::move(health));
     return helper_.PublishResources(std::move(resources));
   }
-
-  void set_fabric_pool_name(std::string name) { fabric_pool_name_ = std::move(name); }
 
   void Start() {
     thread_ = std::thread([this] { Run(); });
@@ -191,8 +186,7 @@ class HealthMonitor {
   gpu::DeviceSource& source_;
   const std::vector<gpu::GpuInfo> gpus_;
   gpu::PublishOptions options_;
-  const std::optional<dra::resourceslice::Pool> fabric_;
-  std::string fabric_pool_name_;
+  const dra::resourceslice::DriverResources other_pools_;
   const dra::Logger logger_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -212,9 +206,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
   absl::StatusOr<std::shared_ptr<k8s::Client>> client =
       plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
   if (!client.ok()) return Fail("start", client.status());
-  absl::StatusOr<std::vector<gpu::GpuInfo>> gpus =
-      gpu::MockGpus(gpu_flags.fabric_pool, gpu_flags.fabric_num_devices, "").Discover();
-  if (!gpus.ok()) return Fail("fabric GPUs", gpus.status());
+  const std::vector<gpu::GpuInfo> gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
   dra::resourceslice::Options options;
   options.driver_name = gpu_flags.driver_name;
   options.logger = logger;
@@ -224,11 +216,11 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
       });
   if (!publisher.ok()) return Fail("start", publisher.status());
   dra::resourceslice::DriverResources resources;
-  resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(*gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
   logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
                                             {"pool", gpu_flags.fabric_pool},
-                                            {"gpus", absl::StrCat(gpus->size())}});
+                                            {"gpus", absl::StrCat(gpus.size())}});
   signals.Wait();
   (*publisher)->Stop();
   return 0;
@@ -282,14 +274,8 @@ int main(int argc, char** argv) {
   }
   // Fabric GPUs can be attached to any node the selector picks, so every
   // node plugin knows them, whoever publishes the pool.
-  const std::string fabric_name = gpu_flags.fabric_pool.empty() ? "fabric" : gpu_flags.fabric_pool;
-  absl::StatusOr<std::vector<gpu::GpuInfo>> fabric_gpus =
-      gpu::MockGpus(fabric_name, gpu_flags.fabric_num_devices, "").Discover();
-  if (!fabric_gpus.ok()) return Fail("fabric GPUs", fabric_gpus.status());
-  for (gpu::GpuInfo& gpu : *fabric_gpus) {
-    for (dra::cdi::DeviceNode& node : gpu.device_nodes) node.path = absl::StrCat("/dev/mock-fabric-gpu", gpu.index);
-    driver_options.devices[gpu::FabricDeviceName(gpu.index)] = {gpu, 0};
-  }
+  const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
+  for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = {gpu, 0};
 
   std::shared_ptr<kp::ClaimStatusWriter> status_writer;
   if (gpu_flags.device_status) {
@@ -313,12 +299,11 @@ int main(int argc, char** argv) {
   publish.partitions = gpu_flags.partitions;
   publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
   publish.host_memory_overhead = gpu_flags.host_memory_overhead;
-  std::optional<dra::resourceslice::Pool> fabric;
+  dra::resourceslice::DriverResources fabric;
   if (!gpu_flags.fabric_pool.empty()) {
-    fabric = gpu::FabricPool(*fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+    fabric.pools[gpu_flags.fabric_pool] = gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   }
-  HealthMonitor health(**helper, *source, *gpus, publish, fabric, logger);
-  health.set_fabric_pool_name(gpu_flags.fabric_pool);
+  HealthMonitor health(**helper, *source, *gpus, publish, std::move(fabric), logger);
   if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
   health.Start();
 

@@ -19,6 +19,14 @@ TEST_CASE("mock GPUs are the same after a restart and differ between nodes", "[g
   CHECK(a[0].memory_bytes == 80LL << 30);
 }
 
+TEST_CASE("fabric GPUs are the same for every node plugin and the fabric controller", "[gpu][mock]") {
+  const std::vector<gpu::GpuInfo> fabric = gpu::MockFabricGpus(2);
+  REQUIRE(fabric.size() == 2);
+  CHECK(fabric == gpu::MockFabricGpus(2));
+  CHECK(fabric[0].uuid != gpu::MockGpus("node-a", 1, "").Discover()->at(0).uuid);
+  CHECK(fabric[1].device_nodes.at(0).path == "/dev/mock-fabric-gpu1");
+}
+
 TEST_CASE("the health file's appended lines are events, a bad line is an error naming it", "[gpu][mock]") {
   dra::testing::TempDir dir;
   const std::string file = dir.Join("health");
