@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -264,6 +265,12 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   void RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request, int64_t timeout_seconds,
                 const std::function<void(const WatchEvent&)>& on_event);
 
+  void CountRequest(std::string verb, long http_code) {
+    std::string code = http_code == 0 ? "<error>" : std::to_string(http_code);
+    std::lock_guard<std::mutex> lock(counts_mu);
+    ++counts[{std::move(verb), std::move(code)}];
+  }
+
   ClientConfig config;
   internal::Authenticator auth;
   internal::TokenBucket limiter;
@@ -274,6 +281,9 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 
   std::mutex pool_mu;
   std::vector<CURL*> pool;
+
+  std::mutex counts_mu;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts;  // by verb and code; guarded by counts_mu
 
   // Every request but watches runs on `multi`, driven by `io_thread` alone,
   // so that concurrent requests share connections: as HTTP/2 streams on one
@@ -537,6 +547,7 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   response.curl_code = RunTransfer(h);
   response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl_code);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
+  CountRequest(request.method, response.http_code);
   curl_off_t pretransfer = 0;
   curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
   long request_size = 0;
@@ -664,6 +675,7 @@ struct WatchWriter {
   CURL* handle = nullptr;
   WatchHandle::State* state = nullptr;
   const std::function<void(const WatchEvent&)>* on_event = nullptr;
+  std::function<void(long)> count;  // once, when the status code is known or the transfer ended
   std::string context;
   long http_code = 0;
   std::string error_body;
@@ -690,11 +702,33 @@ struct WatchWriter {
     return absl::OkStatus();
   }
 
+  void Count() {
+    if (count) std::exchange(count, nullptr)(http_code);
+  }
+
+  // A watch may send no body for minutes: count it once its headers are in.
+  static size_t Header(char* data, size_t size, size_t count, void* user) {
+    auto* self = static_cast<WatchWriter*>(user);
+    const std::string_view line(data, size * count);
+    if (line == "\r\n" || line == "\n") {
+      long code = 0;
+      curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &code);
+      if (code >= 200) {
+        self->http_code = code;
+        self->Count();
+      }
+    }
+    return size * count;
+  }
+
   static size_t Write(char* data, size_t size, size_t count, void* user) {
     auto* self = static_cast<WatchWriter*>(user);
     const size_t n = size * count;
     if (self->state->stop) return 0;
-    if (self->http_code == 0) curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
+    if (self->http_code == 0) {
+      curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
+      self->Count();
+    }
     if (self->http_code != 200) {
       if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
       return n;
@@ -745,9 +779,12 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     writer.state = state.get();
     writer.on_event = &on_event;
     writer.context = context;
+    writer.count = [this](long code) { CountRequest("WATCH", code); };
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &WatchWriter::Write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &writer);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &WatchWriter::Header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &writer);
     curl_multi_add_handle(multi, h);
     {
       std::lock_guard<std::mutex> lock(state->mu);
@@ -769,6 +806,7 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
       if (msg->msg == CURLMSG_DONE) result = msg->data.result;
     }
     if (writer.http_code == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
+    writer.Count();
     HttpResponse transport;
     transport.curl_code = result;
     transport.curl_error = error[0] != '\0' ? error : curl_easy_strerror(result);
@@ -807,6 +845,14 @@ absl::StatusOr<std::shared_ptr<Client>> Client::Create(ClientConfig config) {
 }
 
 const ClientConfig& Client::config() const { return impl_->config; }
+
+std::vector<RequestCount> Client::RequestCounts() const {
+  std::lock_guard<std::mutex> lock(impl_->counts_mu);
+  std::vector<RequestCount> counts;
+  counts.reserve(impl_->counts.size());
+  for (const auto& [key, count] : impl_->counts) counts.push_back({key.first, key.second, count});
+  return counts;
+}
 
 absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name) {
   if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -153,6 +154,39 @@ TEST_CASE("create, get, update with conflict, delete with preconditions", "[clie
   CHECK(deleted.ok());
   CHECK(absl::IsNotFound(client->Get(kResourceClaims, "ns", "c1").status()));
   CHECK(absl::IsNotFound(client->Delete(kResourceClaims, "ns", "c1")));
+}
+
+TEST_CASE("RequestCounts: every request by verb and code, retries included, watches as WATCH", "[client][metrics]") {
+  auto server = StartServer();
+  auto client = MakeClient(BaseConfig(*server));
+  CHECK(client->RequestCounts().empty());
+  REQUIRE(client->Create(kResourceClaims, "ns", NewClaim("ns", "c1")).ok());
+  CHECK(absl::IsNotFound(client->Get(kResourceClaims, "ns", "nope").status()));
+  Fail(*server, "GET", "resourceclaims", 500, 1);
+  REQUIRE(client->Get(kResourceClaims, "ns", "c1").ok());  // one 500, retried
+  WatchOptions options;
+  options.timeout_seconds = 1;
+  auto watch = client->Watch(kResourceClaims, "ns", options, [](const WatchEvent&) {});
+  CHECK(watch->Wait().ok());
+
+  auto counts = [&] {
+    std::map<std::string, uint64_t> by_key;
+    for (const k8s::RequestCount& count : client->RequestCounts()) by_key[count.verb + " " + count.code] = count.count;
+    return by_key;
+  };
+  CHECK(counts() == std::map<std::string, uint64_t>{
+                        {"GET 200", 1}, {"GET 404", 1}, {"GET 500", 1}, {"POST 201", 1}, {"WATCH 200", 1}});
+
+  // No answer at all: "<error>".
+  ClientConfig config = BaseConfig(*server);
+  config.server = "https://127.0.0.1:1";
+  config.max_retries = 0;
+  auto unreachable = MakeClient(config);
+  CHECK_FALSE(unreachable->Get(kResourceClaims, "ns", "c1").ok());
+  REQUIRE(unreachable->RequestCounts().size() == 1);
+  CHECK(unreachable->RequestCounts()[0].verb == "GET");
+  CHECK(unreachable->RequestCounts()[0].code == "<error>");
+  CHECK(unreachable->RequestCounts()[0].count == 1);
 }
 
 TEST_CASE("list pages over 520 objects, in one namespace and across all", "[client][list]") {

@@ -161,6 +161,15 @@ class WatchHandle {
   std::thread thread_;
 };
 
+// Requests a Client has sent, for metrics: by HTTP method ("WATCH" for
+// watches) and the response's status code ("<error>" when none came back).
+// Each retry counts.
+struct RequestCount {
+  std::string verb;
+  std::string code;
+  uint64_t count = 0;
+};
+
 class Client {
  public:
   // Checks the config (server URL, matching cert/key, readable files, CA vs
@@ -171,6 +180,9 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   const ClientConfig& config() const;
+
+  // Sorted by verb, then code.
+  std::vector<RequestCount> RequestCounts() const;
 
   // For namespaced resources `ns` is required except for List and Watch,
   // where empty means all namespaces. For cluster-scoped resources it must be
