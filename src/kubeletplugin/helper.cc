@@ -23,6 +23,7 @@
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/claim_preparer.h"
+#include "kubeletplugin/error_counting_driver.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
 #include "kubeletplugin/http_server.h"
@@ -139,7 +140,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
 // Shared: a driver call that outlives Stop()'s grace keeps it alive (see Stop).
 class Helper::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(Driver& driver, Options options) : driver_(driver), options_(std::move(options)) {}
+  Impl(Driver& driver, Options options) : driver_(driver, metrics_), options_(std::move(options)) {}
   ~Impl() { Stop(); }
 
   absl::Status Start();
@@ -147,7 +148,8 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   internal::HttpResponse ServeHttp(const std::string& path);
   absl::Status PublishResources(resourceslice::DriverResources resources);
 
-  Driver& driver_;
+  internal::HelperMetrics metrics_;
+  internal::ErrorCountingDriver driver_;
   Options options_;
   SocketPaths paths_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -158,7 +160,6 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
-  internal::HelperMetrics metrics_;
   std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
@@ -324,12 +325,25 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
     }
     gauges.serialization_waiting_calls = serializer_->waiting();
     gauges.registered = registration.registered;
+    {
+      std::lock_guard<std::mutex> lock(publisher_mu_);
+      if (publisher_ != nullptr) gauges.slices = publisher_->Stats();
+    }
+    if (options_.kube_client != nullptr) gauges.api_requests = options_.kube_client->RequestCounts();
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render(gauges)};
   }
   if (path == "/healthz") {
     if (stopped) return {503, "text/plain; charset=utf-8", "stopped\n"};
     if (registration.notified && !registration.registered) {
       return {503, "text/plain; charset=utf-8", "kubelet refused registration: " + registration.error + "\n"};
+    }
+    // A socket someone deleted (or a server that stopped answering) leaves
+    // the kubelet unable to reach the driver: restart it.
+    for (const std::string* socket : {&paths_.registrar, &paths_.dra}) {
+      if (socket->empty()) continue;
+      if (absl::Status probe = internal::ProbeSocket(*socket); !probe.ok()) {
+        return {503, "text/plain; charset=utf-8", std::string(probe.message()) + "\n"};
+      }
     }
     return {200, "text/plain; charset=utf-8", "ok\n"};
   }

@@ -28,6 +28,11 @@ void HelperMetrics::ObserveCall(Method method, bool call_failed, int claims, int
   stats.seconds_sum += seconds;
 }
 
+void HelperMetrics::ObserveBackgroundError(ErrorSeverity severity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++background_errors_[severity == ErrorSeverity::kFatal ? 1 : 0];
+}
+
 std::string HelperMetrics::Render(const Gauges& gauges) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
@@ -62,6 +67,27 @@ std::string HelperMetrics::Render(const Gauges& gauges) const {
   absl::StrAppend(&out, "dra_serialization_waiting_calls ", gauges.serialization_waiting_calls, "\n");
   AppendHeader(out, "dra_registered", "gauge", "1 when the kubelet accepted the plugin's registration.");
   absl::StrAppend(&out, "dra_registered ", gauges.registered ? 1 : 0, "\n");
+  AppendHeader(out, "dra_background_errors_total", "counter",
+               "Errors reported to the driver's HandleError, by severity.");
+  absl::StrAppend(&out, "dra_background_errors_total{severity=\"recoverable\"} ", background_errors_[0], "\n");
+  absl::StrAppend(&out, "dra_background_errors_total{severity=\"fatal\"} ", background_errors_[1], "\n");
+  if (gauges.slices.has_value()) {
+    AppendHeader(out, "dra_resource_slice_published_devices", "gauge",
+                 "Devices in the API server as last published, over the pools whose last sync succeeded.");
+    absl::StrAppend(&out, "dra_resource_slice_published_devices ", gauges.slices->published_devices, "\n");
+    AppendHeader(out, "dra_resource_slice_writes_total", "counter", "ResourceSlice writes, by operation.");
+    absl::StrAppend(&out, "dra_resource_slice_writes_total{operation=\"create\"} ", gauges.slices->creates, "\n");
+    absl::StrAppend(&out, "dra_resource_slice_writes_total{operation=\"update\"} ", gauges.slices->updates, "\n");
+    absl::StrAppend(&out, "dra_resource_slice_writes_total{operation=\"delete\"} ", gauges.slices->deletes, "\n");
+  }
+  if (gauges.api_requests.has_value()) {
+    AppendHeader(out, "dra_api_requests_total", "counter",
+                 "Requests to the API server, by verb (HTTP method, WATCH for watches) and status code.");
+    for (const k8s::RequestCount& count : *gauges.api_requests) {
+      absl::StrAppend(&out, "dra_api_requests_total{verb=\"", count.verb, "\",code=\"", count.code, "\"} ",
+                      count.count, "\n");
+    }
+  }
   return out;
 }
 

@@ -4,9 +4,14 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
+#include "dra/k8s/client.h"
+#include "dra/kubeletplugin/driver.h"
+#include "dra/resourceslice/publisher.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -18,12 +23,17 @@ class HelperMetrics {
   // failed, and how long it took.
   void ObserveCall(Method method, bool call_failed, int claims, int failed_claims, absl::Duration duration);
 
+  // An error reported to Driver::HandleError.
+  void ObserveBackgroundError(ErrorSeverity severity);
+
   // Values only known at scrape time (checkpoint size, registration...).
   struct Gauges {
     int64_t prepared_claims = 0;
     uint64_t checkpoint_writes = 0;
     int64_t serialization_waiting_calls = 0;
     bool registered = false;
+    std::optional<resourceslice::Stats> slices;        // once the Helper publishes
+    std::optional<std::vector<k8s::RequestCount>> api_requests;  // with a kube_client
   };
 
   // The Prometheus text format (version 0.0.4).
@@ -45,6 +55,7 @@ class HelperMetrics {
 
   mutable std::mutex mu_;
   std::array<MethodStats, 2> methods_;
+  std::array<uint64_t, 2> background_errors_{};  // recoverable, fatal
 };
 
 }  // namespace dra::kubeletplugin::internal

@@ -1,6 +1,8 @@
 #include "kubeletplugin/unix_socket.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +31,23 @@ absl::Status ClearStaleSocket(const std::string& path) {
 void RemoveSocket(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
+}
+
+absl::Status ProbeSocket(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket path ", path, " is longer than ", sizeof(addr.sun_path) - 1));
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  const int rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  const int error = errno;
+  close(fd);
+  if (rc != 0) return absl::UnavailableError(absl::StrCat("connect ", path, ": ", std::strerror(error)));
+  return absl::OkStatus();
 }
 
 }  // namespace dra::kubeletplugin::internal

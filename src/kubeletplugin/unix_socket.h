@@ -1,5 +1,6 @@
 // Unix-domain socket files for the gRPC servers: clear our own stale socket
-// before listening, tighten its mode after, remove it on stop.
+// before listening, tighten its mode after, remove it on stop, probe it for
+// /healthz.
 #pragma once
 
 #include <string>
@@ -14,5 +15,9 @@ absl::Status ClearStaleSocket(const std::string& path);
 
 // Removes the socket at `path` if it is one; a missing file is fine.
 void RemoveSocket(const std::string& path);
+
+// Whether something listens on the socket at `path`: connects and closes at
+// once. The error says why not ("connect /x/dra.sock: No such file ...").
+absl::Status ProbeSocket(const std::string& path);
 
 }  // namespace dra::kubeletplugin::internal

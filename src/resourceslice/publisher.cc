@@ -141,6 +141,7 @@ class Publisher::Impl {
     stats.updates = updates_.load();
     stats.deletes = deletes_.load();
     stats.errors = errors_.load();
+    stats.published_devices = published_devices_.load();
     return stats;
   }
 
@@ -188,6 +189,7 @@ class Publisher::Impl {
     };
     std::map<size_t, Skew> skews;
     std::set<std::string> reported_skews;  // messages, once per desired pool
+    int64_t published_devices = 0;          // in the server as desired, at the last successful sync
     int failures = 0;
     int conflicts = 0;
   };
@@ -454,6 +456,9 @@ class Publisher::Impl {
     absl::Status status = SyncPool(pool);
     PoolState& state = pools_[pool];
     if (stop_requested_) return;
+    int64_t published = 0;
+    for (const auto& [name, pool_state] : pools_) published += pool_state.published_devices;
+    published_devices_.store(published);
     if (status.ok()) {
       state.failures = 0;
       state.conflicts = 0;
@@ -531,6 +536,7 @@ class Publisher::Impl {
       }
     }
     PoolState& state = pools_[name];
+    state.published_devices = 0;
     if (!desired) {
       absl::Status status = DeleteAll(existing);
       if (status.ok()) DropPoolScopeIfUnused(name);
@@ -673,6 +679,7 @@ class Publisher::Impl {
     }
     if (stop_requested_) return absl::CancelledError("stopping");
     state.generation = std::max(state.generation, target);
+    for (const auto& slice : desired->slices) state.published_devices += static_cast<int64_t>(slice.devices.size());
     return absl::OkStatus();
   }
 
@@ -793,6 +800,7 @@ class Publisher::Impl {
   std::atomic<int64_t> updates_{0};
   std::atomic<int64_t> deletes_{0};
   std::atomic<int64_t> errors_{0};
+  std::atomic<int64_t> published_devices_{0};
 
   std::thread worker_;  // last: starts after everything above exists
 };

@@ -16,6 +16,7 @@
 #include "dractl/kubelet_client.h"
 #include "support/discard_logger.h"
 #include "support/fake_apiserver.h"
+#include "support/http_get.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -124,6 +125,41 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   (*helper)->Stop();
   CHECK(f.Slices().size() == 1);
   CHECK(absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())));
+}
+
+TEST_CASE("/metrics: the devices published, slice writes, API requests by verb and code, background errors",
+          "[helper][publish][metrics]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, options);
+  REQUIRE(helper.ok());
+  auto metrics = [&] { return testing::HttpGet((*helper)->http_port(), "/metrics").second; };
+  CHECK_THAT(metrics(), !Catch::Contains("dra_resource_slice_published_devices"));
+
+  REQUIRE((*helper)->PublishResources(TwoGpus()).ok());
+  REQUIRE(PollUntil([&] { return absl::StrContains(metrics(), "dra_resource_slice_published_devices 2\n"); }));
+  const std::string published = metrics();
+  CHECK_THAT(published, Catch::Contains("dra_resource_slice_writes_total{operation=\"create\"} 1\n"));
+  CHECK_THAT(published, Catch::Contains("dra_resource_slice_writes_total{operation=\"update\"} 0\n"));
+  // The fixture's client made the Node; the publisher read it, listed,
+  // watched and created the slice.
+  CHECK_THAT(published, Catch::Contains("dra_api_requests_total{verb=\"POST\",code=\"201\"} 2\n"));
+  CHECK_THAT(published, Catch::Contains("dra_api_requests_total{verb=\"GET\",code=\"200\"} "));
+  // The watch starts beside the first sync.
+  CHECK(PollUntil(
+      [&] { return absl::StrContains(metrics(), "dra_api_requests_total{verb=\"WATCH\",code=\"200\"} 1\n"); }));
+  CHECK_THAT(published, Catch::Contains("dra_background_errors_total{severity=\"recoverable\"} 0\n"));
+
+  // An invalid pool: nothing of it is published, and the error is counted.
+  resourceslice::DriverResources invalid = TwoGpus();
+  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
+  REQUIRE((*helper)->PublishResources(invalid).ok());
+  REQUIRE(PollUntil([&] { return absl::StrContains(metrics(), "dra_resource_slice_published_devices 0\n"); }));
+  CHECK(PollUntil(
+      [&] { return absl::StrContains(metrics(), "dra_background_errors_total{severity=\"recoverable\"} 1\n"); }));
+  CHECK_THAT(metrics(), Catch::Contains("dra_background_errors_total{severity=\"fatal\"} 0\n"));
 }
 
 TEST_CASE("PublishResources without a kube_client fails, and the Helper keeps serving", "[helper][publish]") {

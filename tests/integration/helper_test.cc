@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -608,6 +609,35 @@ TEST_CASE("/metrics counts calls and claims, /healthz follows the registration",
   auto [code, body] = HttpGet(helper->http_port(), "/healthz");
   CHECK(code == "HTTP/1.1 503 Service Unavailable");
   CHECK(body == "kubelet refused registration: no supported version\n");
+  // The driver heard it as fatal, and /metrics counted it.
+  CHECK_THAT(HttpGet(helper->http_port(), "/metrics").second,
+             Catch::Contains("dra_background_errors_total{severity=\"fatal\"} 1\n"));
+}
+
+TEST_CASE("/healthz fails, naming it, when a socket the kubelet uses is gone", "[helper]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  auto helper = Fixture::Start(driver, options);
+  CHECK(HttpGet(helper->http_port(), "/healthz").first == "HTTP/1.1 200 OK");
+  for (const std::string& socket : {helper->dra_socket_path(), helper->registrar_socket_path()}) {
+    INFO(socket);
+    const std::string moved = socket + ".moved";
+    REQUIRE(std::rename(socket.c_str(), moved.c_str()) == 0);
+    auto [code, body] = HttpGet(helper->http_port(), "/healthz");
+    CHECK(code == "HTTP/1.1 503 Service Unavailable");
+    CHECK(body == "connect " + socket + ": No such file or directory\n");
+    REQUIRE(std::rename(moved.c_str(), socket.c_str()) == 0);
+    CHECK(HttpGet(helper->http_port(), "/healthz").first == "HTTP/1.1 200 OK");
+  }
+  // Something else at the path, not listening.
+  const std::string dra = helper->dra_socket_path();
+  REQUIRE(std::rename(dra.c_str(), (dra + ".moved").c_str()) == 0);
+  testing::WriteFile(dra, "not a socket");
+  CHECK(HttpGet(helper->http_port(), "/healthz").second == "connect " + dra + ": Connection refused\n");
+  std::filesystem::remove(dra);
+  REQUIRE(std::rename((dra + ".moved").c_str(), dra.c_str()) == 0);
 }
 
 TEST_CASE("bad options stop start-up with a message naming the field", "[helper]") {

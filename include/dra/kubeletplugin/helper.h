@@ -41,8 +41,11 @@
 //
 // Observability. With Options::http_endpoint, /metrics serves Prometheus
 // counters of kubelet calls and claims, a call-duration histogram, the number
-// of prepared claims and checkpoint writes; /healthz answers 200 while the
-// DRA server runs and the kubelet has not refused the registration.
+// of prepared claims and checkpoint writes, background errors by severity,
+// the devices published and ResourceSlice writes, and the kube_client's API
+// requests by verb and code; /healthz answers 200 while the DRA server runs,
+// both sockets accept connections and the kubelet has not refused the
+// registration (503 with the reason otherwise).
 //
 // Calls. Each driver call gets a CallContext: the kubelet's deadline (45 s),
 // cancellation (deadline passed, kubelet gone, Stop()) and a logger with
