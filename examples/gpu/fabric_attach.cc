@@ -1,5 +1,7 @@
 #include "fabric_attach.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -13,12 +15,16 @@ kp::BindingResult FabricAttach::PrepareForBinding(const kp::CallContext& ctx, co
                                        claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);
   const absl::Time now = absl::Now();
   std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(started_, [&](const auto& entry) { return entry.second + forget_after_ < now; });
   auto [it, first] = started_.try_emplace(key, now);
   if (first) ctx.logger().Info("Attaching fabric GPU", {{"node", node_name_}, {"delay", absl::FormatDuration(delay_)}});
   const absl::Duration left = it->second + delay_ - now;
   if (left > absl::ZeroDuration()) return kp::BindingResult::Pending(std::min(left, absl::Seconds(1)));
   started_.erase(it);
-  if (std::uniform_real_distribution<double>(0, 1)(random_) < failure_rate_) {
+  ++finished_;
+  // Fail when the running count of failures due, rounded up, goes up.
+  if (std::ceil(static_cast<double>(finished_) * failure_rate_ - 1e-9) >
+      std::ceil(static_cast<double>(finished_ - 1) * failure_rate_ - 1e-9)) {
     return kp::BindingResult::Failed("AttachFailed",
                                      absl::StrCat("simulated fabric failure attaching ", device.device, " to ", node_name_));
   }

@@ -1,15 +1,17 @@
 // FabricAttach: the example driver's BindingHandler for fabric-attached
 // GPUs. It stands in for a fabric manager: the attach of a device to this
-// node takes `delay` from the first time the reconciler asks, then succeeds,
-// or fails with probability `failure_rate`, which makes the scheduler clear
-// the allocation and try again. A vendor replaces it with calls to its
+// node takes `delay` from the first time the reconciler asks, then succeeds
+// or fails, which makes the scheduler clear the allocation and try again.
+// A `failure_rate` share of attaches fail, spread evenly and starting with
+// the first (0.5: the 1st, 3rd, 5th...; 1: all), so that tests and demos
+// see the same sequence every time. A vendor replaces it with calls to its
 // fabric manager; the reconciler (binding_condition_reconciler.h) does the
 // rest.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
 #include <utility>
 
@@ -20,8 +22,11 @@ namespace gpu {
 
 class FabricAttach : public dra::kubeletplugin::BindingHandler {
  public:
-  FabricAttach(std::string node_name, absl::Duration delay, double failure_rate)
-      : node_name_(std::move(node_name)), delay_(delay), failure_rate_(failure_rate) {}
+  // An attach the reconciler stops asking about (the claim was deallocated
+  // meanwhile) is forgotten `forget_after` after it started: pass the
+  // binding timeout, after which the reconciler asks no more.
+  FabricAttach(std::string node_name, absl::Duration delay, double failure_rate, absl::Duration forget_after)
+      : node_name_(std::move(node_name)), delay_(delay), failure_rate_(failure_rate), forget_after_(forget_after) {}
 
   dra::kubeletplugin::BindingResult PrepareForBinding(const dra::kubeletplugin::CallContext& ctx,
                                                       const dra::k8s::ResourceClaim& claim,
@@ -31,10 +36,11 @@ class FabricAttach : public dra::kubeletplugin::BindingHandler {
   const std::string node_name_;
   const absl::Duration delay_;
   const double failure_rate_;
+  const absl::Duration forget_after_;
   std::mutex mu_;
   // When each attach (claim UID, allocation time, device) started.
   std::map<std::string, absl::Time> started_;
-  std::mt19937_64 random_{std::random_device{}()};
+  uint64_t finished_ = 0;  // attaches that succeeded or failed
 };
 
 }  // namespace gpu

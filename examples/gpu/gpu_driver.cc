@@ -55,14 +55,11 @@ absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::Ca
   for (const k8s::ResourceClaim& claim : claims) {
     kp::PrepareResult& result = results[claim.metadata.uid];
     result = Prepare(ctx, claim);
+    // The SDK logs a failed claim with its error.
     if (result.status.ok()) {
       ctx.logger().Info("Prepared claim", {{"claim", ClaimName(claim)},
                                            {"uid", claim.metadata.uid},
                                            {"devices", absl::StrCat(result.devices.size())}});
-    } else {
-      ctx.logger().Error("Preparing claim failed", {{"claim", ClaimName(claim)},
-                                                    {"uid", claim.metadata.uid},
-                                                    {"err", std::string(result.status.message())}});
     }
   }
   return results;

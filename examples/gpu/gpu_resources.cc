@@ -20,6 +20,9 @@ void SetAttributes(const GpuInfo& gpu, k8s::Device& device) {
   device.attributes["model"] = k8s::StringAttribute(gpu.model);
   device.attributes["productName"] = k8s::StringAttribute(gpu.product_name);
   device.attributes["driverVersion"] = k8s::VersionAttribute(gpu.driver_version);
+  // A GPU in MIG mode is partitioned by its hardware: claims that need the
+  // whole GPU select migEnabled == false.
+  device.attributes["migEnabled"] = k8s::BoolAttribute(gpu.mig_enabled);
   device.attributes[k8s::kPciBusIdAttribute] = k8s::StringAttribute(gpu.pci_bus_id);
   if (!gpu.pcie_root.empty()) device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(gpu.pcie_root);
 }

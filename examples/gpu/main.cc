@@ -107,7 +107,8 @@ struct GpuFlags {
                "attach fabric GPUs allocated to this node and set their binding conditions", "FABRIC_ATTACH");
     flags.Duration("fabric-attach-delay", &fabric_attach_delay, "how long a simulated attach takes",
                    "FABRIC_ATTACH_DELAY");
-    flags.Double("fabric-failure-rate", &fabric_failure_rate, "the share of simulated attaches that fail",
+    flags.Double("fabric-failure-rate", &fabric_failure_rate,
+                 "the share of simulated attaches that fail, spread evenly from the first (0.5: every other one)",
                  "FABRIC_FAILURE_RATE", 0, 1);
     flags.Duration("binding-timeout", &binding_timeout, "the scheduler's binding timeout (its bindingTimeout)",
                    "BINDING_TIMEOUT");
@@ -307,7 +308,8 @@ int main(int argc, char** argv) {
   if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
   health.Start();
 
-  gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate);
+  gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate,
+                           gpu_flags.binding_timeout);
   std::unique_ptr<kp::BindingConditionReconciler> reconciler;
   if (gpu_flags.fabric_attach) {
     kp::BindingConditionReconcilerOptions reconciler_options;

@@ -4,7 +4,8 @@
 // container and a bad one fails only its claim, device status shows in the
 // claim, partitions and shared GPUs are allocated by the real scheduler
 // within their counters and capacity, and fabric GPUs bind after the node
-// plugin attached them.
+// plugin attached them (or allocates again after a failed attach), and a
+// GPU's host memory overhead counts against the node.
 //
 // The node is shared: these tests run one at a time (RESOURCE_LOCK), each
 // with a driver name of its own.
@@ -19,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dra/k8s/quantity.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
 #include "e2e/node_driver.h"
@@ -302,6 +304,79 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   CHECK(WithPrefix(ContainerEnv(gpu, pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
   CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
   gpu.DeletePod("app");
+}
+
+TEST_CASE("the GPU driver: a failed fabric attach makes the scheduler allocate again, and the pod runs",
+          "[e2e][node][gpu][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  LabelTheNode(*admin, Node());
+  const std::string pool = UniqueName("fabric");
+  // 0.5: the first attach fails, the second succeeds.
+  GpuDriver gpu({"--num-devices=0", "--fabric-pool=" + pool, "--fabric-num-devices=2", "--fabric-attach",
+                 "--fabric-attach-delay=0s", "--fabric-failure-rate=0.5"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
+  gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  const std::string log = gpu.driver.Log();
+  INFO("the driver's log:\n" << log);
+  CHECK_THAT(log, Catch::Contains("Device failed to prepare for binding"));
+  CHECK_THAT(log, Catch::Contains("simulated fabric failure attaching"));
+  CHECK_THAT(log, Catch::Contains("Device ready for binding"));
+  const json claim = gpu.Claim("gpu");
+  INFO("the claim: " << claim.dump(1));
+  CHECK(claim["status"]["allocation"]["devices"]["results"][0]["pool"] == pool);
+  gpu.DeletePod("app");
+}
+
+TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, and the scheduler counts it "
+          "against the node",
+          "[e2e][node][gpu]") {
+  GpuDriver gpu({"--num-devices=2", "--host-memory-overhead=8Gi"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
+  const json pod = gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  const json& statuses = pod["status"]["nodeAllocatableResourceClaimStatuses"];
+  INFO("the pod: " << pod.dump(1));
+  REQUIRE(statuses.size() == 1);
+  CHECK(statuses[0]["resourceClaimName"] == "gpu");
+  CHECK(statuses[0]["containers"] == json::array({"app"}));
+  CHECK(statuses[0]["overhead"] == json::array({{{"name", "memory"}, {"perPod", "8Gi"}}}));
+  gpu.DeletePod("app");
+
+  // A container asking for all but 4Gi of the node's memory fits alone, not
+  // beside a GPU that costs 8Gi.
+  absl::StatusOr<json> node = gpu.admin->Get(k8s::kNodes, "", gpu.node.name);
+  REQUIRE(node.ok());
+  absl::StatusOr<k8s::Quantity> allocatable =
+      k8s::Quantity::Parse((*node)["status"]["allocatable"]["memory"].get<std::string>());
+  REQUIRE(allocatable.ok());
+  const std::string request = std::to_string(allocatable->Value() - (int64_t{4} << 30));
+  auto big_pod = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& claims) {
+    json object = PodWithClaims(gpu.ns, name, claims, false);
+    object["spec"]["containers"][0]["resources"]["requests"] = {{"memory", request}};
+    REQUIRE(gpu.admin->Create(kPods, gpu.ns, object).ok());
+  };
+  big_pod("alone", {});
+  json last;
+  CHECK(WaitForPod(*gpu.admin, gpu.ns, "alone", PodRunning, &last));
+  gpu.DeletePod("alone");
+  gpu.CreateClaim("gpu2", gpu.ClaimSpec(device_class));
+  big_pod("with-gpu", {{"gpu", "gpu2"}});
+  const bool unschedulable = WaitForPod(
+      *gpu.admin, gpu.ns, "with-gpu",
+      [](const json& p) {
+        for (const json& condition : p["status"].value("conditions", json::array())) {
+          if (condition["type"] == "PodScheduled" && condition["status"] == "False" &&
+              absl::StrContains(condition.value("message", ""), "Insufficient memory")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      &last);
+  INFO("the pod: " << last.dump(1));
+  CHECK(unschedulable);
+  REQUIRE(gpu.admin->Delete(kPods, gpu.ns, "with-gpu").ok());
 }
 
 TEST_CASE("the GPU driver: a GPU flipped unhealthy is tainted and reported in the pod's status, and a fatal one "

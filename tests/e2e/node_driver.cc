@@ -1,9 +1,5 @@
 #include "e2e/node_driver.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <optional>
 #include <regex>
 
@@ -24,19 +20,6 @@ using k8s::kResourceSlices;
 using nlohmann::json;
 
 std::string DriverKubeconfig() { return absl::StrCat(ClusterDir(), "/driver-", kDriverIdentity, ".kubeconfig"); }
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 void GrantDriverRights(Client& admin, const std::string& ns, const std::string& node) {
   auto driver = MakeClient(DriverConfig(kDriverIdentity));

@@ -11,6 +11,7 @@
 #include "dra/k8s/client.h"
 #include "dra/k8s/node_selector.h"
 #include "e2e/e2e_node.h"
+#include "support/free_port.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -19,8 +20,6 @@ namespace dra::e2e {
 // The service account identity (cluster.sh) the drivers run as.
 inline constexpr char kDriverIdentity[] = "minimal-driver";
 std::string DriverKubeconfig();
-
-int FreePort();
 
 // The driver identity may publish slices and read the claims of `ns`.
 void GrantDriverRights(k8s::Client& admin, const std::string& ns, const std::string& node);
@@ -39,7 +38,8 @@ std::set<std::string> SliceUids(k8s::Client& admin, const std::string& node, con
 // own (HttpEndpoint()).
 class DriverProcess {
  public:
-  DriverProcess(const NodeEnv& node, std::string name) : node_(node), name_(std::move(name)), port_(FreePort()) {}
+  DriverProcess(const NodeEnv& node, std::string name)
+      : node_(node), name_(std::move(name)), port_(testing::FreePort()) {}
 
   const std::string& name() const { return name_; }
   std::string HttpEndpoint() const;

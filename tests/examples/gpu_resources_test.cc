@@ -54,6 +54,7 @@ TEST_CASE("whole GPUs carry the documented attributes and capacity", "[gpu][reso
   CHECK(device.attributes.at("model").string_value == "LATEST-GPU-MODEL");
   CHECK(device.attributes.at("productName").string_value == "Mock GPU 80GB");
   CHECK(device.attributes.at("driverVersion").version_value == "1.0.0");
+  CHECK(device.attributes.at("migEnabled").bool_value == false);
   CHECK(device.attributes.at("resource.kubernetes.io/pciBusID").string_value == "0000:43:00.0");
   CHECK(device.attributes.at("resource.kubernetes.io/pcieRoot").string_value.has_value());
   CHECK(device.capacity.at("memory").value.ToString() == "80Gi");
