@@ -9,7 +9,8 @@
 # (tests/e2e/cri, the fake runtime of k8s.io/cri-client with CDI injection, that
 # the kubelet runs on) and the Go SDK benchmark driver (bench/gosdk, the trivial
 # driver of bench/go_vs_cpp.sh on k8s.io/dynamic-resource-allocation/kubeletplugin,
-# pinned by bench/gosdk/go.mod).
+# pinned by bench/gosdk/go.mod), and helm (pinned by tests/e2e/helm/go.mod) for
+# the example drivers' charts.
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -18,7 +19,7 @@
 #
 # Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
-#              kubeletpeer cri gosdk-driver (default: etcd kube-apiserver kube-scheduler)
+#              kubeletpeer cri gosdk-driver helm (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
 #   --go-test: instead of building, run `go test ./...` in the modules of our
@@ -34,8 +35,9 @@ pinned() {
 }
 K8S_VERSION="$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(pinned "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
-if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ]; then
-  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd}/go.mod" >&2
+HELM_VERSION="$(pinned "$here/helm/go.mod" helm.sh/helm/v3)"
+if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm}/go.mod" >&2
   exit 1
 fi
 cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
@@ -48,8 +50,8 @@ for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
     --go-test) go_test=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver) components+=("$arg") ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|helm) components+=("$arg") ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -86,6 +88,7 @@ binary_ok() {
       "$bin" -h >/dev/null 2>&1
       return
       ;;
+    helm) "$bin" version --short 2>/dev/null | grep -qx "$HELM_VERSION"; return ;;
   esac
   "$bin" --version >/dev/null 2>&1
 }
@@ -94,6 +97,7 @@ version_line() {
     kubeletpeer) echo "kubelet peer on Kubernetes $K8S_VERSION" ;;
     cri) echo "CRI stand-in on k8s.io/cri-client $(pinned "$(module_dir cri)/go.mod" k8s.io/cri-client)" ;;
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
+    helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
 }
@@ -105,6 +109,7 @@ module_dir() {
     kubeletpeer) echo "$here/kubeletpeer" ;;
     cri) echo "$here/cri" ;;
     gosdk-driver) echo "$here/../../bench/gosdk" ;;
+    helm) echo "$here/helm" ;;
     *) echo "$here/k8s" ;;
   esac
 }
@@ -112,10 +117,11 @@ package_of() {
   case "$1" in
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
     kubeletpeer|cri|gosdk-driver) echo "." ;;
+    helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
-version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; *) echo "$K8S_VERSION" ;; esac; }
+version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; helm) echo "$HELM_VERSION" ;; *) echo "$K8S_VERSION" ;; esac; }
 
 # The Kubernetes build stamps its version through -ldflags (hack/lib/version.sh);
 # without it the binaries report v0.0.0 and the apiserver's /version is empty.
@@ -123,6 +129,7 @@ ldflags_of() {
   local c="$1"
   case "$c" in
     etcd|cri|gosdk-driver) echo "-s -w" ;;
+    helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     *)
       local v="$K8S_VERSION" major minor
       major="$(echo "${v#v}" | cut -d. -f1)"; minor="$(echo "${v#v}" | cut -d. -f2)"

@@ -18,11 +18,11 @@
 #include "absl/strings/str_join.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
+#include "e2e/manifests.h"
 #include "e2e/node_driver.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/claim_object.h"
-#include "support/yaml_json.h"
 
 namespace dra::e2e {
 namespace {
@@ -34,47 +34,13 @@ using nlohmann::json;
 constexpr char kNamespace[] = "dra-gpu-example";
 constexpr char kDriver[] = "gpu.example.com";
 
-const std::map<std::string, ResourceRef>& Resources() {
-  static const std::map<std::string, ResourceRef> resources = {
-      {"Namespace", {"", "v1", "namespaces", false}},
-      {"ServiceAccount", {"", "v1", "serviceaccounts", true}},
-      {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles", false}},
-      {"ClusterRoleBinding", {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false}},
-      {"ValidatingAdmissionPolicy", {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", false}},
-      {"ValidatingAdmissionPolicyBinding",
-       {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", false}},
-      {"DeviceClass", k8s::kDeviceClasses},
-      {"DaemonSet", {"apps", "v1", "daemonsets", true}},
-      {"Deployment", {"apps", "v1", "deployments", true}},
-      {"ResourceClaimTemplate", kResourceClaimTemplates},
-      {"Pod", kPods},
-  };
-  return resources;
-}
-
 // Server-side applies the objects of `file` (under examples/gpu/deploy), in
 // namespace `ns` when given; returns what the server made of them.
 std::vector<json> ApplyFile(Client& admin, const std::string& file, const std::string& ns = "") {
-  std::vector<json> applied;
   const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
-  absl::StatusOr<std::vector<json>> documents = testing::YamlDocuments(testing::ReadFile(path));
-  INFO(path << ": " << documents.status().ToString());
-  REQUIRE(documents.ok());
-  for (json& object : *documents) {
-    const std::string kind = object.value("kind", "");
-    INFO(path << ": " << kind << " " << object["metadata"].value("name", ""));
-    REQUIRE(Resources().contains(kind));
-    const ResourceRef& ref = Resources().at(kind);
-    if (ref.namespaced && !ns.empty()) object["metadata"]["namespace"] = ns;
-    k8s::PatchOptions options;
-    options.field_manager = "e2e-deploy";
-    options.force = true;
-    absl::StatusOr<json> result =
-        admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "",
-                    object["metadata"]["name"].get<std::string>(), k8s::PatchType::kApply, object, options);
-    INFO(result.status().ToString());
-    REQUIRE(result.ok());
-    applied.push_back(*std::move(result));
+  std::vector<json> applied;
+  for (json& object : ManifestObjects(testing::ReadFile(path), path)) {
+    applied.push_back(ApplyObject(admin, std::move(object), ns));
   }
   return applied;
 }
@@ -218,7 +184,7 @@ TEST_CASE("the GPU deployment: the fabric controller publishes the fabric pool u
   auto admin = MakeClient(AdminConfig());
   const NodeEnv node = Node();
   ApplyDeployment(*admin);
-  BoundIdentity identity(*admin, node, "gpu-fabric-controller");
+  BoundIdentity identity(*admin, node, "gpu-example-driver-fabric-controller");
   const std::string pool = UniqueName("fabric");
   testing::TempDir dir;
   absl::StatusOr<testing::ChildProcess> controller = testing::ChildProcess::Spawn(
