@@ -4,7 +4,7 @@
 #                            control plane and node (scripts/demo-gpu.sh; the
 #                            first run builds Kubernetes from source, about 20
 #                            minutes on 2 cores; needs root or sudo for the node)
-#   scripts/demo.sh --quick  the minimal driver against the local API server
+#   scripts/demo.sh --quick  the same driver against the local API server
 #                            fixture, driven by dractl as the kubelet would,
 #                            in seconds (scripts/demo-quick.sh)
 set -euo pipefail
