@@ -127,6 +127,10 @@ void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry
     }
     out.push_back('}');
   }
+  if (!entry.driver_data.empty()) {
+    out.append(",\"driverData\":");
+    AppendString(out, entry.driver_data);
+  }
   out.push_back('}');
 }
 
@@ -199,6 +203,7 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
                              kPrepared, "\""));
   }
   if (in.contains("cdiSpec")) entry.cdi_spec = reader.String(in, where, "cdiSpec");
+  if (in.contains("driverData")) entry.driver_data = reader.String(in, where, "driverData");
   if (in.contains("metadataFiles")) {
     if (const json* files = reader.Field(in, where, "metadataFiles", json::value_t::object, "an object")) {
       for (const auto& [path, content] : files->items()) {

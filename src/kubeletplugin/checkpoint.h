@@ -35,6 +35,8 @@ struct CheckpointEntry {
   // The claim's device metadata files and their CDI specs, path -> content,
   // when the Helper wrote them (ClaimMetadataFiles), to write them again.
   std::map<std::string, std::string> metadata_files{};
+  // PrepareResult::driver_data, when the driver gave some.
+  std::string driver_data{};
 
   bool operator==(const CheckpointEntry&) const = default;
 };
@@ -52,9 +54,9 @@ struct CheckpointChange {
 //   line 3.. change     {"seq":S+1,"set":{"<uid>":<entry>,...},"erase":["<uid>",...]}
 // with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
 //   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}],
-//   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...}}
-// ("shareID", "cdiSpec" and "metadataFiles" only when set; files without them
-// load as before). "seq" grows by one per line. Replaying the
+//   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...},"driverData":".."}
+// ("shareID", "cdiSpec", "metadataFiles" and "driverData" only when set;
+// files without them load as before). "seq" grows by one per line. Replaying the
 // changes over the snapshot, in order, gives the entries.
 //
 // Each durable write is one line plus fdatasync: a change record carries the

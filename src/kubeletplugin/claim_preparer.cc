@@ -253,6 +253,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
       entry.cdi_spec = *std::move(cdi_spec);
       entry.metadata_files = *std::move(metadata);
+      entry.driver_data = std::move(it->second.driver_data);
       prepared.push_back({uid, std::move(entry)});
     }
   }

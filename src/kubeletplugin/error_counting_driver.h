@@ -24,6 +24,7 @@ class ErrorCountingDriver final : public Driver {
     driver_.HandleError(status, severity, context);
   }
   bool ReportsDeviceHealth() const override { return driver_.ReportsDeviceHealth(); }
+  void RestorePreparedClaims(std::span<const PreparedClaim> claims) override { driver_.RestorePreparedClaims(claims); }
 
  private:
   Driver& driver_;

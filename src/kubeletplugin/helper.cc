@@ -220,6 +220,14 @@ absl::Status Helper::Impl::Start() {
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
                                               *serializer_, calls_, metrics_, cdi_specs_.get(),
                                               metadata_files_.get());
+  if (checkpoint_ != nullptr) {
+    std::vector<PreparedClaim> prepared;
+    for (internal::CheckpointEntry& entry : checkpoint_->Entries()) {
+      if (entry.state != internal::ClaimState::kPrepared) continue;
+      prepared.push_back({std::move(entry.claim), std::move(entry.devices), std::move(entry.driver_data)});
+    }
+    driver_.RestorePreparedClaims(prepared);
+  }
   // Not fatal: a file left behind costs a file, not a container.
   if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedFiles(); !removed.ok()) {
     driver_.HandleError(removed.status(), ErrorSeverity::kRecoverable, "remove orphaned CDI specs");

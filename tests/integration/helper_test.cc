@@ -428,6 +428,53 @@ TEST_CASE("the checkpoint answers prepared claims across a restart", "[helper]")
   CHECK(restarted.prepare_calls() == 0);
 }
 
+// A driver that records what it handed out in PrepareResult::driver_data
+// and hears it back after a restart.
+class RecordingDriver : public TestDriver {
+ public:
+  absl::StatusOr<kubeletplugin::PrepareResults> PrepareResourceClaims(
+      const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override {
+    absl::StatusOr<kubeletplugin::PrepareResults> results = TestDriver::PrepareResourceClaims(ctx, claims);
+    if (results.ok()) {
+      for (auto& [uid, result] : *results) result.driver_data = "cpus 4-7 for " + uid;
+    }
+    return results;
+  }
+  void RestorePreparedClaims(std::span<const kubeletplugin::PreparedClaim> claims) override {
+    restored.assign(claims.begin(), claims.end());
+    ++restore_calls;
+  }
+  std::vector<kubeletplugin::PreparedClaim> restored;
+  int restore_calls = 0;
+};
+
+TEST_CASE("the driver's data of each prepared claim comes back after a restart, unprepared ones not", "[helper]") {
+  Fixture f;
+  f.claims->Put(AllocatedClaim("ns", "a", "uid-a", {"gpu-0", "gpu-1"}));
+  f.claims->Put(AllocatedClaim("ns", "b", "uid-b"));
+  {
+    RecordingDriver driver;
+    auto helper = f.Start(driver);
+    CHECK(driver.restore_calls == 1);
+    CHECK(driver.restored.empty());
+    auto client = DraClient::Create(helper->dra_socket_path());
+    REQUIRE(client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "a", "uid-a"}, {"ns", "b", "uid-b"}})).ok());
+    REQUIRE(client->NodeUnprepareResources(DraApi::kV1, Refs({{"ns", "b", "uid-b"}})).ok());
+  }
+  RecordingDriver restarted;
+  auto helper = f.Start(restarted);
+  CHECK(restarted.restore_calls == 1);
+  REQUIRE(restarted.restored.size() == 1);
+  const kubeletplugin::PreparedClaim& claim = restarted.restored[0];
+  CHECK(claim.claim.ToString() == "ns/a");
+  CHECK(claim.claim.uid == "uid-a");
+  CHECK(claim.driver_data == "cpus 4-7 for uid-a");
+  REQUIRE(claim.devices.size() == 2);
+  CHECK(claim.devices[1].device_name == "gpu-1");
+  CHECK(claim.devices[1].cdi_device_ids == std::vector<std::string>{TestDriver::CdiId("uid-a", "gpu-1")});
+  CHECK(restarted.prepare_calls() == 0);
+}
+
 TEST_CASE("a claim whose preparation had only started is prepared again after a crash", "[helper]") {
   Fixture f;
   std::filesystem::create_directories(f.data);

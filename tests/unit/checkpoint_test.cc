@@ -163,15 +163,17 @@ TEST_CASE("Checkpoint commits survive a reopen") {
               .cdi_device_ids = {},
               .share_id = std::nullopt}});
   const CheckpointEntry doomed = Entry("uid-c", ClaimState::kPrepared);
+  CheckpointEntry with_data = Entry("uid-d", ClaimState::kPrepared);
+  with_data.driver_data = "{\"cpus\":\"4-7\"}";
 
   auto checkpoint = MustOpen(path);
-  REQUIRE(checkpoint->Commit({Set(started), Set(prepared), Set(doomed)}).ok());
+  REQUIRE(checkpoint->Commit({Set(started), Set(prepared), Set(doomed), Set(with_data)}).ok());
   REQUIRE(checkpoint->Commit({Erase("uid-c"), Erase("uid-never-there")}).ok());
   CHECK(checkpoint->writes() == 2);
-  CHECK(checkpoint->Entries() == std::vector<CheckpointEntry>{started, prepared});
+  CHECK(checkpoint->Entries() == std::vector<CheckpointEntry>{started, prepared, with_data});
 
   auto reopened = MustOpen(path);
-  CHECK(reopened->Entries() == std::vector<CheckpointEntry>{started, prepared});
+  CHECK(reopened->Entries() == std::vector<CheckpointEntry>{started, prepared, with_data});
   CHECK(reopened->Get("uid-b") == prepared);
   CHECK_FALSE(reopened->Get("uid-c").has_value());
   CHECK(reopened->writes() == 0);
@@ -186,7 +188,7 @@ TEST_CASE("Checkpoint commits survive a reopen") {
     const json snapshot = Record(lines[1]);
     CHECK(snapshot["seq"] == 1);
     const json& claims = snapshot["claims"];
-    CHECK(claims.size() == 3);
+    CHECK(claims.size() == 4);
     CHECK(claims["uid-a"]["namespace"] == "ns-uid-a");
     CHECK(claims["uid-a"]["name"] == "claim-uid-a");
     CHECK(claims["uid-a"]["state"] == "PrepareStarted");
@@ -198,6 +200,8 @@ TEST_CASE("Checkpoint commits survive a reopen") {
     CHECK(devices[0]["shareID"] == "0a1b2c3d-share");
     CHECK(devices[0]["cdiDeviceIDs"][1] == "example.com/gpu=common");
     CHECK_FALSE(devices[1].contains("shareID"));
+    CHECK_FALSE(claims["uid-b"].contains("driverData"));
+    CHECK(claims["uid-d"]["driverData"] == "{\"cpus\":\"4-7\"}");
 
     // The second was appended: only what it changed.
     const json change = Record(lines[2]);

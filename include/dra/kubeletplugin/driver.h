@@ -52,6 +52,19 @@ struct Device {
 struct PrepareResult {
   absl::Status status;
   std::vector<Device> devices;
+  // The driver's own record of this preparation (which CPUs of a socket it
+  // handed out, say), opaque to the Helper. With the checkpoint on it is kept
+  // with the prepared claim, durable before the kubelet is answered, and
+  // given back by RestorePreparedClaims after a restart. Keep it small: it is
+  // written with every checkpoint snapshot.
+  std::string driver_data{};
+};
+
+// A claim the checkpoint records as prepared, as Helper::Start found it.
+struct PreparedClaim {
+  k8s::ClaimRef claim;
+  std::vector<Device> devices;  // as the kubelet got them
+  std::string driver_data;      // PrepareResult::driver_data
 };
 
 // Keyed by claim UID; must have an entry for every claim passed in.
@@ -112,6 +125,14 @@ class Driver {
   // When false, the health services are neither served nor advertised and the
   // kubelet's NodeWatchResources gets UNIMPLEMENTED.
   virtual bool ReportsDeviceHealth() const { return false; }
+
+  // Called once by Helper::Start, with the checkpoint on, before the kubelet
+  // can call: every claim the checkpoint records as prepared (those answered
+  // from it from now on), so that a driver that hands out parts of its
+  // devices knows what is taken. Claims that were only being prepared when
+  // the process died are not among them: the kubelet asks for them again, or
+  // the orphan check unprepares them. Default: nothing.
+  virtual void RestorePreparedClaims(std::span<const PreparedClaim> claims) { (void)claims; }
 };
 
 }  // namespace dra::kubeletplugin
