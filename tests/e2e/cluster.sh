@@ -28,8 +28,9 @@
 #   cluster.sh node-stop DIR        stop the three, restore the sysctls the
 #                                   kubelet changed (`stop` does this too)
 #   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_PLUGINS_REGISTRY,
-#   DRA_E2E_PLUGINS_DIR, DRA_E2E_CDI_DIR (the CRI stand-in's spec dir) and
-#   DRA_E2E_CRI_RECORD (what the runtime saw, tests/e2e/cri/README.md).
+#   DRA_E2E_PLUGINS_DIR, DRA_E2E_CDI_DIR (the CRI stand-in's spec dir),
+#   DRA_E2E_CRI_RECORD (what the runtime saw, tests/e2e/cri/README.md) and
+#   DRA_E2E_KUBELET_URL (its HTTPS API: /metrics with pki/admin.crt).
 #
 # What DIR holds after start:
 #   admin.kubeconfig           user "admin" (group system:masters)
@@ -464,6 +465,8 @@ authentication:
     enabled: false
   webhook:
     enabled: false
+  x509:
+    clientCAFile: $dir/pki/ca.crt
 authorization:
   mode: AlwaysAllow
 tlsCertFile: $node/kubelet.crt
@@ -609,6 +612,7 @@ DRA_E2E_PLUGINS_REGISTRY=$node/kubelet/plugins_registry
 DRA_E2E_PLUGINS_DIR=$node/kubelet/plugins
 DRA_E2E_CDI_DIR=$node/cdi
 DRA_E2E_CRI_RECORD=$node/cri-containers.json
+DRA_E2E_KUBELET_URL=https://127.0.0.1:$KUBELET_PORT
 EOF
   trap - EXIT
   log "node $NODE_NAME ready in $((SECONDS - t0)) s"
