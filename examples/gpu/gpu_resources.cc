@@ -29,19 +29,6 @@ void SetAttributes(const GpuInfo& gpu, k8s::Device& device) {
 
 k8s::Quantity Bytes(int64_t bytes) { return k8s::Quantity::FromInt(bytes, k8s::Quantity::Format::kBinarySI); }
 
-// A request policy that lets claims take `unit` steps of a shared GPU,
-// defaulting to one step.
-k8s::DeviceCapacity Shareable(k8s::Quantity total, k8s::Quantity unit) {
-  k8s::DeviceCapacity capacity = k8s::Capacity(total);
-  k8s::CapacityRequestPolicy& policy = capacity.request_policy.emplace();
-  policy.default_value = unit;
-  k8s::CapacityRequestPolicyRange& range = policy.valid_range.emplace();
-  range.min = unit;
-  range.max = total;
-  range.step = unit;
-  return capacity;
-}
-
 void SetHealth(int index, const PublishOptions& options, k8s::Device& device) {
   if (!options.unhealthy.contains(index)) return;
   k8s::DeviceTaint& taint = device.taints.emplace_back();
@@ -71,8 +58,8 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
     SetHealth(gpu.index, options, whole);
     if (options.allow_multiple_allocations) {
       whole.allow_multiple_allocations = true;
-      whole.capacity[kMemory] = Shareable(memory, Bytes(1LL << 30));
-      whole.capacity[kCompute] = Shareable(compute, k8s::Quantity::FromInt(1));
+      whole.capacity[kMemory] = k8s::ShareableCapacity(memory, Bytes(1LL << 30));
+      whole.capacity[kCompute] = k8s::ShareableCapacity(compute, k8s::Quantity::FromInt(1));
     } else {
       whole.capacity[kMemory] = k8s::Capacity(memory);
       whole.capacity[kCompute] = k8s::Capacity(compute);

@@ -30,7 +30,9 @@ std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, s
     cdi::Device& entry = spec.devices.emplace_back();
     entry.name = std::move(name);
     entry.container_edits = *std::move(device.cdi_edits);
+    entry.annotations = std::move(device.cdi_annotations);
     device.cdi_edits.reset();
+    device.cdi_annotations.clear();
   }
   if (spec.devices.empty()) return std::nullopt;
   return spec;

@@ -338,7 +338,9 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
       if (publisher_ != nullptr) gauges.slices = publisher_->Stats();
     }
     if (options_.kube_client != nullptr) gauges.api_requests = options_.kube_client->RequestCounts();
-    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render(gauges)};
+    std::string text = metrics_.Render(gauges);
+    if (options_.extra_metrics) text += options_.extra_metrics();
+    return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
   }
   if (path == "/healthz") {
     if (stopped) return {503, "text/plain; charset=utf-8", "stopped\n"};

@@ -621,6 +621,11 @@ TEST_CASE("/metrics counts calls and claims, /healthz follows the registration",
   TestDriver driver;
   Options options = f.MakeOptions();
   options.http_endpoint = "127.0.0.1:0";
+  int scrapes = 0;
+  options.extra_metrics = [&scrapes] {
+    return "# HELP driver_scrapes_total Scrapes.\n# TYPE driver_scrapes_total counter\ndriver_scrapes_total " +
+           std::to_string(++scrapes) + "\n";
+  };
   auto helper = Fixture::Start(driver, options);
   REQUIRE(helper->http_port() > 0);
   f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
@@ -640,6 +645,8 @@ TEST_CASE("/metrics counts calls and claims, /healthz follows the registration",
   CHECK_THAT(metrics, Catch::Contains("dra_checkpoint_writes_total 2\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_serialization_waiting_calls 0\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_registered 1\n"));
+  // The driver's own metrics come last.
+  CHECK_THAT(metrics, Catch::EndsWith("# TYPE driver_scrapes_total counter\ndriver_scrapes_total 1\n"));
 
   CHECK(HttpGet(helper->http_port(), "/healthz") == std::make_pair(std::string("HTTP/1.1 200 OK"), std::string("ok\n")));
   CHECK(HttpGet(helper->http_port(), "/nothing").first == "HTTP/1.1 404 Not Found");

@@ -60,6 +60,20 @@ inline DeviceCapacity Capacity(Quantity value) {
   return capacity;
 }
 
+// Capacity that several claims of a device with allow_multiple_allocations
+// share (consumable capacity): each takes a multiple of `step`, at least one
+// step and at most all of it; one step when a claim does not say.
+inline DeviceCapacity ShareableCapacity(Quantity total, Quantity step) {
+  DeviceCapacity capacity = Capacity(total);
+  CapacityRequestPolicy& policy = capacity.request_policy.emplace();
+  policy.default_value = step;
+  CapacityRequestPolicyRange& range = policy.valid_range.emplace();
+  range.min = step;
+  range.max = std::move(total);
+  range.step = std::move(step);
+  return capacity;
+}
+
 // Capacity from quantity text ("80Gi", "500m"); InvalidArgument naming the
 // rule the text breaks.
 inline absl::StatusOr<DeviceCapacity> ParseCapacity(std::string_view quantity) {

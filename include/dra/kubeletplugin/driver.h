@@ -37,6 +37,10 @@ struct Device {
   // CDI ID) and clears this field. Leave it empty for devices whose CDI spec the driver
   // writes itself (or that need none).
   std::optional<cdi::ContainerEdits> cdi_edits{};
+  // Annotations of that CDI device (CDI 0.6.0), with cdi_edits only: for
+  // whoever reads the spec beside the runtime (an NRI plugin, say). Cleared
+  // with cdi_edits.
+  std::map<std::string, std::string> cdi_annotations{};
   // With Options::device_metadata on: what the Helper writes into the
   // metadata file of each request this device serves (device_metadata.h);
   // the Helper appends the metadata CDI device's ID to cdi_device_ids and

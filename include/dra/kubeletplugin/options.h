@@ -1,6 +1,7 @@
 // dra::kubeletplugin::Options: how a Helper is started.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -126,6 +127,11 @@ struct Options {
   // /metrics and /healthz over plain HTTP; port 0 picks one (see
   // Helper::http_port). Default: empty, no HTTP server.
   std::string http_endpoint;
+
+  // The driver's own metrics: Prometheus text (with # HELP and # TYPE lines)
+  // that /metrics appends to the Helper's at each scrape. Called on the HTTP
+  // server's thread: must be thread-safe and quick. Default: none.
+  std::function<std::string()> extra_metrics;
 
   // Where the Helper logs. Default: klog text on stderr, verbosity 0.
   Logger logger;
