@@ -1,0 +1,114 @@
+#include "cpu_resources.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/device_attributes.h"
+#include "dra/resourceslice/split.h"
+
+namespace cpu {
+namespace k8s = dra::k8s;
+
+namespace {
+
+std::vector<int> Allocatable(const std::vector<int>& cpus, const std::set<int>& reserved) {
+  std::vector<int> out;
+  for (int c : cpus) {
+    if (!reserved.contains(c)) out.push_back(c);
+  }
+  return out;
+}
+
+// The one value of `field` over `cpus`, if they all share it.
+template <typename Field>
+std::optional<int> Common(const Topology& topology, const std::vector<int>& cpus, Field field) {
+  std::set<int> values;
+  for (int id : cpus) values.insert(field(*topology.Find(id)));
+  if (values.size() != 1) return std::nullopt;
+  return *values.begin();
+}
+
+// A device that claims share by `capacity_name`, mapped to the node's
+// allocatable `resource`.
+k8s::Device SharedDevice(std::string name, const std::string& capacity_name, k8s::Quantity total,
+                         k8s::Quantity step, const std::string& resource) {
+  k8s::Device device;
+  device.name = std::move(name);
+  device.allow_multiple_allocations = true;
+  device.capacity[capacity_name] = k8s::ShareableCapacity(std::move(total), std::move(step));
+  // One node CPU (byte) per unit of capacity; 1.37 wants the multiplier said.
+  k8s::NodeAllocatableMapping& mapping = device.node_allocatable_resources[resource].mapping.emplace();
+  mapping.capacity_key = capacity_name;
+  mapping.capacity_multiplier = k8s::Quantity::FromInt(1);
+  return device;
+}
+
+}  // namespace
+
+std::string GroupDeviceName(GroupBy by, int id) {
+  return absl::StrCat(by == GroupBy::kSocket ? "cpu-socket-" : "cpu-numa-", id);
+}
+std::string CpuDeviceName(int cpu) { return absl::StrCat("cpu-", cpu); }
+std::string MemoryDeviceName(int numa_node) { return absl::StrCat("memory-numa-", numa_node); }
+std::string CpuCapacityName(const std::string& driver_name) { return driver_name + "/cpu"; }
+std::string MemoryCapacityName(const std::string& driver_name) { return driver_name + "/memory"; }
+
+dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions& options) {
+  std::vector<k8s::Device> devices;
+  const bool smt = topology.smt();
+  if (options.mode == Mode::kGrouped) {
+    std::vector<std::pair<int, std::vector<int>>> groups;
+    if (options.group_by == GroupBy::kSocket) {
+      for (int socket : topology.Sockets()) groups.emplace_back(socket, topology.SocketCpus(socket));
+    } else {
+      for (const auto& [id, node] : topology.numa_nodes) groups.emplace_back(id, topology.NumaCpus(id));
+    }
+    for (const auto& [id, cpus] : groups) {
+      const std::vector<int> allocatable = Allocatable(cpus, options.reserved);
+      if (allocatable.empty()) continue;
+      k8s::Device device =
+          SharedDevice(GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name),
+                       k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())), k8s::Quantity::FromInt(1), "cpu");
+      if (std::optional<int> socket = Common(topology, cpus, [](const Cpu& c) { return c.socket_id; })) {
+        device.attributes["socketID"] = k8s::IntAttribute(*socket);
+      }
+      if (std::optional<int> node = Common(topology, cpus, [](const Cpu& c) { return c.numa_node; })) {
+        device.attributes["numaNodeID"] = k8s::IntAttribute(*node);
+      }
+      device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
+      devices.push_back(std::move(device));
+    }
+  } else {
+    for (const Cpu& cpu : topology.cpus) {
+      if (options.reserved.contains(cpu.id)) continue;
+      k8s::Device& device = devices.emplace_back();
+      device.name = CpuDeviceName(cpu.id);
+      device.attributes["cpuID"] = k8s::IntAttribute(cpu.id);
+      device.attributes["coreID"] = k8s::IntAttribute(cpu.core_id);
+      device.attributes["socketID"] = k8s::IntAttribute(cpu.socket_id);
+      device.attributes["numaNodeID"] = k8s::IntAttribute(cpu.numa_node);
+      device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
+      device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = k8s::Quantity::FromInt(1);
+    }
+  }
+  if (options.memory_devices) {
+    for (const auto& [id, node] : topology.numa_nodes) {
+      // Whole MiB, the step claims take it in.
+      constexpr int64_t kMiB = int64_t{1} << 20;
+      const int64_t memory = node.memory_bytes / kMiB * kMiB;
+      if (memory <= 0) continue;
+      k8s::Device device = SharedDevice(MemoryDeviceName(id), MemoryCapacityName(options.driver_name),
+                                        k8s::Quantity::FromInt(memory, k8s::Quantity::Format::kBinarySI),
+                                        k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
+      device.attributes["numaNodeID"] = k8s::IntAttribute(id);
+      devices.push_back(std::move(device));
+    }
+  }
+  dra::resourceslice::Pool pool;
+  pool.slices = dra::resourceslice::SplitIntoSlices(std::move(devices));
+  return pool;
+}
+
+}  // namespace cpu

@@ -1,0 +1,196 @@
+// cpu-driver: the example CPU DRA driver's node plugin, on the public dra-cpp
+// API only. It reads the node's CPU topology from sysfs, publishes sockets
+// (or NUMA nodes) as devices that claims take CPUs of, or single CPUs, and
+// memory of NUMA nodes, all mapped to the node's allocatable cpu and memory;
+// it hands each claim concrete CPUs and republishes when CPUs go offline or
+// online. `cpu-driver --help` lists the flags; examples/cpu/README.md
+// explains them.
+#include <atomic>
+#include <condition_variable>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
+#include "common/plugin_flags.h"
+#include "cpu_driver.h"
+#include "cpu_resources.h"
+#include "cpuset.h"
+#include "dra/kubeletplugin/helper.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "topology.h"
+
+namespace {
+
+namespace kp = dra::kubeletplugin;
+
+struct CpuFlags {
+  std::string driver_name = "cpu.example.com";
+  std::string sysfs_root = "/sys";
+  std::set<int> reserved;
+  cpu::Mode mode = cpu::Mode::kGrouped;
+  cpu::GroupBy group_by = cpu::GroupBy::kSocket;
+  bool memory_devices = false;
+  absl::Duration rescan_interval = absl::Seconds(5);
+
+  void Register(example::FlagSet& flags) {
+    flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
+    flags.String("sysfs-root", &sysfs_root, "where sysfs is (its devices/system/cpu and devices/system/node)",
+                 "SYSFS_ROOT");
+    flags.Custom("reserved-cpus", "cpulist", "none", "CPUs kept for the system, e.g. 0-1,8: never published or handed out",
+                 "RESERVED_CPUS", [this](const std::string& text) -> absl::Status {
+                   absl::StatusOr<std::vector<int>> cpus = cpu::ParseCpuList(text);
+                   if (!cpus.ok()) return cpus.status();
+                   reserved = {cpus->begin(), cpus->end()};
+                   return absl::OkStatus();
+                 });
+    flags.Custom("mode", "grouped|individual", "\"grouped\"",
+                 "grouped: a device per socket (or NUMA node) that claims take CPUs of; individual: a device per CPU",
+                 "MODE", [this](const std::string& text) {
+                   if (text == "grouped") {
+                     mode = cpu::Mode::kGrouped;
+                   } else if (text == "individual") {
+                     mode = cpu::Mode::kIndividual;
+                   } else {
+                     return absl::InvalidArgumentError("must be grouped or individual");
+                   }
+                   return absl::OkStatus();
+                 });
+    flags.Custom("group-by", "socket|numa", "\"socket\"", "what a grouped device is", "GROUP_BY",
+                 [this](const std::string& text) {
+                   if (text == "socket") {
+                     group_by = cpu::GroupBy::kSocket;
+                   } else if (text == "numa") {
+                     group_by = cpu::GroupBy::kNuma;
+                   } else {
+                     return absl::InvalidArgumentError("must be socket or numa");
+                   }
+                   return absl::OkStatus();
+                 });
+    flags.Bool("memory-devices", &memory_devices, "also publish each NUMA node's memory as a device", "MEMORY_DEVICES");
+    flags.Duration("rescan-interval", &rescan_interval,
+                   "how often to look for CPUs going offline or online; 0: never", "RESCAN_INTERVAL");
+  }
+};
+
+int Fail(const std::string& what, const absl::Status& status) {
+  std::cerr << "cpu-driver: " << what << ": " << status.message() << "\n";
+  return 1;
+}
+
+// Republishes when the set of online CPUs changes.
+class HotplugWatch {
+ public:
+  HotplugWatch(kp::Helper& helper, cpu::CpuDriver& driver, std::string sysfs_root, absl::Duration interval,
+               std::vector<cpu::Cpu> cpus, dra::Logger logger)
+      : helper_(helper),
+        driver_(driver),
+        sysfs_root_(std::move(sysfs_root)),
+        interval_(interval),
+        cpus_(std::move(cpus)),
+        logger_(std::move(logger)),
+        thread_([this] { Run(); }) {}
+  ~HotplugWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, absl::ToChronoNanoseconds(interval_), [this] { return stop_; })) {
+      absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(sysfs_root_);
+      if (!topology.ok()) {
+        logger_.Error("Reading the CPU topology failed", {{"err", topology.status().ToString()}});
+        continue;
+      }
+      std::vector<int> before, after;
+      for (const cpu::Cpu& c : cpus_) before.push_back(c.id);
+      for (const cpu::Cpu& c : topology->cpus) after.push_back(c.id);
+      if (before == after) continue;
+      logger_.Warning("Online CPUs changed; republishing",
+                      {{"before", cpu::FormatCpuList(before)}, {"now", cpu::FormatCpuList(after)}});
+      cpus_ = topology->cpus;
+      driver_.SetTopology(*std::move(topology));
+      if (absl::Status published = helper_.PublishResources(driver_.Resources()); !published.ok()) {
+        logger_.Error("Publishing failed", {{"err", published.ToString()}});
+      }
+    }
+  }
+
+  kp::Helper& helper_;
+  cpu::CpuDriver& driver_;
+  const std::string sysfs_root_;
+  const absl::Duration interval_;
+  std::vector<cpu::Cpu> cpus_;  // Run() only
+  const dra::Logger logger_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the rest exists
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  example::FlagSet flags("cpu-driver",
+                         "The dra-cpp example CPU DRA driver: exclusive CPUs and NUMA memory for containers.");
+  example::PluginFlags plugin;
+  CpuFlags cpu_flags;
+  plugin.Register(flags);
+  cpu_flags.Register(flags);
+  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
+    std::cerr << "cpu-driver: " << parsed.message() << "\n(see cpu-driver --help)\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  kp::TerminationSignals signals;
+  const dra::Logger logger = plugin.MakeLogger();
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(cpu_flags.driver_name, logger);
+  if (!options.ok()) return Fail("start", options.status());
+  absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(cpu_flags.sysfs_root);
+  if (!topology.ok()) return Fail("read the CPU topology", topology.status());
+
+  cpu::PublishOptions publish;
+  publish.driver_name = cpu_flags.driver_name;
+  publish.node_name = plugin.node_name;
+  publish.mode = cpu_flags.mode;
+  publish.group_by = cpu_flags.group_by;
+  publish.memory_devices = cpu_flags.memory_devices;
+  publish.reserved = cpu_flags.reserved;
+  const std::vector<cpu::Cpu> cpus = topology->cpus;
+  const size_t online = cpus.size();
+  cpu::CpuDriver driver(publish, *std::move(topology), logger, signals);
+  options->extra_metrics = [&driver] { return driver.Metrics(); };
+  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
+  if (!helper.ok()) return Fail("start", helper.status());
+  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
+    return Fail("publish", published);
+  }
+  logger.Info("CPU driver started", {{"driver", cpu_flags.driver_name},
+                                     {"node", plugin.node_name},
+                                     {"online", absl::StrCat(online)},
+                                     {"reserved", cpu::FormatCpuList({cpu_flags.reserved.begin(),
+                                                                      cpu_flags.reserved.end()})}});
+  std::unique_ptr<HotplugWatch> hotplug;
+  if (cpu_flags.rescan_interval > absl::ZeroDuration()) {
+    hotplug = std::make_unique<HotplugWatch>(**helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus,
+                                             logger);
+  }
+  signals.Wait();
+  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  hotplug.reset();
+  (*helper)->Stop();
+  return driver.fatal() ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+// The node's CPU topology as sysfs describes it: online CPUs with their core,
+// socket, NUMA node and L3 cache group, and each NUMA node's memory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace cpu {
+
+struct Cpu {
+  int id = 0;
+  int core_id = 0;    // unique within its socket only
+  int socket_id = 0;  // physical_package_id
+  int numa_node = 0;
+  int l3_group = -1;  // the lowest CPU sharing its L3 cache; -1: no L3 known
+  std::vector<int> siblings;  // SMT threads of its core, itself included, online only
+};
+
+struct NumaNode {
+  int id = 0;
+  std::vector<int> cpus;  // online
+  int64_t memory_bytes = 0;
+};
+
+struct Topology {
+  std::vector<Cpu> cpus;               // online, by id
+  std::map<int, NumaNode> numa_nodes;  // by id; one node 0 when sysfs shows none
+
+  const Cpu* Find(int id) const;
+  // Whether any core runs more than one online thread.
+  bool smt() const;
+  // Online CPUs of the socket or NUMA node, ascending.
+  std::vector<int> SocketCpus(int socket) const;
+  std::vector<int> NumaCpus(int node) const;
+  std::vector<int> Sockets() const;
+};
+
+// Reads <sysfs_root>/devices/system/cpu and <sysfs_root>/devices/system/node
+// ("/sys" on a node). A missing or malformed file names its path.
+absl::StatusOr<Topology> ReadTopology(const std::string& sysfs_root);
+
+}  // namespace cpu

@@ -1,0 +1,158 @@
+// What the CPU example publishes, in both modes and with memory devices:
+// checked field by field, by the API server's validation rules
+// (ValidateResourceSlice) and against the official OpenAPI document of
+// resource.k8s.io/v1 kept in the repository.
+#include <catch2/catch.hpp>
+
+#include "cpu_resources.h"
+#include "dra/k8s/resource_slice_json.h"
+#include "dra/k8s/validation.h"
+#include "fake_sysfs.h"
+#include "support/openapi_validator.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+namespace k8s = dra::k8s;
+using dra::testing::FakeMachine;
+using nlohmann::json;
+
+cpu::Topology Machine(const FakeMachine& m) {
+  dra::testing::TempDir dir;
+  dra::testing::WriteFakeSysfs(dir.path(), m);
+  return *cpu::ReadTopology(dir.path());
+}
+
+cpu::PublishOptions Options(cpu::Mode mode = cpu::Mode::kGrouped, cpu::GroupBy by = cpu::GroupBy::kSocket) {
+  cpu::PublishOptions options;
+  options.driver_name = "cpu.example.com";
+  options.node_name = "node-a";
+  options.mode = mode;
+  options.group_by = by;
+  return options;
+}
+
+const dra::testing::OpenApiValidator& Validator() {
+  static const dra::testing::OpenApiValidator validator = [] {
+    auto loaded = dra::testing::OpenApiValidator::FromFile(std::string(DRA_REFERENCE_DIR) +
+                                                           "/openapi/apis__resource.k8s.io__v1_openapi.json");
+    if (!loaded.ok()) FAIL(loaded.status().ToString());
+    return *std::move(loaded);
+  }();
+  return validator;
+}
+
+// Every slice of the pool, as the API server would take it.
+void CheckValid(const dra::resourceslice::Pool& pool) {
+  REQUIRE_FALSE(pool.slices.empty());
+  for (size_t i = 0; i < pool.slices.size(); ++i) {
+    k8s::ResourceSlice slice;
+    slice.metadata.name = "slice-" + std::to_string(i);
+    slice.spec.driver = "cpu.example.com";
+    slice.spec.pool.name = "node-a";
+    slice.spec.pool.generation = 1;
+    slice.spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
+    slice.spec.node_name = "node-a";
+    slice.spec.devices = pool.slices[i].devices;
+    const k8s::FieldErrors errors = k8s::ValidateResourceSlice(slice);
+    INFO("slice " << i << ": " << (errors.empty() ? "" : errors.front().ToString()));
+    CHECK(errors.empty());
+    json object = k8s::ToJson(slice);
+    object["apiVersion"] = "resource.k8s.io/v1";
+    object["kind"] = "ResourceSlice";
+    const std::vector<std::string> schema_errors = Validator().Validate(object, "io.k8s.api.resource.v1.ResourceSlice");
+    INFO((schema_errors.empty() ? "" : schema_errors.front()));
+    CHECK(schema_errors.empty());
+  }
+}
+
+json DeviceJson(const dra::resourceslice::Pool& pool, const std::string& name) {
+  for (const auto& slice : pool.slices) {
+    for (const k8s::Device& device : slice.devices) {
+      if (device.name != name) continue;
+      k8s::ResourceSlice one;
+      one.spec.devices = {device};
+      return k8s::ToJson(one)["spec"]["devices"][0];
+    }
+  }
+  FAIL("no device " << name);
+  return {};
+}
+
+TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the node's cpu", "[examples][cpu]") {
+  FakeMachine m;
+  m.sockets = 2;
+  m.threads_per_core = 2;
+  cpu::PublishOptions options = Options();
+  options.reserved = {0, 8};
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  CheckValid(pool);
+  REQUIRE(pool.slices[0].devices.size() == 2);
+  const json socket0 = DeviceJson(pool, "cpu-socket-0");
+  INFO(socket0.dump(1));
+  CHECK(socket0["allowMultipleAllocations"] == true);
+  CHECK(socket0["capacity"]["cpu.example.com/cpu"] ==
+        json{{"value", "6"}, {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "6"}, {"step", "1"}}}}}});
+  CHECK(socket0["nodeAllocatableResources"] == json{{"cpu", {{"mapping", {{"capacityKey", "cpu.example.com/cpu"}, {"capacityMultiplier", "1"}}}}}});
+  CHECK(socket0["attributes"]["socketID"] == json{{"int", 0}});
+  CHECK(socket0["attributes"]["numaNodeID"] == json{{"int", 0}});
+  CHECK(socket0["attributes"]["smtEnabled"] == json{{"bool", true}});
+  CHECK(DeviceJson(pool, "cpu-socket-1")["capacity"]["cpu.example.com/cpu"]["value"] == "8");
+}
+
+TEST_CASE("grouped by NUMA node, with memory devices of each node", "[examples][cpu]") {
+  FakeMachine m;
+  m.sockets = 2;
+  m.cores_per_socket = 8;
+  m.numa_per_socket = 2;
+  m.memory_per_numa_kib = (int64_t{8} << 20) + 100;  // 8 GiB and change: the capacity is whole MiB
+  cpu::PublishOptions options = Options(cpu::Mode::kGrouped, cpu::GroupBy::kNuma);
+  options.memory_devices = true;
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  CheckValid(pool);
+  const json numa3 = DeviceJson(pool, "cpu-numa-3");
+  CHECK(numa3["attributes"]["numaNodeID"] == json{{"int", 3}});
+  CHECK(numa3["attributes"]["socketID"] == json{{"int", 1}});
+  CHECK(numa3["capacity"]["cpu.example.com/cpu"]["value"] == "4");
+  const json memory2 = DeviceJson(pool, "memory-numa-2");
+  INFO(memory2.dump(1));
+  CHECK(memory2["attributes"]["numaNodeID"] == json{{"int", 2}});
+  CHECK(memory2["capacity"]["cpu.example.com/memory"]["value"] == "8Gi");
+  CHECK(memory2["capacity"]["cpu.example.com/memory"]["requestPolicy"]["validRange"]["step"] == "1Mi");
+  CHECK(memory2["nodeAllocatableResources"] ==
+        json{{"memory", {{"mapping", {{"capacityKey", "cpu.example.com/memory"}, {"capacityMultiplier", "1"}}}}}});
+}
+
+TEST_CASE("individual: a device per CPU worth one node CPU, over several slices on a big machine", "[examples][cpu]") {
+  FakeMachine m;
+  m.sockets = 2;
+  m.cores_per_socket = 64;
+  m.threads_per_core = 2;
+  cpu::PublishOptions options = Options(cpu::Mode::kIndividual);
+  options.reserved = {0, 128};
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  CheckValid(pool);
+  size_t devices = 0;
+  for (const auto& slice : pool.slices) devices += slice.devices.size();
+  CHECK(devices == 254);
+  CHECK(pool.slices.size() == 2);
+  const json cpu129 = DeviceJson(pool, "cpu-129");
+  CHECK(cpu129["attributes"]["cpuID"] == json{{"int", 129}});
+  CHECK(cpu129["attributes"]["coreID"] == json{{"int", 1}});
+  CHECK(cpu129["attributes"]["socketID"] == json{{"int", 0}});
+  CHECK(cpu129["nodeAllocatableResources"] == json{{"cpu", {{"mapping", {{"deviceMultiplier", "1"}}}}}});
+  CHECK_FALSE(cpu129.contains("allowMultipleAllocations"));
+}
+
+TEST_CASE("a socket whose CPUs are all reserved is not published", "[examples][cpu]") {
+  FakeMachine m;
+  m.sockets = 2;
+  cpu::PublishOptions options = Options();
+  options.reserved = {0, 1, 2, 3};
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  REQUIRE(pool.slices.size() == 1);
+  REQUIRE(pool.slices[0].devices.size() == 1);
+  CHECK(pool.slices[0].devices[0].name == "cpu-socket-1");
+}
+
+}  // namespace
