@@ -37,40 +37,8 @@ using nlohmann::json;
 
 // The GPU driver on the node with a driver name of its own, a namespace and
 // the RBAC of its ClusterRole.
-struct GpuDriver {
-  std::shared_ptr<Client> admin = MakeClient(AdminConfig());
-  NodeEnv node = Node();
-  std::string ns = CreateNamespace(*admin, "e2e-gpu");
-  DriverProcess driver{node, UniqueName("gpu") + ".example.com"};
-
-  explicit GpuDriver(const std::vector<std::string>& flags) {
-    GrantDriverRights(*admin, ns, node.name);
-    GrantClaimStatusRights(*admin, ns, driver.name());
-    std::vector<std::string> argv = {DRA_GPU_DRIVER,
-                                     "--driver-name=" + driver.name(),
-                                     "--node-name=" + node.name,
-                                     "--kubeconfig=" + DriverKubeconfig(),
-                                     "--cdi-root=" + node.cdi_dir,
-                                     "--kubelet-registrar-directory-path=" + node.plugins_registry,
-                                     "--kubelet-plugins-directory-path=" + node.plugins_dir,
-                                     "--http-endpoint=" + driver.HttpEndpoint(),
-                                     "-v=2"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    driver.Start(argv);
-  }
-
-  // The driver's attributes in CEL.
-  std::string Attributes() const { return absl::StrCat("device.attributes[\"", driver.name(), "\"]"); }
-
-  // A DeviceClass of this driver's devices that the CEL `expression` also
-  // selects.
-  std::string DeviceClass(const std::string& expression = "true") {
-    const std::string name = UniqueName("gpu");
-    json device_class = DriverDeviceClass(name, driver.name());
-    device_class["spec"]["selectors"].push_back({{"cel", {{"expression", expression}}}});
-    REQUIRE(admin->Create(kDeviceClasses, "", device_class).ok());
-    return name;
-  }
+struct GpuDriver : ExampleDriverOnNode {
+  explicit GpuDriver(const std::vector<std::string>& flags) : ExampleDriverOnNode(DRA_GPU_DRIVER, "gpu", flags) {}
 
   // A claim (or template) for one device of `device_class`, with `config`
   // (GpuConfig sharing) and `capacity` (memory request) when given.
@@ -88,51 +56,7 @@ struct GpuDriver {
     }
     return spec;
   }
-  void CreateClaim(const std::string& name, const json& spec) {
-    const json claim = {{"apiVersion", "resource.k8s.io/v1"},
-                        {"kind", "ResourceClaim"},
-                        {"metadata", {{"namespace", ns}, {"name", name}}},
-                        {"spec", spec}};
-    absl::StatusOr<json> created = admin->Create(kResourceClaims, ns, claim);
-    INFO(created.status().ToString());
-    REQUIRE(created.ok());
-  }
-  void CreateTemplate(const std::string& name, const json& spec) {
-    const json object = {{"apiVersion", "resource.k8s.io/v1"},
-                         {"kind", "ResourceClaimTemplate"},
-                         {"metadata", {{"namespace", ns}, {"name", name}}},
-                         {"spec", {{"spec", spec}}}};
-    REQUIRE(admin->Create(kResourceClaimTemplates, ns, object).ok());
-  }
-  // Creates the pod and waits for it to run; returns it.
-  json RunPod(const std::string& name, const std::vector<std::pair<std::string, std::string>>& claims,
-              bool templates) {
-    REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, name, claims, templates)).ok());
-    json pod;
-    const bool running = WaitForPod(*admin, ns, name, PodRunning, &pod);
-    INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n"
-                                  << absl::StrJoin(PodEvents(*admin, ns, name), "\n") << "\nthe driver's log:\n"
-                                  << driver.Log());
-    REQUIRE(running);
-    return pod;
-  }
-  void DeletePod(const std::string& name) {
-    REQUIRE(admin->Delete(kPods, ns, name).ok());
-    CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, name).status()); }, absl::Seconds(90)));
-  }
-  json Claim(const std::string& name) {
-    absl::StatusOr<json> claim = admin->Get(kResourceClaims, ns, name);
-    REQUIRE(claim.ok());
-    return *claim;
-  }
 };
-
-// The env of the pod's one container as the runtime made it.
-std::vector<std::string> ContainerEnv(const GpuDriver& gpu, const json& pod) {
-  const std::vector<json> containers = CriContainers(gpu.node, pod["metadata"]["uid"].get<std::string>());
-  REQUIRE(containers.size() == 1);
-  return containers[0]["env"].get<std::vector<std::string>>();
-}
 
 bool Has(const std::vector<std::string>& env, const std::string& entry) {
   return std::find(env.begin(), env.end(), entry) != env.end();
@@ -162,7 +86,7 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   const json& result = claim["status"]["allocation"]["devices"]["results"][0];
   const std::string device = result["device"].get<std::string>();
   const std::string index = device.substr(device.find('-') + 1);
-  const std::vector<std::string> env = ContainerEnv(gpu, pod);
+  const std::vector<std::string> env = gpu.ContainerEnv(pod);
   INFO("env: " << absl::StrJoin(env, " "));
   const std::vector<std::string> uuid = WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "=GPU-"));
   REQUIRE(uuid.size() == 1);
@@ -234,7 +158,7 @@ TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs
     gpu.CreateClaim("whole", gpu.ClaimSpec(whole));
     const json first = gpu.RunPod("p0", {{"gpu", "p0"}}, false);
     gpu.RunPod("p1", {{"gpu", "p1"}}, false);
-    const std::vector<std::string> env = ContainerEnv(gpu, first);
+    const std::vector<std::string> env = gpu.ContainerEnv(first);
     CHECK(WithPrefix(env, "GPU_DEVICE_0_PART_").size() >= 5);
     CHECK((Has(env, "GPU_DEVICE_0_PART_0_MEMORY=42949672960") || Has(env, "GPU_DEVICE_0_PART_1_MEMORY=42949672960")));
 
@@ -262,7 +186,7 @@ TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs
     for (const std::string name : {"s0", "s1", "s2"}) gpu.CreateClaim(name, gpu.ClaimSpec(shared, nullptr, "40Gi"));
     const json first = gpu.RunPod("s0", {{"gpu", "s0"}}, false);
     gpu.RunPod("s1", {{"gpu", "s1"}}, false);
-    CHECK(Has(ContainerEnv(gpu, first), "GPU_DEVICE_0_MEMORY=42949672960"));
+    CHECK(Has(gpu.ContainerEnv(first), "GPU_DEVICE_0_MEMORY=42949672960"));
     const json claim = gpu.Claim("s0");
     INFO(claim.dump(1));
     CHECK(claim["status"]["allocation"]["devices"]["results"][0].contains("shareID"));
@@ -301,7 +225,7 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   }
   CHECK(prepared);
   const std::string index = device.substr(device.rfind('-') + 1);
-  CHECK(WithPrefix(ContainerEnv(gpu, pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
+  CHECK(WithPrefix(gpu.ContainerEnv(pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
   CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
   gpu.DeletePod("app");
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "e2e/e2e_cluster.h"
 #include "support/http_get.h"
@@ -117,6 +118,86 @@ std::string DriverProcess::CdiId(const std::string& uid, const std::string& devi
 
 std::string DriverProcess::CdiSpecFile(const std::string& uid) const {
   return absl::StrCat(node_.cdi_dir, "/", name_, "-claim_", uid, ".json");
+}
+
+ExampleDriverOnNode::ExampleDriverOnNode(const std::string& binary, const std::string& prefix,
+                                         const std::vector<std::string>& flags)
+    : admin(MakeClient(AdminConfig())),
+      node(Node()),
+      ns(CreateNamespace(*admin, "e2e-" + prefix)),
+      driver(node, UniqueName(prefix) + ".example.com") {
+  GrantDriverRights(*admin, ns, node.name);
+  GrantClaimStatusRights(*admin, ns, driver.name());
+  std::vector<std::string> argv = {binary,
+                                   "--driver-name=" + driver.name(),
+                                   "--node-name=" + node.name,
+                                   "--kubeconfig=" + DriverKubeconfig(),
+                                   "--cdi-root=" + node.cdi_dir,
+                                   "--kubelet-registrar-directory-path=" + node.plugins_registry,
+                                   "--kubelet-plugins-directory-path=" + node.plugins_dir,
+                                   "--http-endpoint=" + driver.HttpEndpoint(),
+                                   "-v=2"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  driver.Start(argv);
+}
+
+std::string ExampleDriverOnNode::Attributes() const {
+  return absl::StrCat("device.attributes[\"", driver.name(), "\"]");
+}
+
+std::string ExampleDriverOnNode::DeviceClass(const std::string& expression) {
+  const std::string name = UniqueName("class");
+  json device_class = DriverDeviceClass(name, driver.name());
+  device_class["spec"]["selectors"].push_back({{"cel", {{"expression", expression}}}});
+  REQUIRE(admin->Create(k8s::kDeviceClasses, "", device_class).ok());
+  return name;
+}
+
+void ExampleDriverOnNode::CreateClaim(const std::string& name, const json& spec) {
+  const json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                      {"kind", "ResourceClaim"},
+                      {"metadata", {{"namespace", ns}, {"name", name}}},
+                      {"spec", spec}};
+  absl::StatusOr<json> created = admin->Create(k8s::kResourceClaims, ns, claim);
+  INFO(created.status().ToString());
+  REQUIRE(created.ok());
+}
+
+void ExampleDriverOnNode::CreateTemplate(const std::string& name, const json& spec) {
+  const json object = {{"apiVersion", "resource.k8s.io/v1"},
+                       {"kind", "ResourceClaimTemplate"},
+                       {"metadata", {{"namespace", ns}, {"name", name}}},
+                       {"spec", {{"spec", spec}}}};
+  REQUIRE(admin->Create(kResourceClaimTemplates, ns, object).ok());
+}
+
+json ExampleDriverOnNode::RunPod(const std::string& name,
+                                 const std::vector<std::pair<std::string, std::string>>& claims, bool templates) {
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, name, claims, templates)).ok());
+  json pod;
+  const bool running = WaitForPod(*admin, ns, name, PodRunning, &pod);
+  INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n"
+                                << absl::StrJoin(PodEvents(*admin, ns, name), "\n") << "\nthe driver's log:\n"
+                                << driver.Log());
+  REQUIRE(running);
+  return pod;
+}
+
+void ExampleDriverOnNode::DeletePod(const std::string& name) {
+  REQUIRE(admin->Delete(kPods, ns, name).ok());
+  CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, name).status()); }, absl::Seconds(90)));
+}
+
+std::vector<std::string> ExampleDriverOnNode::ContainerEnv(const json& pod) const {
+  const std::vector<json> containers = CriContainers(node, pod["metadata"]["uid"].get<std::string>());
+  REQUIRE(containers.size() == 1);
+  return containers[0]["env"].get<std::vector<std::string>>();
+}
+
+json ExampleDriverOnNode::Claim(const std::string& name) {
+  absl::StatusOr<json> claim = admin->Get(k8s::kResourceClaims, ns, name);
+  REQUIRE(claim.ok());
+  return *claim;
 }
 
 }  // namespace dra::e2e

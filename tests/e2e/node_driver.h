@@ -4,8 +4,10 @@
 // /metrics at hand), and the node label the fabric pools select.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dra/k8s/client.h"
@@ -69,6 +71,34 @@ class DriverProcess {
   const int port_;
   testing::TempDir dir_;
   testing::ChildProcess process_;
+};
+
+// An example driver binary (examples/gpu, examples/cpu) on the node with a
+// driver name of its own ("<prefix>-<random>.example.com"), a namespace and
+// the RBAC of its ClusterRole, and what its tests do with claims and pods.
+struct ExampleDriverOnNode {
+  std::shared_ptr<k8s::Client> admin;
+  NodeEnv node;
+  std::string ns;
+  DriverProcess driver;
+
+  // Starts `binary` with the node's flags and `flags`.
+  ExampleDriverOnNode(const std::string& binary, const std::string& prefix, const std::vector<std::string>& flags);
+
+  // The driver's attributes in CEL: device.attributes["<driver>"].
+  std::string Attributes() const;
+  // A DeviceClass of this driver's devices that the CEL `expression` also
+  // selects; returns its name.
+  std::string DeviceClass(const std::string& expression = "true");
+  void CreateClaim(const std::string& name, const nlohmann::json& spec);
+  void CreateTemplate(const std::string& name, const nlohmann::json& spec);
+  // Creates the pod and waits for it to run; returns it.
+  nlohmann::json RunPod(const std::string& name, const std::vector<std::pair<std::string, std::string>>& claims,
+                        bool templates);
+  void DeletePod(const std::string& name);
+  nlohmann::json Claim(const std::string& name);
+  // The env of the pod's one container as the runtime made it.
+  std::vector<std::string> ContainerEnv(const nlohmann::json& pod) const;
 };
 
 }  // namespace dra::e2e
