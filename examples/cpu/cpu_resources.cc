@@ -78,6 +78,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
         device.attributes["numaNodeID"] = k8s::IntAttribute(*node);
       }
       device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
+      device.attributes["resource"] = k8s::StringAttribute("cpu");
       devices.push_back(std::move(device));
     }
   } else {
@@ -90,6 +91,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       device.attributes["socketID"] = k8s::IntAttribute(cpu.socket_id);
       device.attributes["numaNodeID"] = k8s::IntAttribute(cpu.numa_node);
       device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
+      device.attributes["resource"] = k8s::StringAttribute("cpu");
       device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = k8s::Quantity::FromInt(1);
     }
   }
@@ -103,6 +105,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
                                         k8s::Quantity::FromInt(memory, k8s::Quantity::Format::kBinarySI),
                                         k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
       device.attributes["numaNodeID"] = k8s::IntAttribute(id);
+      device.attributes["resource"] = k8s::StringAttribute("memory");
       devices.push_back(std::move(device));
     }
   }

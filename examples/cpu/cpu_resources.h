@@ -8,6 +8,8 @@
 //    CPU (deviceMultiplier 1);
 //  - with memory devices, one per NUMA node ("memory-numa-<id>"), shared
 //    the same way by `<driver>/memory`, mapped to the node's `memory`.
+// Every device has the attribute `resource`: "cpu" or "memory", for
+// DeviceClasses (CEL sees no device names).
 #pragma once
 
 #include <set>

@@ -97,6 +97,7 @@ TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the 
   CHECK(socket0["attributes"]["socketID"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["numaNodeID"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["smtEnabled"] == json{{"bool", true}});
+  CHECK(socket0["attributes"]["resource"] == json{{"string", "cpu"}});
   CHECK(DeviceJson(pool, "cpu-socket-1")["capacity"]["cpu.example.com/cpu"]["value"] == "8");
 }
 
@@ -117,6 +118,7 @@ TEST_CASE("grouped by NUMA node, with memory devices of each node", "[examples][
   const json memory2 = DeviceJson(pool, "memory-numa-2");
   INFO(memory2.dump(1));
   CHECK(memory2["attributes"]["numaNodeID"] == json{{"int", 2}});
+  CHECK(memory2["attributes"]["resource"] == json{{"string", "memory"}});
   CHECK(memory2["capacity"]["cpu.example.com/memory"]["value"] == "8Gi");
   CHECK(memory2["capacity"]["cpu.example.com/memory"]["requestPolicy"]["validRange"]["step"] == "1Mi");
   CHECK(memory2["nodeAllocatableResources"] ==
@@ -140,6 +142,7 @@ TEST_CASE("individual: a device per CPU worth one node CPU, over several slices 
   CHECK(cpu129["attributes"]["cpuID"] == json{{"int", 129}});
   CHECK(cpu129["attributes"]["coreID"] == json{{"int", 1}});
   CHECK(cpu129["attributes"]["socketID"] == json{{"int", 0}});
+  CHECK(cpu129["attributes"]["resource"] == json{{"string", "cpu"}});
   CHECK(cpu129["nodeAllocatableResources"] == json{{"cpu", {{"mapping", {{"deviceMultiplier", "1"}}}}}});
   CHECK_FALSE(cpu129.contains("allowMultipleAllocations"));
 }

@@ -1,10 +1,10 @@
-// The GPU example's deployment (examples/gpu/deploy/) on the suite's real
-// API server: every manifest is accepted; the node plugin runs on the node
-// under its own service account with a token bound to a pod there, as the
-// DaemonSet's pods get, and that RBAC is enough to publish, prepare, write
-// device status; the admission policy refuses its writes to any slice but
-// its own node's; the fabric controller publishes the fabric pool under its
-// service account.
+// The example drivers' deployments (examples/{gpu,cpu}/deploy/) on the
+// suite's real API server: every manifest is accepted; each node plugin runs
+// on the node under its own service account with a token bound to a pod
+// there, as the DaemonSet's pods get, and that RBAC is enough to publish,
+// prepare (and, for the GPU driver, write device status); the admission
+// policy refuses the GPU plugin's writes to any slice but its own node's; the
+// fabric controller publishes the fabric pool under its service account.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +19,7 @@
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
 #include "e2e/manifests.h"
+#include "fake_sysfs.h"
 #include "e2e/node_driver.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -33,11 +34,14 @@ using nlohmann::json;
 
 constexpr char kNamespace[] = "dra-gpu-example";
 constexpr char kDriver[] = "gpu.example.com";
+constexpr char kCpuNamespace[] = "dra-cpu-example";
+constexpr char kCpuDriver[] = "cpu.example.com";
 
-// Server-side applies the objects of `file` (under examples/gpu/deploy), in
-// namespace `ns` when given; returns what the server made of them.
-std::vector<json> ApplyFile(Client& admin, const std::string& file, const std::string& ns = "") {
-  const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
+// Server-side applies the objects of `file` (under examples/<example>/deploy),
+// in namespace `ns` when given; returns what the server made of them.
+std::vector<json> ApplyFile(Client& admin, const std::string& file, const std::string& ns = "",
+                            const std::string& example = "gpu") {
+  const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/", example, "/deploy/", file);
   std::vector<json> applied;
   for (json& object : ManifestObjects(testing::ReadFile(path), path)) {
     applied.push_back(ApplyObject(admin, std::move(object), ns));
@@ -56,25 +60,27 @@ std::vector<json> ApplyDeployment(Client& admin) {
   return applied;
 }
 
-// A pod of `service_account` on the node, and a kubeconfig with a token
-// bound to it, as the kubelet mounts one into the DaemonSet's pods.
+// A pod of `service_account` (of namespace `ns`) on the node, and a
+// kubeconfig with a token bound to it, as the kubelet mounts one into the
+// DaemonSet's pods.
 struct BoundIdentity {
   testing::TempDir dir;
   std::string kubeconfig;
   std::string pod;
 
-  BoundIdentity(Client& admin, const NodeEnv& node, const std::string& service_account) {
+  BoundIdentity(Client& admin, const NodeEnv& node, const std::string& service_account,
+                const std::string& ns = kNamespace) {
     pod = UniqueName(service_account);
     const json object = {
         {"apiVersion", "v1"},
         {"kind", "Pod"},
-        {"metadata", {{"namespace", kNamespace}, {"name", pod}}},
+        {"metadata", {{"namespace", ns}, {"name", pod}}},
         {"spec",
          {{"nodeName", node.name},
           {"serviceAccountName", service_account},
           {"automountServiceAccountToken", false},
           {"containers", json::array({{{"name", "plugin"}, {"image", "registry.example/app:1"}}})}}}};
-    absl::StatusOr<json> created = admin.Create(kPods, kNamespace, object);
+    absl::StatusOr<json> created = admin.Create(kPods, ns, object);
     INFO(created.status().ToString());
     REQUIRE(created.ok());
     const ResourceRef token_ref{"", "v1", absl::StrCat("serviceaccounts/", service_account, "/token"), true};
@@ -85,7 +91,7 @@ struct BoundIdentity {
          {{"expirationSeconds", 3600},
           {"boundObjectRef",
            {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod}, {"uid", (*created)["metadata"]["uid"]}}}}}};
-    absl::StatusOr<json> token = admin.Create(token_ref, kNamespace, request);
+    absl::StatusOr<json> token = admin.Create(token_ref, ns, request);
     INFO(token.status().ToString());
     REQUIRE(token.ok());
     const k8s::ClientConfig cluster = AdminConfig();
@@ -225,6 +231,65 @@ TEST_CASE("the GPU demo's claims and pods are accepted by the API server", "[e2e
   }
   CHECK(pods.size() == 6);
   for (const std::string& pod : pods) REQUIRE(admin->Delete(kPods, ns, pod).ok());
+}
+
+TEST_CASE("the CPU deployment: manifests and demo accepted, the node plugin publishes and prepares under its own "
+          "RBAC",
+          "[e2e][node][cpu][deploy]") {
+  auto admin = MakeClient(AdminConfig());
+  const NodeEnv node = Node();
+  size_t applied = 0;
+  for (const std::string file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
+                                 "daemonset.yaml"}) {
+    applied += ApplyFile(*admin, file, "", "cpu").size();
+  }
+  CHECK(applied == 9);
+  const std::string demo_ns = CreateNamespace(*admin, "e2e-cpu-demo");
+  std::vector<std::string> demo_pods;
+  for (const std::string file : {"demo/exclusive-cpus.yaml", "demo/cpus-and-memory.yaml"}) {
+    for (const json& object : ApplyFile(*admin, file, demo_ns, "cpu")) {
+      if (object["kind"] == "Pod") demo_pods.push_back(object["metadata"]["name"].get<std::string>());
+    }
+  }
+  CHECK(demo_pods.size() == 2);
+  // Four CPUs do not fit this node: the demo pods wait; they go.
+  for (const std::string& pod : demo_pods) REQUIRE(admin->Delete(kPods, demo_ns, pod).ok());
+
+  BoundIdentity identity(*admin, node, "cpu-example-driver", kCpuNamespace);
+  testing::TempDir sysfs;
+  testing::FakeMachine machine;
+  testing::WriteFakeSysfs(sysfs.path(), machine);
+  DriverProcess driver(node, kCpuDriver);
+  driver.Start({DRA_CPU_DRIVER, "--node-name=" + node.name, "--kubeconfig=" + identity.kubeconfig,
+                "--cdi-root=" + node.cdi_dir, "--kubelet-registrar-directory-path=" + node.plugins_registry,
+                "--kubelet-plugins-directory-path=" + node.plugins_dir, "--http-endpoint=" + driver.HttpEndpoint(),
+                "--sysfs-root=" + sysfs.path(), "--reserved-cpus=0", "--memory-devices"});
+  CHECK(Eventually([&] { return SliceUids(*admin, node.name, kCpuDriver).size() == 1; }));
+
+  const std::string ns = CreateNamespace(*admin, "e2e-cpu-deploy");
+  const json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"namespace", ns}, {"name", "cpu"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           json::array({{{"name", "cpus"},
+                         {"exactly",
+                          {{"deviceClassName", kCpuDriver},
+                           {"capacity", {{"requests", {{std::string(kCpuDriver) + "/cpu", "1"}}}}}}}}})}}}}}};
+  REQUIRE(admin->Create(k8s::kResourceClaims, ns, claim).ok());
+  REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"cpus", "cpu"}}, false)).ok());
+  json pod;
+  const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
+  INFO("the pod: " << pod.dump(1) << "\nevents:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n")
+                   << "\nthe driver's log:\n" << driver.Log());
+  REQUIRE(running);
+  CHECK(driver.Metric("dra_cpu_allocated_cpus") == 1);
+  REQUIRE(admin->Delete(kPods, ns, "app").ok());
+  CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, "app").status()); }, absl::Seconds(90)));
+  driver.Stop();
+  REQUIRE(admin->Delete(kPods, kCpuNamespace, identity.pod).ok());
 }
 
 }  // namespace
