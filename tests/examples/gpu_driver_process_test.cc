@@ -5,96 +5,24 @@
 // DaemonSet restarts it).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <memory>
 #include <string>
 
 #include <catch2/catch.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "dra/k8s/client.h"
-#include "pluginregistration/v1/api.grpc.pb.h"
-#include "support/fake_apiserver.h"
-#include "support/free_port.h"
+#include "example_driver_process.h"
 #include "support/http_get.h"
 #include "support/poll.h"
-#include "support/subprocess.h"
-#include "support/temp_dir.h"
 
 namespace {
 
-using dra::testing::ChildProcess;
-using dra::testing::FreePort;
 using dra::testing::HttpGet;
 using dra::testing::PollUntil;
-using nlohmann::json;
 
-constexpr char kNode[] = "node-1";
 constexpr char kDriver[] = "gpu.example.com";
 
-struct Fixture {
-  dra::testing::TempDir dir;
-  std::unique_ptr<dra::testing::FakeApiServer> server;
-  int port = FreePort();
-  ChildProcess driver;
-
-  Fixture() {
-    dra::testing::FakeApiServer::Options options;
-    options.extra_args = {"--quiet"};
-    absl::StatusOr<std::unique_ptr<dra::testing::FakeApiServer>> started = dra::testing::FakeApiServer::Start(options);
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    server = *std::move(started);
-    dra::k8s::ClientConfig config;
-    config.server = server->url();
-    config.ca_file = server->ca_file();
-    config.bearer_token = server->admin_token();
-    absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(config);
-    REQUIRE(client.ok());
-    const json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}};
-    REQUIRE((*client)->Create(dra::k8s::kNodes, "", node).ok());
-    std::ofstream(dir.Join("kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
-                                          << server->url() << "\n    certificate-authority: " << server->ca_file()
-                                          << "\nusers:\n- name: u\n  user:\n    token: " << server->admin_token()
-                                          << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-                                          << "current-context: c\n";
-    for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir.Join(sub));
-    absl::StatusOr<ChildProcess> spawned = ChildProcess::Spawn(
-        {DRA_GPU_DRIVER, "--node-name=" + std::string(kNode), "--kubeconfig=" + dir.Join("kubeconfig"),
-         "--cdi-root=" + dir.Join("cdi"), "--kubelet-registrar-directory-path=" + dir.Join("registry"),
-         "--kubelet-plugins-directory-path=" + dir.Join("plugins"),
-         "--http-endpoint=127.0.0.1:" + std::to_string(port), "--num-devices=8"},
-        dir.Join("driver.log"));
-    REQUIRE(spawned.ok());
-    driver = *std::move(spawned);
-    INFO(Log());
-    REQUIRE(PollUntil([&] { return std::filesystem::exists(RegistrarSocket()); }, absl::Seconds(20)));
-  }
-
-  std::string RegistrarSocket() const { return dir.Join(absl::StrCat("registry/", kDriver, "-reg.sock")); }
-  std::string DraSocket() const { return dir.Join(absl::StrCat("plugins/", kDriver, "/dra.sock")); }
-  std::string Log() const { return dra::testing::ReadFile(dir.Join("driver.log")); }
-  std::string Metrics() const { return HttpGet(port, "/metrics").second; }
-
-  // What the kubelet tells the plugin after GetInfo. A plugin told that it
-  // is refused may be gone before it answers.
-  grpc::Status NotifyRegistration(bool registered, const std::string& error) {
-    auto stub = pluginregistration::Registration::NewStub(
-        grpc::CreateChannel("unix:" + RegistrarSocket(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext info_context;
-    pluginregistration::InfoRequest request;
-    pluginregistration::PluginInfo info;
-    REQUIRE(stub->GetInfo(&info_context, request, &info).ok());
-    CHECK(info.name() == kDriver);
-    grpc::ClientContext context;
-    pluginregistration::RegistrationStatus status;
-    status.set_plugin_registered(registered);
-    status.set_error(error);
-    pluginregistration::RegistrationStatusResponse response;
-    return stub->NotifyRegistrationStatus(&context, status, &response);
-  }
+struct Fixture : dra::testing::ExampleDriverProcess {
+  Fixture() : ExampleDriverProcess(DRA_GPU_DRIVER, kDriver, {"--num-devices=8"}) {}
 };
 
 TEST_CASE("the GPU driver: /metrics shows its GPUs published and its API requests, /healthz follows its sockets, "

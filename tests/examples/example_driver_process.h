@@ -1,0 +1,110 @@
+// An example driver binary as a process against the fake API server (with
+// a Node), its sockets and CDI dir in a temp dir, and the test as its kubelet.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "dra/k8s/client.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+#include "support/fake_apiserver.h"
+#include "support/free_port.h"
+#include "support/http_get.h"
+#include "support/poll.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace dra::testing {
+
+inline constexpr char kExampleNode[] = "node-1";
+
+struct ExampleDriverProcess {
+  TempDir dir;
+  std::unique_ptr<FakeApiServer> server;
+  std::shared_ptr<k8s::Client> client;
+  std::string driver_name;
+  int port = FreePort();
+  ChildProcess driver;
+
+  // Starts `binary` as driver `driver_name` with the node's flags and `flags`;
+  // returns once its registration socket is there.
+  ExampleDriverProcess(const std::string& binary, std::string name, const std::vector<std::string>& flags)
+      : driver_name(std::move(name)) {
+    FakeApiServer::Options options;
+    options.extra_args = {"--quiet"};
+    absl::StatusOr<std::unique_ptr<FakeApiServer>> started = FakeApiServer::Start(options);
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    server = *std::move(started);
+    k8s::ClientConfig config;
+    config.server = server->url();
+    config.ca_file = server->ca_file();
+    config.bearer_token = server->admin_token();
+    absl::StatusOr<std::shared_ptr<k8s::Client>> made = k8s::Client::Create(config);
+    REQUIRE(made.ok());
+    client = *made;
+    const nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kExampleNode}}}};
+    REQUIRE(client->Create(k8s::kNodes, "", node).ok());
+    std::ofstream(dir.Join("kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+                                          << server->url() << "\n    certificate-authority: " << server->ca_file()
+                                          << "\nusers:\n- name: u\n  user:\n    token: " << server->admin_token()
+                                          << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+                                          << "current-context: c\n";
+    for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir.Join(sub));
+    std::vector<std::string> argv = {binary,
+                                     "--driver-name=" + driver_name,
+                                     "--node-name=" + std::string(kExampleNode),
+                                     "--kubeconfig=" + dir.Join("kubeconfig"),
+                                     "--cdi-root=" + dir.Join("cdi"),
+                                     "--kubelet-registrar-directory-path=" + dir.Join("registry"),
+                                     "--kubelet-plugins-directory-path=" + dir.Join("plugins"),
+                                     "--http-endpoint=127.0.0.1:" + std::to_string(port)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<ChildProcess> spawned = ChildProcess::Spawn(argv, dir.Join("driver.log"));
+    REQUIRE(spawned.ok());
+    driver = *std::move(spawned);
+    INFO(Log());
+    REQUIRE(PollUntil([&] { return std::filesystem::exists(RegistrarSocket()); }, absl::Seconds(20)));
+  }
+
+  std::string RegistrarSocket() const { return dir.Join(absl::StrCat("registry/", driver_name, "-reg.sock")); }
+  std::string DraSocket() const { return dir.Join(absl::StrCat("plugins/", driver_name, "/dra.sock")); }
+  std::string Log() const { return ReadFile(dir.Join("driver.log")); }
+  std::string Metrics() const { return HttpGet(port, "/metrics").second; }
+
+  // The driver's ResourceSlices in the API server.
+  std::vector<nlohmann::json> Slices() const {
+    k8s::ListOptions options;
+    options.field_selector = "spec.driver=" + driver_name;
+    absl::StatusOr<k8s::ListResult> list = client->ListAll(k8s::kResourceSlices, "", options);
+    REQUIRE(list.ok());
+    return list->items;
+  }
+
+  // What the kubelet tells the plugin after GetInfo. A plugin told that it
+  // is refused may be gone before it answers.
+  grpc::Status NotifyRegistration(bool registered, const std::string& error) {
+    auto stub = pluginregistration::Registration::NewStub(
+        grpc::CreateChannel("unix:" + RegistrarSocket(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext info_context;
+    pluginregistration::InfoRequest request;
+    pluginregistration::PluginInfo info;
+    REQUIRE(stub->GetInfo(&info_context, request, &info).ok());
+    CHECK(info.name() == driver_name);
+    grpc::ClientContext context;
+    pluginregistration::RegistrationStatus status;
+    status.set_plugin_registered(registered);
+    status.set_error(error);
+    pluginregistration::RegistrationStatusResponse response;
+    return stub->NotifyRegistrationStatus(&context, status, &response);
+  }
+};
+
+}  // namespace dra::testing
