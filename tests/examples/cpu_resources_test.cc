@@ -147,6 +147,17 @@ TEST_CASE("individual: a device per CPU worth one node CPU, over several slices 
   CHECK_FALSE(cpu129.contains("allowMultipleAllocations"));
 }
 
+TEST_CASE("a socket with one allocatable CPU has no step to take, as the API server wants", "[examples][cpu]") {
+  FakeMachine m;
+  m.cores_per_socket = 2;
+  cpu::PublishOptions options = Options();
+  options.reserved = {0};
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  CheckValid(pool);
+  CHECK(DeviceJson(pool, "cpu-socket-0")["capacity"]["cpu.example.com/cpu"] ==
+        json{{"value", "1"}, {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "1"}}}}}});
+}
+
 TEST_CASE("a socket whose CPUs are all reserved is not published", "[examples][cpu]") {
   FakeMachine m;
   m.sockets = 2;

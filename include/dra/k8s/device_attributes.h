@@ -62,15 +62,17 @@ inline DeviceCapacity Capacity(Quantity value) {
 
 // Capacity that several claims of a device with allow_multiple_allocations
 // share (consumable capacity): each takes a multiple of `step`, at least one
-// step and at most all of it; one step when a claim does not say.
+// step and at most all of it; one step when a claim does not say. When the
+// total is a single step there is no step to take (the API server refuses a
+// range whose min plus step is above the capacity).
 inline DeviceCapacity ShareableCapacity(Quantity total, Quantity step) {
   DeviceCapacity capacity = Capacity(total);
   CapacityRequestPolicy& policy = capacity.request_policy.emplace();
   policy.default_value = step;
   CapacityRequestPolicyRange& range = policy.valid_range.emplace();
   range.min = step;
+  if (step + step <= total) range.step = step;
   range.max = std::move(total);
-  range.step = std::move(step);
   return capacity;
 }
 

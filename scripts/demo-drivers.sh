@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The example GPU driver (examples/gpu) on a real Kubernetes v1.37.2 control
-# plane and node, built from source and started in a temp dir by the e2e
-# suite's tests/e2e/cluster.sh (the node is a real kubelet on the suite's CRI
-# stand-in, which resolves CDI devices as containerd does but starts no
-# processes). Step by step: the driver's slices, a pod with a GPU from a
-# template and what its container got, the claim's device status, a
-# fabric-attached GPU bound after its binding condition, a GPU going bad
-# (taint, health, eviction), clean-up. Called by scripts/demo.sh.
+# The example GPU and CPU drivers (examples/gpu, examples/cpu) on a real
+# Kubernetes v1.37.2 control plane and node, built from source and started in
+# a temp dir by the e2e suite's tests/e2e/cluster.sh (the node is a real
+# kubelet on the suite's CRI stand-in, which resolves CDI devices as
+# containerd does but starts no processes). Step by step: the GPU driver's
+# slices, a pod with a GPU from a template and what its container got, the
+# claim's device status, a fabric-attached GPU bound after its binding
+# condition, a GPU going bad (taint, health, eviction), clean-up; then the
+# CPU driver on this machine's real CPU topology: its slice, a pod's claim
+# for an exclusive CPU prepared, the cpuset in the container, the pod's
+# node-allocatable accounting. Called by scripts/demo.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,10 +28,11 @@ wait_for() {
   exit 1
 }
 
-step "building dra-cpp and the GPU driver"
+step "building dra-cpp and the example drivers"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"${DRA_JOBS:-2}" --target gpu-driver >/dev/null
+cmake --build build -j"${DRA_JOBS:-2}" --target gpu-driver cpu-driver >/dev/null
 driver_bin="$root/build/examples/gpu/gpu-driver"
+cpu_driver_bin="$root/build/examples/cpu/cpu-driver"
 
 step "the Kubernetes binaries: built from source on the first run only (about 20 minutes on 2 cores), then cached"
 tests/e2e/build-k8s.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubelet cri >/dev/null
@@ -36,10 +40,12 @@ tests/e2e/build-k8s.sh etcd kube-apiserver kube-scheduler kube-controller-manage
 work=$(mktemp -d /tmp/dra-gpu-demo-XXXXXX)
 cluster="$work/cluster"
 driver_pid=
+cpu_driver_pid=
 driver_log="$work/driver.log"
 cleanup() {
   [ -n "${DRA_DEMO_KEEP:-}" ] && { echo "kept: $work"; return; }
   [ -n "$driver_pid" ] && kill "$driver_pid" 2>/dev/null && wait "$driver_pid" 2>/dev/null || true
+  [ -n "$cpu_driver_pid" ] && kill "$cpu_driver_pid" 2>/dev/null && wait "$cpu_driver_pid" 2>/dev/null || true
   tests/e2e/cluster.sh stop "$cluster" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -211,5 +217,73 @@ kill -TERM "$driver_pid"
 wait "$driver_pid"
 driver_pid=
 echo "exit status 0; slices: $(slices | py 'print(len(doc["items"]))')"
+
+step "the CPU driver on this machine's real CPU topology (/sys), CPU 0 kept for the system"
+cpu_user="system:serviceaccount:dra-system:cpu-driver"
+post /apis/rbac.authorization.k8s.io/v1/clusterroles '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+  "metadata":{"name":"cpu-demo-driver"},"rules":[
+  {"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete"]},
+  {"apiGroups":[""],"resources":["nodes"],"verbs":["get"]},
+  {"apiGroups":["resource.k8s.io"],"resources":["resourceclaims"],"verbs":["get"]}]}'
+post /apis/rbac.authorization.k8s.io/v1/clusterrolebindings '{"apiVersion":"rbac.authorization.k8s.io/v1",
+  "kind":"ClusterRoleBinding","metadata":{"name":"cpu-demo-driver"},
+  "subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"'"$cpu_user"'"}],
+  "roleRef":{"kind":"ClusterRole","apiGroup":"rbac.authorization.k8s.io","name":"cpu-demo-driver"}}'
+post /apis/resource.k8s.io/v1/deviceclasses '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass",
+  "metadata":{"name":"cpu.example.com"},"spec":{"selectors":[{"cel":{"expression":
+  "device.driver == \"cpu.example.com\" && device.attributes[\"cpu.example.com\"].resource == \"cpu\""}}]}}'
+cpu_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+driver_log="$work/cpu-driver.log"  # what wait_for shows from now on
+"$cpu_driver_bin" --node-name "$node" --kubeconfig "$cluster/driver-cpu-driver.kubeconfig" \
+  --cdi-root "$DRA_E2E_CDI_DIR" --kubelet-registrar-directory-path "$DRA_E2E_PLUGINS_REGISTRY" \
+  --kubelet-plugins-directory-path "$DRA_E2E_PLUGINS_DIR" --http-endpoint "127.0.0.1:$cpu_port" \
+  --reserved-cpus 0 2>"$driver_log" &
+cpu_driver_pid=$!
+cpu_registered() { curl -sf "http://127.0.0.1:$cpu_port/metrics" | grep -q '^dra_registered 1'; }
+wait_for "the kubelet to accept the CPU driver's registration" 30 cpu_registered
+cpu_slices() { get "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver%3Dcpu.example.com"; }
+cpu_published() { [ "$(cpu_slices | py 'print(len(doc["items"]))')" = 1 ]; }
+wait_for "the CPU driver's slice" 30 cpu_published
+cpu_slices | py '
+for s in doc["items"]:
+    for d in s["spec"]["devices"]:
+        a = {k: list(v.values())[0] for k, v in d["attributes"].items()}
+        c = d["capacity"]["cpu.example.com/cpu"]
+        print("  %s: %s CPUs that claims share (validRange %s), socket %s, SMT %s," % (
+              d["name"], c["value"], json.dumps(c["requestPolicy"]["validRange"]), a["socketID"], a["smtEnabled"]))
+        print("    nodeAllocatableResources %s" % json.dumps(d["nodeAllocatableResources"]))'
+
+step "a pod with a claim for one exclusive CPU"
+post /apis/resource.k8s.io/v1/namespaces/default/resourceclaims '{"apiVersion":"resource.k8s.io/v1",
+  "kind":"ResourceClaim","metadata":{"name":"one-cpu"},"spec":{"devices":{
+  "requests":[{"name":"cpus","exactly":{"deviceClassName":"cpu.example.com",
+  "capacity":{"requests":{"cpu.example.com/cpu":"1"}}}}]}}}'
+post /api/v1/namespaces/default/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pinned"},"spec":{
+  "automountServiceAccountToken":false,"containers":[{"name":"app","image":"registry.example/app:1",
+  "resources":{"claims":[{"name":"cpus"}]}}],"resourceClaims":[{"name":"cpus","resourceClaimName":"one-cpu"}]}}'
+wait_for "pod pinned to run" 90 running pinned
+get /apis/resource.k8s.io/v1/namespaces/default/resourceclaims/one-cpu | py '
+r = doc["status"]["allocation"]["devices"]["results"][0]
+print("  allocated %s, consumedCapacity %s" % (r["device"], json.dumps(r["consumedCapacity"])))'
+get /api/v1/namespaces/default/pods/pinned | py '
+for s in doc["status"].get("nodeAllocatableResourceClaimStatuses", []):
+    print("  the pod counts as node allocatable: claim %s, %s" % (s["resourceClaimName"], json.dumps(s["mapping"])))'
+echo "what the container runtime got (the CRI stand-in's record):"
+python3 -c '
+import json, sys
+for c in json.load(open(sys.argv[1]))["containers"]:
+    if c["podName"] == "pinned" and c["state"] != "failed":
+        print("  CDI devices:", ", ".join(c["cdiDevices"]))
+        print("  env:", " ".join(e for e in c["env"] if e.startswith("DRA_CPUSET")))' "$DRA_E2E_CRI_RECORD"
+curl -sf "http://127.0.0.1:$cpu_port/metrics" | grep -E '^dra_cpu_' | sed 's/^/  /'
+
+step "delete pod pinned: the CPU goes back; SIGTERM the CPU driver"
+api -X DELETE "$server/api/v1/namespaces/default/pods/pinned" >/dev/null
+freed() { curl -sf "http://127.0.0.1:$cpu_port/metrics" | grep -q '^dra_cpu_allocated_cpus 0'; }
+wait_for "the CPU to be freed" 90 freed
+echo "  dra_cpu_allocated_cpus 0"
+kill -TERM "$cpu_driver_pid"
+wait "$cpu_driver_pid"
+cpu_driver_pid=
 echo
 echo "demo finished (the cluster is stopped and its temp dir removed)"
