@@ -1,7 +1,9 @@
 #include "cpu_resources.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,21 @@ std::optional<int> Common(const Topology& topology, const std::vector<int>& cpus
   for (int id : cpus) values.insert(field(*topology.Find(id)));
   if (values.size() != 1) return std::nullopt;
   return *values.begin();
+}
+
+// The one PCIe root of the NUMA nodes of `cpus`, when there is exactly one:
+// then a claim can ask for CPUs next to a GPU or NIC with matchAttribute.
+std::optional<std::string> PcieRoot(const Topology& topology, const std::vector<int>& cpus) {
+  std::set<int> nodes;
+  for (int id : cpus) nodes.insert(topology.Find(id)->numa_node);
+  std::set<std::string> roots;
+  for (int node : nodes) {
+    if (auto it = topology.pcie_roots.find(node); it != topology.pcie_roots.end()) {
+      roots.insert(it->second.begin(), it->second.end());
+    }
+  }
+  if (roots.size() != 1) return std::nullopt;
+  return *roots.begin();
 }
 
 // A device that claims share by `capacity_name`, mapped to the node's
@@ -77,6 +94,9 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       if (std::optional<int> node = Common(topology, cpus, [](const Cpu& c) { return c.numa_node; })) {
         device.attributes["numaNodeID"] = k8s::IntAttribute(*node);
       }
+      if (std::optional<std::string> root = PcieRoot(topology, cpus)) {
+        device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(*root);
+      }
       device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
       device.attributes["resource"] = k8s::StringAttribute("cpu");
       devices.push_back(std::move(device));
@@ -91,6 +111,9 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       device.attributes["socketID"] = k8s::IntAttribute(cpu.socket_id);
       device.attributes["numaNodeID"] = k8s::IntAttribute(cpu.numa_node);
       device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
+      if (std::optional<std::string> root = PcieRoot(topology, {cpu.id})) {
+        device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(*root);
+      }
       device.attributes["resource"] = k8s::StringAttribute("cpu");
       device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = k8s::Quantity::FromInt(1);
     }
@@ -106,6 +129,9 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
                                         k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
       device.attributes["numaNodeID"] = k8s::IntAttribute(id);
       device.attributes["resource"] = k8s::StringAttribute("memory");
+      if (auto roots = topology.pcie_roots.find(id); roots != topology.pcie_roots.end() && roots->second.size() == 1) {
+        device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(roots->second.front());
+      }
       devices.push_back(std::move(device));
     }
   }

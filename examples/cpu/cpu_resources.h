@@ -9,7 +9,9 @@
 //  - with memory devices, one per NUMA node ("memory-numa-<id>"), shared
 //    the same way by `<driver>/memory`, mapped to the node's `memory`.
 // Every device has the attribute `resource`: "cpu" or "memory", for
-// DeviceClasses (CEL sees no device names).
+// DeviceClasses (CEL sees no device names), and
+// resource.kubernetes.io/pcieRoot when its NUMA nodes have exactly one PCIe
+// root, for claims that want CPUs next to a GPU or NIC.
 #pragma once
 
 #include <set>

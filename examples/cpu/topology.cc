@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -82,6 +83,21 @@ std::vector<int> CpusWhere(const Topology& topology, const auto& predicate) {
     if (predicate(cpu)) ids.push_back(cpu.id);
   }
   return ids;
+}
+
+// The NUMA node of a PCIe root: the first of its devices that reports one.
+std::optional<int> RootNumaNode(const std::filesystem::path& root) {
+  std::error_code error;
+  std::vector<std::filesystem::path> devices;
+  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
+    if (std::filesystem::exists(entry.path() / "numa_node", error)) devices.push_back(entry.path());
+  }
+  std::sort(devices.begin(), devices.end());
+  for (const std::filesystem::path& device : devices) {
+    absl::StatusOr<int> node = ReadInt((device / "numa_node").string());
+    if (node.ok() && *node >= 0) return *node;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -169,6 +185,12 @@ absl::StatusOr<Topology> ReadTopology(const std::string& sysfs_root) {
     NumaNode& node = topology.numa_nodes[0];
     node.cpus = *online;
   }
+  for (const auto& entry : std::filesystem::directory_iterator(sysfs_root + "/devices", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("pci", 0) != 0 || name.find(':') == std::string::npos) continue;
+    if (std::optional<int> node = RootNumaNode(entry.path())) topology.pcie_roots[*node].push_back(name);
+  }
+  for (auto& [node, roots] : topology.pcie_roots) std::sort(roots.begin(), roots.end());
   return topology;
 }
 

@@ -29,6 +29,9 @@ struct NumaNode {
 struct Topology {
   std::vector<Cpu> cpus;               // online, by id
   std::map<int, NumaNode> numa_nodes;  // by id; one node 0 when sysfs shows none
+  // PCIe root complexes ("pci0000:00") by the NUMA node their devices
+  // report; roots whose devices report none (-1) are left out.
+  std::map<int, std::vector<std::string>> pcie_roots;
 
   const Cpu* Find(int id) const;
   // Whether any core runs more than one online thread.
@@ -39,8 +42,9 @@ struct Topology {
   std::vector<int> Sockets() const;
 };
 
-// Reads <sysfs_root>/devices/system/cpu and <sysfs_root>/devices/system/node
-// ("/sys" on a node). A missing or malformed file names its path.
+// Reads <sysfs_root>/devices/system/cpu, <sysfs_root>/devices/system/node and
+// the PCIe roots <sysfs_root>/devices/pci<domain>:<bus> ("/sys" on a node).
+// A missing or malformed file names its path.
 absl::StatusOr<Topology> ReadTopology(const std::string& sysfs_root);
 
 }  // namespace cpu

@@ -158,6 +158,30 @@ TEST_CASE("a socket with one allocatable CPU has no step to take, as the API ser
         json{{"value", "1"}, {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "1"}}}}}});
 }
 
+TEST_CASE("pcieRoot: published where a NUMA node has exactly one PCIe root", "[examples][cpu]") {
+  FakeMachine m;
+  m.sockets = 2;
+  m.pcie_roots_per_numa = 1;
+  cpu::PublishOptions options = Options();
+  options.memory_devices = true;
+  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  CheckValid(pool);
+  CHECK(DeviceJson(pool, "cpu-socket-1")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
+        json{{"string", "pci0000:01"}});
+  CHECK(DeviceJson(pool, "memory-numa-0")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
+        json{{"string", "pci0000:00"}});
+  const dra::resourceslice::Pool individual = cpu::NodePool(Machine(m), Options(cpu::Mode::kIndividual));
+  CHECK(DeviceJson(individual, "cpu-5")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
+        json{{"string", "pci0000:01"}});
+
+  m.pcie_roots_per_numa = 2;  // which one would a claim mean?
+  const dra::resourceslice::Pool two = cpu::NodePool(Machine(m), Options());
+  CHECK_FALSE(DeviceJson(two, "cpu-socket-0")["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+  // No PCIe roots with a NUMA node (this test machine's reports -1).
+  const dra::resourceslice::Pool none = cpu::NodePool(Machine(FakeMachine{}), Options());
+  CHECK_FALSE(DeviceJson(none, "cpu-socket-0")["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+}
+
 TEST_CASE("a socket whose CPUs are all reserved is not published", "[examples][cpu]") {
   FakeMachine m;
   m.sockets = 2;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -22,6 +23,7 @@ struct FakeMachine {
   int numa_per_socket = 1;  // divides cores_per_socket
   int l3_per_socket = 1;    // divides cores_per_socket
   std::set<int> offline;
+  int pcie_roots_per_numa = 0;  // pci0000:<n>, one device each, numbered across NUMA nodes
   int64_t memory_per_numa_kib = 16 << 20;  // 16 GiB
 
   int cores() const { return sockets * cores_per_socket; }
@@ -66,6 +68,16 @@ inline void WriteFakeSysfs(const std::string& root, const FakeMachine& m) {
         WriteSysfsFile(dir / "cache/index3/shared_cpu_list", cpu::FormatCpuList(l3));
         numa_cpus[s * m.numa_per_socket + c / cores_per_numa].push_back(id);
       }
+    }
+  }
+  int bus = 0;
+  for (size_t n = 0; n < numa_cpus.size(); ++n) {
+    for (int r = 0; r < m.pcie_roots_per_numa; ++r, ++bus) {
+      char name[16];
+      std::snprintf(name, sizeof(name), "%02x", bus);
+      const std::filesystem::path device =
+          std::filesystem::path(root) / ("devices/pci0000:" + std::string(name)) / ("0000:" + std::string(name) + ":00.0");
+      WriteSysfsFile(device / "numa_node", std::to_string(n));
     }
   }
   const std::filesystem::path node_root = std::filesystem::path(root) / "devices/system/node";
