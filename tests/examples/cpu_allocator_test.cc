@@ -11,12 +11,7 @@
 namespace {
 
 using dra::testing::FakeMachine;
-
-cpu::Topology Machine(const FakeMachine& m) {
-  dra::testing::TempDir dir;
-  dra::testing::WriteFakeSysfs(dir.path(), m);
-  return *cpu::ReadTopology(dir.path());
-}
+using dra::testing::FakeTopology;
 
 // Two sockets of 4 cores with 2 threads each, two L3 groups per socket.
 FakeMachine TwoSocketsSmt() {
@@ -35,7 +30,7 @@ std::string Pick(cpu::CpuAllocator& allocator, const std::string& uid, int socke
 }
 
 TEST_CASE("CpuAllocator with SMT: whole cores of one L3 group first", "[examples][cpu]") {
-  cpu::CpuAllocator allocator(Machine(TwoSocketsSmt()), {});
+  cpu::CpuAllocator allocator(FakeTopology(TwoSocketsSmt()), {});
   // Socket 0: cores 0-3 with threads 0-3 and 8-11; L3 groups {0,1,8,9} and {2,3,10,11}.
   CHECK(Pick(allocator, "a", 0, 2) == "0,8");        // one whole core
   CHECK(Pick(allocator, "b", 0, 2) == "1,9");        // the rest of that L3 group
@@ -48,19 +43,19 @@ TEST_CASE("CpuAllocator with SMT: whole cores of one L3 group first", "[examples
 }
 
 TEST_CASE("CpuAllocator packs a request into the smallest L3 group that holds it", "[examples][cpu]") {
-  cpu::CpuAllocator allocator(Machine(TwoSocketsSmt()), {});
+  cpu::CpuAllocator allocator(FakeTopology(TwoSocketsSmt()), {});
   CHECK(Pick(allocator, "a", 0, 2) == "0,8");  // L3 group 0 has 2 free now, group 2 has 4
   CHECK(Pick(allocator, "b", 0, 4) == "2-3,10-11");
   CHECK(Pick(allocator, "c", 0, 2) == "1,9");
   // Larger than any group: the fullest groups first.
-  cpu::CpuAllocator fresh(Machine(TwoSocketsSmt()), {});
+  cpu::CpuAllocator fresh(FakeTopology(TwoSocketsSmt()), {});
   CHECK(Pick(fresh, "big", 1, 6) == "4-6,12-14");  // all of L3 group 4, a core of group 6
 }
 
 TEST_CASE("CpuAllocator without SMT takes CPUs in order, never reserved ones", "[examples][cpu]") {
   FakeMachine m;
   m.cores_per_socket = 8;
-  cpu::CpuAllocator allocator(Machine(m), {0, 1});
+  cpu::CpuAllocator allocator(FakeTopology(m), {0, 1});
   CHECK(Pick(allocator, "a", 0, 3) == "2-4");
   CHECK(Pick(allocator, "b", 0, 4) == "needs 4 CPUs of socket 0, 3 are free (8 online, 2 reserved, 3 held by other claims)");
   CHECK(allocator.held().size() == 1);  // the failed request took nothing
@@ -70,7 +65,7 @@ TEST_CASE("CpuAllocator without SMT takes CPUs in order, never reserved ones", "
 TEST_CASE("CpuAllocator::Take takes exactly the CPUs named, or none of them", "[examples][cpu]") {
   FakeMachine m;
   m.cores_per_socket = 8;
-  cpu::CpuAllocator allocator(Machine(m), {7});
+  cpu::CpuAllocator allocator(FakeTopology(m), {7});
   REQUIRE(allocator.Take("a", {2, 3}).ok());
   CHECK(allocator.Take("b", {4, 3}).message() == "CPU 3 is held by claim a");
   CHECK(allocator.Take("b", {7}).message() == "CPU 7 is reserved");

@@ -21,14 +21,9 @@ namespace kp = dra::kubeletplugin;
 using dra::kubeletclient::DraApi;
 using dra::kubeletclient::DraClient;
 using dra::testing::FakeMachine;
+using dra::testing::FakeTopology;
 
 constexpr char kDriver[] = "cpu.example.com";
-
-cpu::Topology Machine(const FakeMachine& m) {
-  dra::testing::TempDir dir;
-  dra::testing::WriteFakeSysfs(dir.path(), m);
-  return *cpu::ReadTopology(dir.path());
-}
 
 // Two sockets of 4 cores, 2 threads each.
 FakeMachine TwoSocketsSmt() {
@@ -77,7 +72,7 @@ struct Fixture : dra::testing::HelperDirs {
     return options;
   }
   std::unique_ptr<cpu::CpuDriver> NewDriver() const {
-    return std::make_unique<cpu::CpuDriver>(publish, Machine(TwoSocketsSmt()), dra::testing::DiscardLogger(),
+    return std::make_unique<cpu::CpuDriver>(publish, FakeTopology(TwoSocketsSmt()), dra::testing::DiscardLogger(),
                                             signals);
   }
 

@@ -15,13 +15,8 @@ namespace {
 
 namespace k8s = dra::k8s;
 using dra::testing::FakeMachine;
+using dra::testing::FakeTopology;
 using nlohmann::json;
-
-cpu::Topology Machine(const FakeMachine& m) {
-  dra::testing::TempDir dir;
-  dra::testing::WriteFakeSysfs(dir.path(), m);
-  return *cpu::ReadTopology(dir.path());
-}
 
 cpu::PublishOptions Options(cpu::Mode mode = cpu::Mode::kGrouped, cpu::GroupBy by = cpu::GroupBy::kSocket) {
   cpu::PublishOptions options;
@@ -85,7 +80,7 @@ TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the 
   m.threads_per_core = 2;
   cpu::PublishOptions options = Options();
   options.reserved = {0, 8};
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   CheckValid(pool);
   REQUIRE(pool.slices[0].devices.size() == 2);
   const json socket0 = DeviceJson(pool, "cpu-socket-0");
@@ -109,7 +104,7 @@ TEST_CASE("grouped by NUMA node, with memory devices of each node", "[examples][
   m.memory_per_numa_kib = (int64_t{8} << 20) + 100;  // 8 GiB and change: the capacity is whole MiB
   cpu::PublishOptions options = Options(cpu::Mode::kGrouped, cpu::GroupBy::kNuma);
   options.memory_devices = true;
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   CheckValid(pool);
   const json numa3 = DeviceJson(pool, "cpu-numa-3");
   CHECK(numa3["attributes"]["numaNodeID"] == json{{"int", 3}});
@@ -132,7 +127,7 @@ TEST_CASE("individual: a device per CPU worth one node CPU, over several slices 
   m.threads_per_core = 2;
   cpu::PublishOptions options = Options(cpu::Mode::kIndividual);
   options.reserved = {0, 128};
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   CheckValid(pool);
   size_t devices = 0;
   for (const auto& slice : pool.slices) devices += slice.devices.size();
@@ -152,7 +147,7 @@ TEST_CASE("a socket with one allocatable CPU has no step to take, as the API ser
   m.cores_per_socket = 2;
   cpu::PublishOptions options = Options();
   options.reserved = {0};
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   CheckValid(pool);
   CHECK(DeviceJson(pool, "cpu-socket-0")["capacity"]["cpu.example.com/cpu"] ==
         json{{"value", "1"}, {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "1"}}}}}});
@@ -164,21 +159,21 @@ TEST_CASE("pcieRoot: published where a NUMA node has exactly one PCIe root", "[e
   m.pcie_roots_per_numa = 1;
   cpu::PublishOptions options = Options();
   options.memory_devices = true;
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   CheckValid(pool);
   CHECK(DeviceJson(pool, "cpu-socket-1")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
         json{{"string", "pci0000:01"}});
   CHECK(DeviceJson(pool, "memory-numa-0")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
         json{{"string", "pci0000:00"}});
-  const dra::resourceslice::Pool individual = cpu::NodePool(Machine(m), Options(cpu::Mode::kIndividual));
+  const dra::resourceslice::Pool individual = cpu::NodePool(FakeTopology(m), Options(cpu::Mode::kIndividual));
   CHECK(DeviceJson(individual, "cpu-5")["attributes"]["resource.kubernetes.io/pcieRoot"] ==
         json{{"string", "pci0000:01"}});
 
   m.pcie_roots_per_numa = 2;  // which one would a claim mean?
-  const dra::resourceslice::Pool two = cpu::NodePool(Machine(m), Options());
+  const dra::resourceslice::Pool two = cpu::NodePool(FakeTopology(m), Options());
   CHECK_FALSE(DeviceJson(two, "cpu-socket-0")["attributes"].contains("resource.kubernetes.io/pcieRoot"));
   // No PCIe roots with a NUMA node (this test machine's reports -1).
-  const dra::resourceslice::Pool none = cpu::NodePool(Machine(FakeMachine{}), Options());
+  const dra::resourceslice::Pool none = cpu::NodePool(FakeTopology(FakeMachine{}), Options());
   CHECK_FALSE(DeviceJson(none, "cpu-socket-0")["attributes"].contains("resource.kubernetes.io/pcieRoot"));
 }
 
@@ -187,7 +182,7 @@ TEST_CASE("a socket whose CPUs are all reserved is not published", "[examples][c
   m.sockets = 2;
   cpu::PublishOptions options = Options();
   options.reserved = {0, 1, 2, 3};
-  const dra::resourceslice::Pool pool = cpu::NodePool(Machine(m), options);
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
   REQUIRE(pool.slices.size() == 1);
   REQUIRE(pool.slices[0].devices.size() == 1);
   CHECK(pool.slices[0].devices[0].name == "cpu-socket-1");

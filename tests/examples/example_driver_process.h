@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/client.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
+#include "support/fake_api_claims.h"
 #include "support/fake_apiserver.h"
 #include "support/free_port.h"
 #include "support/http_get.h"
@@ -37,19 +38,8 @@ struct ExampleDriverProcess {
   // returns once its registration socket is there.
   ExampleDriverProcess(const std::string& binary, std::string name, const std::vector<std::string>& flags)
       : driver_name(std::move(name)) {
-    FakeApiServer::Options options;
-    options.extra_args = {"--quiet"};
-    absl::StatusOr<std::unique_ptr<FakeApiServer>> started = FakeApiServer::Start(options);
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    server = *std::move(started);
-    k8s::ClientConfig config;
-    config.server = server->url();
-    config.ca_file = server->ca_file();
-    config.bearer_token = server->admin_token();
-    absl::StatusOr<std::shared_ptr<k8s::Client>> made = k8s::Client::Create(config);
-    REQUIRE(made.ok());
-    client = *made;
+    server = StartServer();
+    client = MakeClient(*server);
     const nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kExampleNode}}}};
     REQUIRE(client->Create(k8s::kNodes, "", node).ok());
     std::ofstream(dir.Join("kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "

@@ -12,7 +12,11 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "cpuset.h"
+#include "support/temp_dir.h"
+#include "topology.h"
 
 namespace dra::testing {
 
@@ -88,6 +92,16 @@ inline void WriteFakeSysfs(const std::string& root, const FakeMachine& m) {
                                         std::to_string(m.memory_per_numa_kib) + " kB\nNode " + std::to_string(n) +
                                         " MemFree:        1024 kB");
   }
+}
+
+// The topology ReadTopology reads from `m`'s tree.
+inline cpu::Topology FakeTopology(const FakeMachine& m) {
+  TempDir dir;
+  WriteFakeSysfs(dir.path(), m);
+  absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(dir.path());
+  INFO(topology.status().ToString());
+  REQUIRE(topology.ok());
+  return *std::move(topology);
 }
 
 }  // namespace dra::testing
