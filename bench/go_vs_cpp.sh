@@ -65,18 +65,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-case "$link" in
-  static) static_grpc=ON; build=${DRA_BENCH_BUILD_DIR:-build-bench} ;;
-  shared) static_grpc=OFF; build=${DRA_BENCH_BUILD_DIR:-build-bench-shared} ;;
-  *) echo "go_vs_cpp: --link is static or shared, not '$link'" >&2; exit 2 ;;
-esac
+. bench/tree.sh
+dra_bench_tree go_vs_cpp "$link"
 log() { echo "go_vs_cpp: $*" >&2; }
 
 t=$SECONDS
-scripts/install-deps.sh >&2
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRA_BUILD_BENCHMARKS=ON \
-  -DDRA_STATIC_GRPC="$static_grpc" >&2
-nice cmake --build "$build" --target bench_trivial_driver bench_raw_grpc_driver -j"${DRA_JOBS:-2}" >&2
+dra_bench_build bench_trivial_driver bench_raw_grpc_driver
 bin_dir="$(tests/e2e/build-k8s.sh --print-dir kubeletpeer gosdk-driver)"
 log "built in $((SECONDS - t)) s"
 

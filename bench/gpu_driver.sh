@@ -49,18 +49,12 @@ while [ $# -gt 0 ]; do
     *) echo "gpu_driver: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-case "$link" in
-  static) static_grpc=ON; build=${DRA_BENCH_BUILD_DIR:-build-bench} ;;
-  shared) static_grpc=OFF; build=${DRA_BENCH_BUILD_DIR:-build-bench-shared} ;;
-  *) echo "gpu_driver: --link is static or shared, not '$link'" >&2; exit 2 ;;
-esac
+. bench/tree.sh
+dra_bench_tree gpu_driver "$link"
 log() { echo "gpu_driver: $*" >&2; }
 
 t=$SECONDS
-scripts/install-deps.sh >&2
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRA_BUILD_BENCHMARKS=ON -DDRA_BUILD_EXAMPLES=ON \
-  -DDRA_STATIC_GRPC="$static_grpc" >&2
-nice cmake --build "$build" --target gpu-driver -j"${DRA_JOBS:-2}" >&2
+dra_bench_build gpu-driver
 tests/e2e/build-k8s.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubelet cri kubeletpeer >&2
 peer="$(tests/e2e/build-k8s.sh --print-dir kubeletpeer 2>/dev/null)/kubeletpeer"
 log "built in $((SECONDS - t)) s"
