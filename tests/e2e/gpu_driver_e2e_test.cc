@@ -267,27 +267,20 @@ TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, 
   CHECK(statuses[0]["overhead"] == json::array({{{"name", "memory"}, {"perPod", "8Gi"}}}));
   gpu.DeletePod("app");
 
-  // A container asking for all but 4Gi of the node's memory fits alone, not
-  // beside a GPU that costs 8Gi.
+  // A GPU whose overhead is more than the node's allocatable memory: its
+  // pod does not fit.
   absl::StatusOr<json> node = gpu.admin->Get(k8s::kNodes, "", gpu.node.name);
   REQUIRE(node.ok());
   absl::StatusOr<k8s::Quantity> allocatable =
       k8s::Quantity::Parse((*node)["status"]["allocatable"]["memory"].get<std::string>());
   REQUIRE(allocatable.ok());
-  const std::string request = std::to_string(allocatable->Value() - (int64_t{4} << 30));
-  auto big_pod = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& claims) {
-    json object = PodWithClaims(gpu.ns, name, claims, false);
-    object["spec"]["containers"][0]["resources"]["requests"] = {{"memory", request}};
-    REQUIRE(gpu.admin->Create(kPods, gpu.ns, object).ok());
-  };
-  big_pod("alone", {});
+  GpuDriver costly({"--num-devices=1",
+                    "--host-memory-overhead=" + std::to_string(allocatable->Value() + (int64_t{1} << 30))});
+  costly.CreateClaim("gpu", costly.ClaimSpec(costly.DeviceClass()));
+  REQUIRE(costly.admin->Create(kPods, costly.ns, PodWithClaims(costly.ns, "costly", {{"gpu", "gpu"}}, false)).ok());
   json last;
-  CHECK(WaitForPod(*gpu.admin, gpu.ns, "alone", PodRunning, &last));
-  gpu.DeletePod("alone");
-  gpu.CreateClaim("gpu2", gpu.ClaimSpec(device_class));
-  big_pod("with-gpu", {{"gpu", "gpu2"}});
   const bool unschedulable = WaitForPod(
-      *gpu.admin, gpu.ns, "with-gpu",
+      *costly.admin, costly.ns, "costly",
       [](const json& p) {
         for (const json& condition : p["status"].value("conditions", json::array())) {
           if (condition["type"] == "PodScheduled" && condition["status"] == "False" &&
@@ -300,7 +293,7 @@ TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, 
       &last);
   INFO("the pod: " << last.dump(1));
   CHECK(unschedulable);
-  REQUIRE(gpu.admin->Delete(kPods, gpu.ns, "with-gpu").ok());
+  REQUIRE(costly.admin->Delete(kPods, costly.ns, "costly").ok());
 }
 
 TEST_CASE("the GPU driver: a GPU flipped unhealthy is tainted and reported in the pod's status, and a fatal one "
