@@ -525,7 +525,9 @@ TEST_CASE("health: watchers get the current list at once and every update", "[he
   const HealthApi api = GENERATE(HealthApi::kV1, HealthApi::kV1alpha1);
   Fixture f;
   TestDriver driver(/*reports_health=*/true);
-  auto helper = f.Start(driver);
+  Options options = f.MakeOptions();
+  options.shutdown_grace = absl::Hours(1);
+  auto helper = Fixture::Start(driver, options);
   helper->PublishHealth({Health("gpu-0", kubeletplugin::HealthStatus::kHealthy, "ok",
                                 absl::FromUnixSeconds(1700000000), absl::Seconds(60)),
                          Health("gpu-1", kubeletplugin::HealthStatus::kUnhealthy, std::string(1500, 'x'))});
@@ -550,10 +552,9 @@ TEST_CASE("health: watchers get the current list at once and every update", "[he
   REQUIRE(second->size() == 1);
   CHECK((*second)[0].health == "UNKNOWN");
 
-  // Stop ends the open stream promptly rather than waiting for the grace period.
-  const absl::Time before = absl::Now();
+  // Stop ends the open stream rather than waiting for the grace period (an
+  // hour here: waiting for it would time the test out).
   helper->Stop();
-  CHECK(absl::Now() - before < absl::Seconds(4));
   CHECK_FALSE((*stream)->Next(absl::Seconds(10)).ok());
 }
 

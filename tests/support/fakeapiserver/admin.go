@@ -42,6 +42,8 @@ type adminState struct {
 	faults    []*faultRule
 	delay     time.Duration
 	counts    map[string]int
+	inFlight  map[string]int // requests being handled now, by count key
+	peak      map[string]int // the most in flight at once since the last reset
 	total     int
 	bytes     int64
 	log       []*requestLogEntry
@@ -52,7 +54,8 @@ type adminState struct {
 }
 
 func newAdminState(drop, readonly, forbidden []string) (*adminState, error) {
-	a := &adminState{counts: map[string]int{}, readonly: toSet(readonly), forbidden: toSet(forbidden)}
+	a := &adminState{counts: map[string]int{}, inFlight: map[string]int{}, peak: map[string]int{},
+		readonly: toSet(readonly), forbidden: toSet(forbidden)}
 	if err := a.setDrop(drop); err != nil {
 		return nil, err
 	}
@@ -99,8 +102,9 @@ func (s *Server) dropPaths() []dropPath {
 	return s.admin.dropPaths
 }
 
-// record counts a request and returns its log entry (Code is filled in later).
-func (a *adminState) record(e *requestLogEntry) {
+// record counts a request, keeps its log entry (Code is filled in later) and
+// counts it in flight until the returned function runs.
+func (a *adminState) record(e *requestLogEntry) (done func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := e.Verb
@@ -110,11 +114,20 @@ func (a *adminState) record(e *requestLogEntry) {
 		key += " " + e.Path
 	}
 	a.counts[key]++
+	a.inFlight[key]++
+	if a.inFlight[key] > a.peak[key] {
+		a.peak[key] = a.inFlight[key]
+	}
 	a.total++
 	a.bytes += int64(e.Bytes)
 	a.log = append(a.log, e)
 	if len(a.log) > maxRequestLog {
 		a.log = append([]*requestLogEntry(nil), a.log[len(a.log)-maxRequestLog:]...)
+	}
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.inFlight[key]--
 	}
 }
 
@@ -236,11 +249,16 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		for k, v := range a.counts {
 			counts[k] = v
 		}
+		peak := map[string]int{}
+		for k, v := range a.peak {
+			peak[k] = v
+		}
 		log := make([]requestLogEntry, len(a.log))
 		for i, e := range a.log {
 			log[i] = *e
 		}
-		out := map[string]any{"total": a.total, "bytesReceived": a.bytes, "counts": counts, "requests": log}
+		out := map[string]any{"total": a.total, "bytesReceived": a.bytes, "counts": counts, "peakInFlight": peak,
+			"requests": log}
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, out)
 	case r.URL.Path == "/fake/reset" && r.Method == http.MethodPost:
@@ -251,6 +269,10 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		a.mu.Lock()
 		a.counts, a.total, a.bytes, a.log = map[string]int{}, 0, 0, nil
+		a.peak = map[string]int{}
+		for k, v := range a.inFlight {
+			a.peak[k] = v
+		}
 		if b.Faults {
 			a.faults = nil
 		}

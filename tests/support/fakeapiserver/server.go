@@ -214,7 +214,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.admin.setCode(entry, rw.code) }()
 	if !isResource {
 		entry.Verb = strings.ToUpper(r.Method)
-		s.admin.record(entry)
+		defer s.admin.record(entry)()
 		if !authenticated {
 			writeError(rw, errUnauthorized())
 			return
@@ -228,7 +228,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if perr != nil {
 		entry.Verb = strings.ToUpper(r.Method)
-		s.admin.record(entry)
+		defer s.admin.record(entry)()
 		if !authenticated {
 			perr = errUnauthorized()
 		}
@@ -243,7 +243,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pp.subresource != "" {
 		entry.Resource += "/" + pp.subresource
 	}
-	s.admin.record(entry)
+	defer s.admin.record(entry)()
 	if !authenticated {
 		writeError(rw, errUnauthorized())
 		return
