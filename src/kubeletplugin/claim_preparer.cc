@@ -1,5 +1,7 @@
 #include "kubeletplugin/claim_preparer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 
@@ -7,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "dra/k8s/names.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -30,6 +33,46 @@ std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) 
     if (seen.insert(ref.uid).second) distinct.push_back(ref);
   }
   return distinct;
+}
+
+// What the kubelet names a claim by ends up in file names (the CDI spec,
+// the metadata dir): a reference that is not a Kubernetes namespace, name
+// and UID is refused before anything is touched.
+std::string RefProblem(const k8s::ClaimRef& ref) {
+  auto printable = [](const std::string& value) {
+    std::string out;
+    for (char c : value.substr(0, 64)) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+    return value.size() > 64 ? out + "..." : out;
+  };
+  std::vector<std::string> problems;
+  for (const std::string& problem : k8s::IsDns1123Label(ref.namespace_)) {
+    problems.push_back(absl::StrCat("namespace \"", printable(ref.namespace_), "\": ", problem));
+  }
+  for (const std::string& problem : k8s::IsDns1123Subdomain(ref.name)) {
+    problems.push_back(absl::StrCat("name \"", printable(ref.name), "\": ", problem));
+  }
+  const bool uid_chars = std::all_of(ref.uid.begin(), ref.uid.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+  });
+  if (ref.uid.empty() || ref.uid.size() > 128 || !uid_chars) {
+    problems.push_back(absl::StrCat("uid \"", printable(ref.uid), "\": must be 1 to 128 letters, digits and '-'"));
+  }
+  if (problems.empty()) return "";
+  return absl::StrCat("invalid claim reference: ", absl::StrJoin(problems, "; "));
+}
+
+// The distinct, valid references of a call; the others get their error in
+// `outcomes`.
+std::vector<k8s::ClaimRef> UsableRefs(std::span<const k8s::ClaimRef> requested, ClaimOutcomes& outcomes) {
+  std::vector<k8s::ClaimRef> usable;
+  for (k8s::ClaimRef& ref : DistinctByUid(requested)) {
+    if (std::string problem = RefProblem(ref); !problem.empty()) {
+      outcomes[ref.uid].error = std::move(problem);
+    } else {
+      usable.push_back(std::move(ref));
+    }
+  }
+  return usable;
 }
 
 absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
@@ -168,7 +211,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
   // Slow fetches happen before serializing, as in the Go helper, and
   // concurrently: the call costs about one round trip, not one per claim.
   std::vector<k8s::ClaimRef> to_fetch;
-  for (const k8s::ClaimRef& ref : DistinctByUid(requested)) {
+  for (const k8s::ClaimRef& ref : UsableRefs(requested, outcomes)) {
     if (!answer_from_checkpoint(ref)) to_fetch.push_back(ref);
   }
   // One slot per claim, written by exactly one worker.
@@ -404,8 +447,8 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(const CallContext& ctx,
                                                              std::span<const k8s::ClaimRef> requested) {
-  const std::vector<k8s::ClaimRef> claims = DistinctByUid(requested);
   ClaimOutcomes outcomes;
+  const std::vector<k8s::ClaimRef> claims = UsableRefs(requested, outcomes);
   if (claims.empty()) return outcomes;
 
   absl::StatusOr<CallSerializer::Guard> guard = Serialize(ctx);

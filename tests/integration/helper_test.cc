@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include <grpcpp/grpcpp.h>
 
@@ -208,6 +209,45 @@ TEST_CASE("each bad claim fails only itself", "[helper]") {
   CHECK(prepared->at("uid-broken").devices.empty());
   // Another driver's result in the claim never reached ours (it would fail).
   CHECK(driver.prepare_calls() == 1);
+}
+
+TEST_CASE("a claim reference that could escape a directory fails before any file or the driver is touched",
+          "[helper]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  auto helper = f.Start(driver);
+  const std::string long_uid(200, 'a');
+  const std::string nul_uid("uid\0../x", 8);
+  // The claim source has them all: only the reference check stops them.
+  for (const auto& [ns, name, uid] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ns", "c", "../../etc/passwd"}, {"ns", "c", "a/b"}, {"ns", "c", long_uid}, {"ns", "c", nul_uid},
+           {"ns/..", "c", "uid-1"}, {"ns", "../c", "uid-2"}, {"ns", "c", ""}}) {
+    f.claims->Put(AllocatedClaim(ns, name, uid));
+  }
+  auto client = DraClient::Create(helper->dra_socket_path());
+  const std::vector<k8s::ClaimRef> refs = {{"ns", "c", "../../etc/passwd"}, {"ns", "c", "a/b"},   {"ns", "c", long_uid},
+                                           {"ns", "c", nul_uid},            {"ns/..", "c", "uid-1"},
+                                           {"ns", "../c", "uid-2"},         {"ns", "c", ""}};
+  auto prepared = client->NodePrepareResources(DraApi::kV1, refs);
+  REQUIRE(prepared.ok());
+  REQUIRE(prepared->size() == refs.size());
+  CHECK(prepared->at("a/b").error ==
+        "invalid claim reference: uid \"a/b\": must be 1 to 128 letters, digits and '-'");
+  CHECK_THAT(prepared->at(long_uid).error, Catch::Contains("uid \"" + std::string(64, 'a') + "...\""));
+  CHECK_THAT(prepared->at(nul_uid).error, Catch::Contains("uid \"uid?../x\""));
+  CHECK_THAT(prepared->at("uid-1").error, Catch::StartsWith("invalid claim reference: namespace \"ns/..\": "));
+  CHECK_THAT(prepared->at("uid-2").error, Catch::StartsWith("invalid claim reference: name \"../c\": "));
+  for (const auto& [uid, outcome] : *prepared) {
+    INFO(uid);
+    CHECK_THAT(outcome.error, Catch::StartsWith("invalid claim reference: "));
+  }
+  auto unprepared = client->NodeUnprepareResources(DraApi::kV1, refs);
+  REQUIRE(unprepared.ok());
+  CHECK_THAT(unprepared->at("../../etc/passwd"), Catch::StartsWith("invalid claim reference: uid "));
+  CHECK(driver.prepare_calls() == 0);
+  CHECK(driver.unprepare_calls() == 0);
+  CHECK((!std::filesystem::exists(f.cdi_dir) || std::filesystem::is_empty(f.cdi_dir)));
 }
 
 TEST_CASE("a claim named twice in one call gets one answer", "[helper]") {
