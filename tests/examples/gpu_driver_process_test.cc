@@ -67,4 +67,19 @@ TEST_CASE("the GPU driver exits 1 when the kubelet refuses its registration, say
   CHECK_THAT(f.Log(), Catch::Contains("fatal"));
 }
 
+TEST_CASE("the GPU driver at -v=10 never logs its bearer token", "[examples][gpu][process]") {
+  dra::testing::ExampleDriverProcess f(DRA_GPU_DRIVER, kDriver, {"--num-devices=2", "-v=10", "--device-status"});
+  REQUIRE(f.NotifyRegistration(true, "").ok());
+  // Everything the driver does at start: the kubeconfig read, the client,
+  // the list, watch and create of its slice, registration.
+  REQUIRE(PollUntil([&] { return absl::StrContains(f.Metrics(), "dra_resource_slice_published_devices 2\n"); },
+                    absl::Seconds(20)));
+  CHECK(f.driver.Stop() == "exited with status 0");
+  const std::string log = f.Log();
+  REQUIRE_FALSE(f.server->admin_token().empty());
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("Registered with the kubelet") && Catch::Contains("Created ResourceSlice"));
+  CHECK_THAT(log, !Catch::Contains(f.server->admin_token()));
+}
+
 }  // namespace
