@@ -675,7 +675,7 @@ struct WatchWriter {
   CURL* handle = nullptr;
   WatchHandle::State* state = nullptr;
   const std::function<void(const WatchEvent&)>* on_event = nullptr;
-  std::function<void(long)> count;  // once, when the status code is known or the transfer ended
+  std::function<void(long)> count;  // once: when the headers are in, or when the transfer ended without them
   std::string context;
   long http_code = 0;
   std::string error_body;
@@ -725,10 +725,7 @@ struct WatchWriter {
     auto* self = static_cast<WatchWriter*>(user);
     const size_t n = size * count;
     if (self->state->stop) return 0;
-    if (self->http_code == 0) {
-      curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
-      self->Count();
-    }
+    if (self->http_code == 0) curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
     if (self->http_code != 200) {
       if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
       return n;

@@ -1,6 +1,5 @@
 #include "kubeletplugin/claim_metadata_files.h"
 
-#include <cctype>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -15,6 +14,7 @@
 #include "dra/k8s/resource_slice_json.h"
 #include "fileutil/atomic_file.h"
 #include "fileutil/directories.h"
+#include "kubeletplugin/claim_uid.h"
 #include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
@@ -33,17 +33,7 @@ absl::Status CheckPathPart(absl::string_view what, const std::string& value, std
       absl::StrCat("device metadata: ", what, " \"", value, "\" cannot be a file name: ", absl::StrJoin(problems, "; ")));
 }
 
-absl::Status CheckUid(const std::string& uid) {
-  std::vector<std::string> problems;
-  if (uid.empty() || uid.size() > 128) problems.push_back("must be 1 to 128 characters");
-  for (char c : uid) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') {
-      problems.push_back("must consist of letters, digits and '-'");
-      break;
-    }
-  }
-  return CheckPathPart("claim UID", uid, std::move(problems));
-}
+absl::Status CheckUid(const std::string& uid) { return CheckPathPart("claim UID", uid, ClaimUidProblems(uid)); }
 
 }  // namespace
 

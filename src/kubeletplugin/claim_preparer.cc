@@ -1,6 +1,5 @@
 #include "kubeletplugin/claim_preparer.h"
 
-#include <algorithm>
 #include <cctype>
 #include <set>
 #include <utility>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/names.h"
+#include "kubeletplugin/claim_uid.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -51,11 +51,8 @@ std::string RefProblem(const k8s::ClaimRef& ref) {
   for (const std::string& problem : k8s::IsDns1123Subdomain(ref.name)) {
     problems.push_back(absl::StrCat("name \"", printable(ref.name), "\": ", problem));
   }
-  const bool uid_chars = std::all_of(ref.uid.begin(), ref.uid.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
-  });
-  if (ref.uid.empty() || ref.uid.size() > 128 || !uid_chars) {
-    problems.push_back(absl::StrCat("uid \"", printable(ref.uid), "\": must be 1 to 128 letters, digits and '-'"));
+  for (const std::string& problem : ClaimUidProblems(ref.uid)) {
+    problems.push_back(absl::StrCat("uid \"", printable(ref.uid), "\": ", problem));
   }
   if (problems.empty()) return "";
   return absl::StrCat("invalid claim reference: ", absl::StrJoin(problems, "; "));
