@@ -6,10 +6,8 @@
 
 #include "cpu_resources.h"
 #include "dra/k8s/resource_slice_json.h"
-#include "dra/k8s/validation.h"
 #include "fake_sysfs.h"
-#include "support/openapi_validator.h"
-#include "support/temp_dir.h"
+#include "pool_check.h"
 
 namespace {
 
@@ -27,39 +25,8 @@ cpu::PublishOptions Options(cpu::Mode mode = cpu::Mode::kGrouped, cpu::GroupBy b
   return options;
 }
 
-const dra::testing::OpenApiValidator& Validator() {
-  static const dra::testing::OpenApiValidator validator = [] {
-    auto loaded = dra::testing::OpenApiValidator::FromFile(std::string(DRA_REFERENCE_DIR) +
-                                                           "/openapi/apis__resource.k8s.io__v1_openapi.json");
-    if (!loaded.ok()) FAIL(loaded.status().ToString());
-    return *std::move(loaded);
-  }();
-  return validator;
-}
-
 // Every slice of the pool, as the API server would take it.
-void CheckValid(const dra::resourceslice::Pool& pool) {
-  REQUIRE_FALSE(pool.slices.empty());
-  for (size_t i = 0; i < pool.slices.size(); ++i) {
-    k8s::ResourceSlice slice;
-    slice.metadata.name = "slice-" + std::to_string(i);
-    slice.spec.driver = "cpu.example.com";
-    slice.spec.pool.name = "node-a";
-    slice.spec.pool.generation = 1;
-    slice.spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
-    slice.spec.node_name = "node-a";
-    slice.spec.devices = pool.slices[i].devices;
-    const k8s::FieldErrors errors = k8s::ValidateResourceSlice(slice);
-    INFO("slice " << i << ": " << (errors.empty() ? "" : errors.front().ToString()));
-    CHECK(errors.empty());
-    json object = k8s::ToJson(slice);
-    object["apiVersion"] = "resource.k8s.io/v1";
-    object["kind"] = "ResourceSlice";
-    const std::vector<std::string> schema_errors = Validator().Validate(object, "io.k8s.api.resource.v1.ResourceSlice");
-    INFO((schema_errors.empty() ? "" : schema_errors.front()));
-    CHECK(schema_errors.empty());
-  }
-}
+void CheckValid(const dra::resourceslice::Pool& pool) { dra::testing::CheckPoolValid(pool, "cpu.example.com", "node-a"); }
 
 json DeviceJson(const dra::resourceslice::Pool& pool, const std::string& name) {
   for (const auto& slice : pool.slices) {

@@ -1,8 +1,9 @@
 // What the example GPU driver publishes, checked against the API server's
-// validation rules (ValidateResourceSlice) as well as field by field.
+// validation rules (ValidateResourceSlice) and the official OpenAPI document
+// as well as field by field.
 #include <catch2/catch.hpp>
 
-#include "dra/k8s/validation.h"
+#include "pool_check.h"
 #include "gpu_resources.h"
 #include "mock_gpus.h"
 
@@ -22,24 +23,7 @@ gpu::PublishOptions Options() {
 
 // Every slice of the pool as the API server would take it.
 void CheckValid(const Pool& pool, bool node_local = true) {
-  for (size_t i = 0; i < pool.slices.size(); ++i) {
-    k8s::ResourceSlice slice;
-    slice.metadata.name = "slice-" + std::to_string(i);
-    slice.spec.driver = "gpu.example.com";
-    slice.spec.pool.name = "pool";
-    slice.spec.pool.generation = 1;
-    slice.spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
-    if (node_local) {
-      slice.spec.node_name = "node-a";
-    } else {
-      slice.spec.node_selector = pool.node_selector;
-    }
-    slice.spec.devices = pool.slices[i].devices;
-    slice.spec.shared_counters = pool.slices[i].shared_counters;
-    const k8s::FieldErrors errors = k8s::ValidateResourceSlice(slice);
-    INFO("slice " << i << ": " << (errors.empty() ? "" : errors.front().ToString()));
-    CHECK(errors.empty());
-  }
+  dra::testing::CheckPoolValid(pool, "gpu.example.com", node_local ? "node-a" : "");
 }
 
 TEST_CASE("whole GPUs carry the documented attributes and capacity", "[gpu][resources]") {
