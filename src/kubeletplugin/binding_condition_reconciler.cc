@@ -373,7 +373,7 @@ class BindingConditionReconciler::Impl {
     if (stopping_ || it == tracked_.end() || it->second.claim.status.allocation != claim.status.allocation) {
       return nullptr;
     }
-    it->second.call = std::make_shared<internal::CallState>(what, deadline, nullptr);
+    it->second.call = std::make_shared<internal::CallState>(what, deadline);
     return it->second.call;
   }
 

@@ -6,17 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 
 namespace dra::kubeletplugin::internal {
 
-CallSerializer::Guard::~Guard() {
-  if (fd_ >= 0) flock(fd_, LOCK_UN);
-}
-
-absl::StatusOr<std::unique_ptr<CallSerializer>> CallSerializer::Create(bool enabled, const std::string& lock_file) {
+absl::StatusOr<std::unique_ptr<CallSerializer>> CallSerializer::Create(bool enabled, const std::string& lock_file,
+                                                                      Executor& executor) {
   int fd = -1;
   if (enabled && !lock_file.empty()) {
     fd = open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -25,29 +23,64 @@ absl::StatusOr<std::unique_ptr<CallSerializer>> CallSerializer::Create(bool enab
           absl::StrCat("open serialization lock file ", lock_file, ": ", std::strerror(errno)));
     }
   }
-  return std::unique_ptr<CallSerializer>(new CallSerializer(enabled, fd));
+  return std::unique_ptr<CallSerializer>(new CallSerializer(enabled, fd, executor));
 }
 
 CallSerializer::~CallSerializer() {
   if (fd_ >= 0) close(fd_);
 }
 
-absl::StatusOr<CallSerializer::Guard> CallSerializer::Acquire() {
-  if (!enabled_) return Guard(std::unique_lock<std::mutex>(), -1);
-  waiting_.fetch_add(1, std::memory_order_relaxed);
-  struct Waited {
-    std::atomic<int64_t>& waiting;
-    ~Waited() { waiting.fetch_sub(1, std::memory_order_relaxed); }
-  } waited{waiting_};
-  std::unique_lock<std::mutex> lock(mu_);
+void CallSerializer::Run(Section section) {
+  if (!enabled_) {
+    std::move(section)(absl::OkStatus());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (busy_) {
+      queue_.push_back(std::move(section));
+      waiting_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    busy_ = true;
+  }
+  RunLocked(std::move(section));
+}
+
+void CallSerializer::RunLocked(Section section) {
+  absl::Status locked;
   if (fd_ >= 0) {
     int rc;
     do {
       rc = flock(fd_, LOCK_EX);
     } while (rc != 0 && errno == EINTR);
-    if (rc != 0) return absl::InternalError(absl::StrCat("flock serialization lock: ", std::strerror(errno)));
+    if (rc != 0) locked = absl::InternalError(absl::StrCat("flock serialization lock: ", std::strerror(errno)));
   }
-  return Guard(std::move(lock), fd_);
+  std::move(section)(locked);
+  if (fd_ >= 0 && locked.ok()) flock(fd_, LOCK_UN);
+
+  Section next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) {
+      busy_ = false;
+      return;
+    }
+    next = std::move(queue_.front());
+    queue_.pop_front();
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Stays busy_: the next section runs without a gap another could take.
+  executor_.Post([this, next = std::move(next)]() mutable { RunLocked(std::move(next)); });
+}
+
+void CallSerializer::RunAndWait(Section section) {
+  absl::Notification done;
+  Run([&](absl::Status locked) {
+    std::move(section)(std::move(locked));
+    done.Notify();
+  });
+  done.WaitForNotification();
 }
 
 }  // namespace dra::kubeletplugin::internal

@@ -1,48 +1,61 @@
 // Serializes NodePrepareResources/NodeUnprepareResources: within the process
-// with a mutex and, with rolling updates, across instances with flock on a
-// lock file in the plugin data dir.
+// as a queue of sections run one at a time and, with rolling updates, across
+// instances with flock on a lock file in the plugin data dir.
+//
+// A section that must wait is queued, not blocked on: no thread is held
+// while it waits for the section before it. When a section ends, the next
+// one is handed to the Executor.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kubeletplugin/executor.h"
 
 namespace dra::kubeletplugin::internal {
 
 class CallSerializer {
  public:
-  class Guard {
-   public:
-    Guard(Guard&& other) noexcept : lock_(std::move(other.lock_)), fd_(std::exchange(other.fd_, -1)) {}
-    Guard& operator=(Guard&&) = delete;
-    ~Guard();
+  // A section gets OK, or why the cross-instance lock could not be taken
+  // (it runs then too, without the lock, to fail its call).
+  using Section = absl::AnyInvocable<void(absl::Status locked) &&>;
 
-   private:
-    friend class CallSerializer;
-    Guard(std::unique_lock<std::mutex> lock, int fd) : lock_(std::move(lock)), fd_(fd) {}
-    std::unique_lock<std::mutex> lock_;
-    int fd_ = -1;  // flocked lock file, -1 when none
-  };
-
-  // Does nothing when `enabled` is false; `lock_file` empty means in-process only.
-  static absl::StatusOr<std::unique_ptr<CallSerializer>> Create(bool enabled, const std::string& lock_file);
+  // Does nothing when `enabled` is false; `lock_file` empty means in-process
+  // only. `executor` runs queued sections and must outlive this.
+  static absl::StatusOr<std::unique_ptr<CallSerializer>> Create(bool enabled, const std::string& lock_file,
+                                                                Executor& executor);
   ~CallSerializer();
 
-  // Blocks until this call may run.
-  absl::StatusOr<Guard> Acquire();
-  // Calls blocked in Acquire() right now.
+  // Runs `section` serialized: on this thread right away when no other
+  // section runs (or serialization is off), else later on an executor thread,
+  // after the sections queued before it.
+  void Run(Section section);
+  // Runs `section` as Run does and returns once it has run. Not from inside
+  // a section.
+  void RunAndWait(Section section);
+
+  // Sections queued behind a running one right now.
   int64_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
 
  private:
-  CallSerializer(bool enabled, int fd) : enabled_(enabled), fd_(fd) {}
+  CallSerializer(bool enabled, int fd, Executor& executor) : enabled_(enabled), fd_(fd), executor_(executor) {}
+  // Runs `section` under the file lock, then hands on the next queued one.
+  void RunLocked(Section section);
+
   const bool enabled_;
-  const int fd_;
+  const int fd_;  // the lock file, -1 when none
+  Executor& executor_;
   std::mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Section> queue_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> waiting_{0};
 };
 

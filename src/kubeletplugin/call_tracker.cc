@@ -12,7 +12,7 @@ CallContext::CallContext(std::shared_ptr<internal::CallState> state, Logger logg
     : state_(std::move(state)), logger_(std::move(logger)) {}
 
 CallContext CallContext::Background(absl::Time deadline, Logger logger) {
-  return CallContext(std::make_shared<internal::CallState>("background", deadline, nullptr), std::move(logger));
+  return CallContext(std::make_shared<internal::CallState>("background", deadline), std::move(logger));
 }
 
 absl::Time CallContext::deadline() const { return state_->deadline(); }
@@ -23,17 +23,14 @@ bool CallContext::WaitForCancellation(absl::Duration timeout) const { return sta
 namespace internal {
 namespace {
 
-// How often a waiter asks gRPC whether the kubelet cancelled: the sync API
-// has no callback for it.
-constexpr absl::Duration kPeerPollInterval = absl::Milliseconds(100);
 // Waits are sliced to this so that an infinite one never overflows a
 // std::chrono deadline.
 constexpr absl::Duration kMaxWaitSlice = absl::Hours(1);
 
 }  // namespace
 
-CallState::CallState(std::string description, absl::Time deadline, std::function<bool()> peer_gone)
-    : description_(std::move(description)), deadline_(deadline), peer_gone_(std::move(peer_gone)) {}
+CallState::CallState(std::string description, absl::Time deadline)
+    : description_(std::move(description)), deadline_(deadline) {}
 
 void CallState::RefreshLocked() const {
   if (!reason_.ok()) return;
@@ -41,8 +38,6 @@ void CallState::RefreshLocked() const {
     reason_ = absl::DeadlineExceededError(
         absl::StrCat(description_, ": the call's deadline ", absl::FormatTime(deadline_, absl::UTCTimeZone()),
                      " passed"));
-  } else if (peer_gone_ && peer_gone_()) {
-    reason_ = absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call"));
   }
 }
 
@@ -55,10 +50,13 @@ void CallState::Cancel(absl::Status reason) {
   cv_.notify_all();
 }
 
+void CallState::CallerCancelled() {
+  Cancel(absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call")));
+}
+
 void CallState::Finish() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    peer_gone_ = nullptr;
     if (reason_.ok()) reason_ = absl::CancelledError(absl::StrCat(description_, ": the call has returned"));
   }
   cv_.notify_all();
@@ -78,8 +76,7 @@ bool CallState::WaitForCancellation(absl::Duration timeout) const {
     if (!reason_.ok()) return true;
     const absl::Time now = absl::Now();
     if (now >= until) return false;
-    absl::Time wake = std::min(until, deadline_);
-    if (peer_gone_) wake = std::min(wake, now + kPeerPollInterval);
+    const absl::Time wake = std::min(until, deadline_);
     cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(wake - now, kMaxWaitSlice)));
   }
 }
@@ -88,18 +85,16 @@ CallTracker::Call::~Call() {
   if (tracker_ != nullptr) tracker_->End(state_);
 }
 
-CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time caller_deadline,
-                                     std::function<bool()> peer_gone) {
-  const absl::Time deadline =
-      caller_deadline == absl::InfiniteFuture() ? absl::Now() + kDefaultCallTimeout : caller_deadline;
+CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time caller_deadline) {
+  const absl::Time now = absl::Now();
+  const absl::Time deadline = caller_deadline == absl::InfiniteFuture() ? now + kDefaultCallTimeout : caller_deadline;
   std::lock_guard<std::mutex> lock(mu_);
   const std::string request_id = std::to_string(next_request_id_++);
-  auto state = std::make_shared<CallState>(absl::StrCat(method, " requestID=", request_id), deadline,
-                                           std::move(peer_gone));
+  auto state = std::make_shared<CallState>(absl::StrCat(method, " requestID=", request_id), deadline);
   if (!cancel_all_.ok()) state->Cancel(cancel_all_);
   in_flight_.insert(state);
   CallContext context(state, logger_.WithValues({{"method", method}, {"requestID", request_id}}));
-  return Call(this, std::move(state), std::move(context));
+  return Call(this, std::move(state), std::move(context), now);
 }
 
 void CallTracker::End(const std::shared_ptr<CallState>& state) {

@@ -6,7 +6,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -23,14 +22,13 @@ namespace dra::kubeletplugin::internal {
 
 class CallState {
  public:
-  // `peer_gone` (may be empty) tells whether the client cancelled the call;
-  // it is polled, and never after Finish().
-  CallState(std::string description, absl::Time deadline, std::function<bool()> peer_gone);
+  CallState(std::string description, absl::Time deadline);
 
   // Cancels with `reason` unless already cancelled; wakes the waiters.
   void Cancel(absl::Status reason);
-  // The call returned: cancels (as Go cancels a handler's ctx) and stops
-  // polling `peer_gone`, whose object may be gone now.
+  // The caller cancelled the call or its connection closed (gRPC's OnCancel).
+  void CallerCancelled();
+  // The call returned: cancels, as Go cancels a handler's ctx.
   void Finish();
 
   absl::Time deadline() const { return deadline_; }
@@ -39,14 +37,13 @@ class CallState {
   const std::string& description() const { return description_; }
 
  private:
-  // Sets reason_ from the deadline or the peer when due.
+  // Sets reason_ from the deadline when due.
   void RefreshLocked() const;
 
   const std::string description_;
   const absl::Time deadline_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::function<bool()> peer_gone_;
   mutable absl::Status reason_;
 };
 
@@ -56,18 +53,26 @@ class CallTracker {
   class Call {
    public:
     Call(Call&& other) noexcept
-        : tracker_(std::exchange(other.tracker_, nullptr)), state_(std::move(other.state_)), context_(other.context_) {}
+        : tracker_(std::exchange(other.tracker_, nullptr)),
+          state_(std::move(other.state_)),
+          context_(other.context_),
+          start_(other.start_) {}
     Call& operator=(Call&&) = delete;
     ~Call();
     const CallContext& context() const { return context_; }
+    // For the gRPC layer to cancel the call, also after it ended.
+    const std::shared_ptr<CallState>& state() const { return state_; }
+    // When Begin ran.
+    absl::Time start() const { return start_; }
 
    private:
     friend class CallTracker;
-    Call(CallTracker* tracker, std::shared_ptr<CallState> state, CallContext context)
-        : tracker_(tracker), state_(std::move(state)), context_(std::move(context)) {}
+    Call(CallTracker* tracker, std::shared_ptr<CallState> state, CallContext context, absl::Time start)
+        : tracker_(tracker), state_(std::move(state)), context_(std::move(context)), start_(start) {}
     CallTracker* tracker_;
     std::shared_ptr<CallState> state_;
     CallContext context_;
+    absl::Time start_;
   };
 
   explicit CallTracker(const Logger& logger) : logger_(logger) {}
@@ -75,7 +80,7 @@ class CallTracker {
   // `method` names the call in logs ("NodePrepareResources"). The deadline
   // is the caller's or, when it has none (InfiniteFuture), now +
   // kDefaultCallTimeout. After CancelAll the call starts cancelled.
-  Call Begin(const std::string& method, absl::Time caller_deadline, std::function<bool()> peer_gone);
+  Call Begin(const std::string& method, absl::Time caller_deadline);
 
   // Cancels every call in flight and every later one.
   void CancelAll(const absl::Status& reason);

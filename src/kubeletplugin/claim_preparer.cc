@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/names.h"
 #include "kubeletplugin/claim_uid.h"
@@ -106,16 +107,13 @@ absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   return checkpoint_->Commit(std::move(changes));
 }
 
-absl::StatusOr<CallSerializer::Guard> ClaimPreparer::Serialize(const CallContext& ctx) {
-  absl::StatusOr<CallSerializer::Guard> guard = serializer_.Acquire();
-  if (!guard.ok()) return Annotate(guard.status(), "serialize gRPC");
+absl::Status ClaimPreparer::EnterSerialized(const CallContext& ctx, const absl::Status& locked) {
+  if (!locked.ok()) return Annotate(locked, "serialize gRPC");
   if (absl::Status cancelled = ctx.status(); !cancelled.ok()) {
     return Annotate(cancelled, "cancelled while waiting for the previous call");
   }
-  if (checkpoint_shared_ && checkpoint_ != nullptr) {
-    if (absl::Status status = checkpoint_->Reload(); !status.ok()) return status;
-  }
-  return guard;
+  if (checkpoint_shared_ && checkpoint_ != nullptr) return checkpoint_->Reload();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref) {
@@ -134,20 +132,39 @@ absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::Cla
   return claim;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims, Caller caller) {
-  const absl::Time start = absl::Now();
-  const CallTracker::Call call = calls_.Begin("NodePrepareResources", caller.deadline, std::move(caller.cancelled));
-  absl::StatusOr<ClaimOutcomes> outcomes = PrepareClaims(call.context(), claims);
-  Report(call.context(), HelperMetrics::Method::kPrepare, claims, outcomes, absl::Now() - start);
-  return outcomes;
+CallTracker::Call ClaimPreparer::BeginCall(const std::string& method, absl::Time deadline) {
+  return calls_.Begin(method, deadline);
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims, Caller caller) {
-  const absl::Time start = absl::Now();
-  const CallTracker::Call call = calls_.Begin("NodeUnprepareResources", caller.deadline, std::move(caller.cancelled));
-  absl::StatusOr<ClaimOutcomes> outcomes = UnprepareClaims(call.context(), claims);
-  Report(call.context(), HelperMetrics::Method::kUnprepare, claims, outcomes, absl::Now() - start);
-  return outcomes;
+void ClaimPreparer::Complete(PendingCall call, absl::Status status) {
+  absl::StatusOr<ClaimOutcomes> outcomes = std::move(call.outcomes);
+  if (!status.ok()) outcomes = std::move(status);
+  Report(call.call.context(), call.method, call.requested, outcomes, absl::Now() - call.call.start());
+  std::move(call.done)(std::move(outcomes));
+}  // the call ends here, after its answer
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
+  absl::StatusOr<ClaimOutcomes> result;
+  absl::Notification done;
+  Prepare({claims.begin(), claims.end()}, BeginCall("NodePrepareResources", deadline),
+          [&](absl::StatusOr<ClaimOutcomes> outcomes) {
+            result = std::move(outcomes);
+            done.Notify();
+          });
+  done.WaitForNotification();
+  return result;
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
+  absl::StatusOr<ClaimOutcomes> result;
+  absl::Notification done;
+  Unprepare({claims.begin(), claims.end()}, BeginCall("NodeUnprepareResources", deadline),
+            [&](absl::StatusOr<ClaimOutcomes> outcomes) {
+              result = std::move(outcomes);
+              done.Notify();
+            });
+  done.WaitForNotification();
+  return result;
 }
 
 void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
@@ -172,65 +189,71 @@ void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method,
   metrics_.ObserveCall(method, /*call_failed=*/false, static_cast<int>(outcomes->size()), failed, duration);
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ctx,
-                                                           std::span<const k8s::ClaimRef> requested) {
-  ClaimOutcomes outcomes;
-  bool checkpoint_current = !checkpoint_shared_;
-  bool serialized = false;
-  // Prepared claims whose spec file is gone, answered once serialized.
-  std::vector<k8s::ClaimRef> to_restore;
-  auto answer_from_checkpoint = [&](const k8s::ClaimRef& ref) {
-    if (checkpoint_ == nullptr || !checkpoint_current) return false;
-    std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
-    if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
-    // After a reboot the checkpoint is there but the tmpfs spec files are
-    // not: without them the runtime fails to create the container. They are
-    // written only while serialized: a concurrent unprepare of the claim
-    // could otherwise remove them first and leave the new files behind.
-    const bool cdi_lost = cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid);
-    const bool metadata_lost = metadata_files_ != nullptr && !metadata_files_->AllExist(entry->metadata_files);
-    if (cdi_lost || metadata_lost) {
-      if (!serialized) {
-        to_restore.push_back(ref);
-        return true;
-      }
-      absl::Status status = cdi_lost ? cdi_specs_->Restore(ref.uid, entry->cdi_spec) : absl::OkStatus();
-      if (status.ok() && metadata_lost) status = metadata_files_->Restore(entry->metadata_files);
-      if (!status.ok()) {
-        outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
-        return true;
-      }
+bool ClaimPreparer::AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes& outcomes,
+                                         std::vector<k8s::ClaimRef>* restore) const {
+  const bool serialized = restore == nullptr;
+  // A shared checkpoint is only current once reloaded under the lock.
+  if (checkpoint_ == nullptr || (checkpoint_shared_ && !serialized)) return false;
+  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
+  // After a reboot the checkpoint is there but the tmpfs spec files are
+  // not: without them the runtime fails to create the container. They are
+  // written only while serialized: a concurrent unprepare of the claim
+  // could otherwise remove them first and leave the new files behind.
+  const bool cdi_lost = cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid);
+  const bool metadata_lost = metadata_files_ != nullptr && !metadata_files_->AllExist(entry->metadata_files);
+  if (cdi_lost || metadata_lost) {
+    if (!serialized) {
+      restore->push_back(ref);
+      return true;
     }
-    outcomes[ref.uid] = ClaimOutcome{"", entry->devices};
-    return true;
-  };
+    absl::Status status = cdi_lost ? cdi_specs_->Restore(ref.uid, entry->cdi_spec) : absl::OkStatus();
+    if (status.ok() && metadata_lost) status = metadata_files_->Restore(entry->metadata_files);
+    if (!status.ok()) {
+      outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
+      return true;
+    }
+  }
+  outcomes[ref.uid] = ClaimOutcome{"", std::move(entry->devices)};
+  return true;
+}
 
+void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
+  PendingCall pending_call{HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}};
+  ClaimOutcomes& outcomes = pending_call.outcomes;
+  PrepareWork work;
   // Slow fetches happen before serializing, as in the Go helper, and
   // concurrently: the call costs about one round trip, not one per claim.
   std::vector<k8s::ClaimRef> to_fetch;
-  for (const k8s::ClaimRef& ref : UsableRefs(requested, outcomes)) {
-    if (!answer_from_checkpoint(ref)) to_fetch.push_back(ref);
+  for (const k8s::ClaimRef& ref : UsableRefs(pending_call.requested, outcomes)) {
+    if (!AnswerFromCheckpoint(ref, outcomes, &work.restore)) to_fetch.push_back(ref);
   }
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError("not fetched"));
   fetch_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
                           [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
-  std::vector<k8s::ResourceClaim> pending;
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {
       outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());
       continue;
     }
-    pending.push_back(*std::move(fetched[i]));
+    work.pending.push_back(*std::move(fetched[i]));
   }
-  if (pending.empty() && to_restore.empty()) return outcomes;
+  if (work.pending.empty() && work.restore.empty()) {
+    Complete(std::move(pending_call), absl::OkStatus());
+    return;
+  }
+  serializer_.Run([this, pending_call = std::move(pending_call), work = std::move(work)](absl::Status locked) mutable {
+    const CallContext& ctx = pending_call.call.context();
+    absl::Status status = EnterSerialized(ctx, locked);
+    if (status.ok()) status = PrepareSerialized(ctx, std::move(work), pending_call.outcomes);
+    Complete(std::move(pending_call), std::move(status));
+  });
+}
 
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize(ctx);
-  if (!guard.ok()) return guard.status();
-  checkpoint_current = true;
-  serialized = true;
-  for (const k8s::ClaimRef& ref : to_restore) {
-    if (!answer_from_checkpoint(ref)) {
+absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes) {
+  for (const k8s::ClaimRef& ref : work.restore) {
+    if (!AnswerFromCheckpoint(ref, outcomes, nullptr)) {
       outcomes[ref.uid].error =
           absl::StrCat("claim ", ref.ToString(), " was unprepared while its CDI spec waited to be re-created; try again");
     }
@@ -239,10 +262,11 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
   auto ref_of = [](const k8s::ResourceClaim& claim) {
     return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
   };
+  std::vector<k8s::ResourceClaim>& pending = work.pending;
   // Another call may have prepared some of them while this one waited.
-  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) { return answer_from_checkpoint(ref_of(claim)); });
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
   MarkPreparing(pending, outcomes);
-  if (pending.empty()) return outcomes;
+  if (pending.empty()) return absl::OkStatus();
   struct Unmark {
     ClaimPreparer& preparer;
     const std::vector<k8s::ResourceClaim>& pending;
@@ -258,7 +282,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
     const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
     driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const k8s::ResourceClaim& claim : pending) outcomes[claim.metadata.uid].error = error;
-    return outcomes;
+    return absl::OkStatus();
   }
 
   absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(ctx, pending);
@@ -305,7 +329,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::PrepareClaims(const CallContext& ct
       outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
     }
   }
-  return outcomes;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices) {
@@ -361,10 +385,17 @@ absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
 }
 
 absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFiles() {
+  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return std::vector<std::string>();
+  absl::StatusOr<std::vector<std::string>> result;
+  serializer_.RunAndWait([&](absl::Status locked) {
+    absl::Status entered = EnterSerialized(CallContext::Background(), locked);
+    result = entered.ok() ? RemoveOrphanedFilesSerialized() : std::move(entered);
+  });
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFilesSerialized() {
   std::vector<std::string> removed;
-  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return removed;
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize(CallContext::Background());
-  if (!guard.ok()) return guard.status();
   std::set<std::string> known;
   std::vector<k8s::ClaimRef> claims;
   for (const CheckpointEntry& entry : checkpoint_->Entries()) {
@@ -406,9 +437,16 @@ void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pendi
 
 absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   if (checkpoint_ == nullptr) return false;
-  const CallTracker::Call call = calls_.Begin("UnprepareOrphan", absl::InfiniteFuture(), nullptr);
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize(call.context());
-  if (!guard.ok()) return guard.status();
+  const CallTracker::Call call = calls_.Begin("UnprepareOrphan", absl::InfiniteFuture());
+  absl::StatusOr<bool> result;
+  serializer_.RunAndWait([&](absl::Status locked) {
+    absl::Status entered = EnterSerialized(call.context(), locked);
+    result = entered.ok() ? UnprepareOrphanSerialized(call.context(), ref) : std::move(entered);
+  });
+  return result;
+}
+
+absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref) {
   // Checked again under the lock: a kubelet call may have finished it.
   std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
   if (!entry.has_value() || entry->state != ClaimState::kPrepareStarted) return false;
@@ -427,7 +465,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   } unmark{*this, ref.uid};
 
   const std::vector<k8s::ClaimRef> claims{entry->claim};
-  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(call.context(), claims);
+  absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(ctx, claims);
   if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
   auto it = results->find(ref.uid);
   if (it == results->end()) {
@@ -442,15 +480,24 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
   return true;
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(const CallContext& ctx,
-                                                             std::span<const k8s::ClaimRef> requested) {
-  ClaimOutcomes outcomes;
-  const std::vector<k8s::ClaimRef> claims = UsableRefs(requested, outcomes);
-  if (claims.empty()) return outcomes;
+void ClaimPreparer::Unprepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
+  PendingCall pending_call{HelperMetrics::Method::kUnprepare, std::move(call), std::move(requested), std::move(done),
+                           {}};
+  std::vector<k8s::ClaimRef> claims = UsableRefs(pending_call.requested, pending_call.outcomes);
+  if (claims.empty()) {
+    Complete(std::move(pending_call), absl::OkStatus());
+    return;
+  }
+  serializer_.Run([this, pending_call = std::move(pending_call), claims = std::move(claims)](absl::Status locked) mutable {
+    const CallContext& ctx = pending_call.call.context();
+    absl::Status status = EnterSerialized(ctx, locked);
+    if (status.ok()) status = UnprepareSerialized(ctx, claims, pending_call.outcomes);
+    Complete(std::move(pending_call), std::move(status));
+  });
+}
 
-  absl::StatusOr<CallSerializer::Guard> guard = Serialize(ctx);
-  if (!guard.ok()) return guard.status();
-
+absl::Status ClaimPreparer::UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
+                                                ClaimOutcomes& outcomes) {
   absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(ctx, claims);
   if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
 
@@ -475,7 +522,7 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::UnprepareClaims(const CallContext& 
       outcomes[change.uid].error = absl::StrCat("remove claim from checkpoint: ", status.message());
     }
   }
-  return outcomes;
+  return absl::OkStatus();
 }
 
 }  // namespace dra::kubeletplugin::internal

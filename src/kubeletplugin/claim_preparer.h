@@ -3,7 +3,6 @@
 // checkpoint, serialize, call the driver, and produce one outcome per claim.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -11,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
@@ -34,13 +35,6 @@ struct ClaimOutcome {
 // Keyed by claim UID, one entry per distinct UID requested.
 using ClaimOutcomes = std::map<std::string, ClaimOutcome>;
 
-// Where a kubelet call comes from: its gRPC deadline (InfiniteFuture when
-// none) and whether the kubelet cancelled it (may be empty).
-struct Caller {
-  absl::Time deadline = absl::InfiniteFuture();
-  std::function<bool()> cancelled;
-};
-
 class ClaimPreparer {
  public:
   // `checkpoint` may be null (checkpointing off). `checkpoint_shared` means
@@ -54,13 +48,30 @@ class ClaimPreparer {
                 const ClaimCdiSpecs* cdi_specs = nullptr, const ClaimMetadataFiles* metadata_files = nullptr);
 
   // An error status fails the whole call (the kubelet retries all claims).
-  // Each call is registered with the CallTracker, which gives the driver its
-  // CallContext; a call that is cancelled while it waits for the serializer
-  // fails without calling the driver. Prepare fetches the claims it needs
-  // concurrently (bounded; see kMaxConcurrentFetches in the .cc);
+  using Done = absl::AnyInvocable<void(absl::StatusOr<ClaimOutcomes>) &&>;
+
+  // Registers a kubelet call ("NodePrepareResources") with the CallTracker,
+  // which gives the driver its CallContext. `deadline`: the caller's, or
+  // InfiniteFuture.
+  CallTracker::Call BeginCall(const std::string& method, absl::Time deadline);
+
+  // Each runs its call to the end and then `done`, exactly once: the part
+  // before serialization (claim references checked, checkpoint answers,
+  // claim fetches) on this thread, the serialized part on this thread or,
+  // when it has to wait for the call before it, on an Executor thread. No
+  // thread waits for the serializer. A call that is cancelled while it
+  // waits fails without calling the driver. Prepare fetches the claims it
+  // needs concurrently (bounded; see kMaxConcurrentFetches in the .cc);
   // ClaimSource is thread-safe.
-  absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims, Caller caller = {});
-  absl::StatusOr<ClaimOutcomes> Unprepare(std::span<const k8s::ClaimRef> claims, Caller caller = {});
+  void Prepare(std::vector<k8s::ClaimRef> claims, CallTracker::Call call, Done done);
+  void Unprepare(std::vector<k8s::ClaimRef> claims, CallTracker::Call call, Done done);
+
+  // The same, returning when done (for the Helper's own callers, tests and
+  // benchmarks; never from inside a serialized section).
+  absl::StatusOr<ClaimOutcomes> Prepare(std::span<const k8s::ClaimRef> claims,
+                                        absl::Time deadline = absl::InfiniteFuture());
+  absl::StatusOr<ClaimOutcomes> Unprepare(std::span<const k8s::ClaimRef> claims,
+                                          absl::Time deadline = absl::InfiniteFuture());
 
   // For the orphan reaper: under the serializer, if the checkpoint still
   // records `ref.uid` as kPrepareStarted and no Prepare call is working on it,
@@ -78,18 +89,44 @@ class ClaimPreparer {
   absl::StatusOr<std::vector<std::string>> RemoveOrphanedFiles();
 
  private:
+  // A kubelet call between its stages.
+  struct PendingCall {
+    HelperMetrics::Method method;
+    CallTracker::Call call;
+    std::vector<k8s::ClaimRef> requested;
+    Done done;
+    ClaimOutcomes outcomes;  // claims answered so far
+  };
+  // What Prepare takes into its serialized part.
+  struct PrepareWork {
+    std::vector<k8s::ResourceClaim> pending;  // fetched, to prepare
+    std::vector<k8s::ClaimRef> restore;       // prepared claims whose files are gone
+  };
+
   // Fetches a claim and checks it is the allocated claim the kubelet means;
   // keeps only this driver's results and configs.
   absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref);
-  absl::StatusOr<ClaimOutcomes> PrepareClaims(const CallContext& ctx, std::span<const k8s::ClaimRef> claims);
-  absl::StatusOr<ClaimOutcomes> UnprepareClaims(const CallContext& ctx, std::span<const k8s::ClaimRef> claims);
+  // Answers `ref` into `outcomes` if the checkpoint records it as prepared.
+  // Before serialization (`restore` set) a claim whose CDI or metadata
+  // files are gone is only noted there; once serialized they are written
+  // again.
+  bool AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes& outcomes,
+                            std::vector<k8s::ClaimRef>* restore) const;
+  absl::Status PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes);
+  absl::StatusOr<bool> UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref);
+  absl::StatusOr<std::vector<std::string>> RemoveOrphanedFilesSerialized();
+  absl::Status UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
+                                   ClaimOutcomes& outcomes);
+  // Reports the call, answers it and ends it.
+  void Complete(PendingCall call, absl::Status status);
   // Logs failures at level 0 and successes at -v 2, and counts them.
   void Report(const CallContext& ctx, HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
               const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const;
   absl::Status Commit(std::vector<CheckpointChange> changes);
-  // Takes the serialization lock and, for a shared checkpoint, reloads it;
-  // fails with the context's status if it was cancelled meanwhile.
-  absl::StatusOr<CallSerializer::Guard> Serialize(const CallContext& ctx);
+  // The start of every serialized section: fails with the file lock's
+  // error, or with the context's status if the call was cancelled while it
+  // waited; reloads a shared checkpoint.
+  absl::Status EnterSerialized(const CallContext& ctx, const absl::Status& locked);
   // Marks claims as being prepared by this call from the "started" record to
   // the "prepared" one, so that the orphan reaper leaves them alone; drops
   // (and fails in `outcomes`) those the reaper is unpreparing right now.

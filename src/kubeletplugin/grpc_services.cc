@@ -1,6 +1,9 @@
 #include "kubeletplugin/grpc_services.h"
 
 #include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +19,7 @@ namespace {
 // Generated packages can't be template arguments; these tags name their types.
 #define DRA_API_TAG(Tag, ns, has_share_id)                          \
   struct Tag {                                                      \
-    using Service = ns::DRAPlugin::Service;                         \
+    using Service = ns::DRAPlugin::CallbackService;                 \
     using PrepareRequest = ns::NodePrepareResourcesRequest;         \
     using PrepareResponse = ns::NodePrepareResourcesResponse;       \
     using UnprepareRequest = ns::NodeUnprepareResourcesRequest;     \
@@ -29,7 +32,7 @@ DRA_API_TAG(DraV1beta1, ::k8s::io::kubelet::pkg::apis::dra::v1beta1, false);
 
 #define HEALTH_API_TAG(Tag, ns)                                   \
   struct Tag {                                                    \
-    using Service = ns::DRAResourceHealth::Service;               \
+    using Service = ns::DRAResourceHealth::CallbackService;       \
     using Request = ns::NodeWatchResourcesRequest;                \
     using Response = ns::NodeWatchResourcesResponse;              \
     static constexpr auto kUnknown = ns::UNKNOWN;                 \
@@ -52,29 +55,67 @@ std::vector<k8s::ClaimRef> ToRefs(const ClaimList& claims) {
   return refs;
 }
 
-// The kubelet's deadline and whether it cancelled, for the call's CallContext.
-Caller CallerOf(grpc::ServerContext* context) {
-  Caller caller;
-  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
-    caller.deadline = absl::FromChrono(context->deadline());
-  }
-  caller.cancelled = [context] { return context->IsCancelled(); };
-  return caller;
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  if (context->deadline() == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(context->deadline());
 }
+
+// One kubelet call: the kubelet's cancellation (or a closed connection)
+// cancels the driver's CallContext at once.
+class KubeletCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit KubeletCall(std::shared_ptr<CallState> state) : state_(std::move(state)) {}
+  void OnCancel() override { state_->CallerCancelled(); }
+  void OnDone() override { delete this; }
+
+ private:
+  const std::shared_ptr<CallState> state_;
+};
 
 // The v1 and v1beta1 DRA APIs have the same messages in different packages;
 // v1 adds Device.share_id.
 template <typename Api>
 class DraService final : public Api::Service {
  public:
-  explicit DraService(ClaimPreparer& preparer) : preparer_(preparer) {}
+  DraService(ClaimPreparer& preparer, Executor& executor) : preparer_(preparer), executor_(executor) {}
 
-  grpc::Status NodePrepareResources(grpc::ServerContext* context, const typename Api::PrepareRequest* request,
-                                    typename Api::PrepareResponse* response) override {
-    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Prepare(ToRefs(request->claims()), CallerOf(context));
-    if (!outcomes.ok()) return ToGrpc(outcomes.status());
-    auto& claims = *response->mutable_claims();
-    for (const auto& [uid, outcome] : *outcomes) {
+  grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext* context,
+                                                 const typename Api::PrepareRequest* request,
+                                                 typename Api::PrepareResponse* response) override {
+    CallTracker::Call call = preparer_.BeginCall("NodePrepareResources", DeadlineOf(context));
+    auto* reactor = new KubeletCall(call.state());
+    executor_.Post([this, request, response, reactor, call = std::move(call)]() mutable {
+      preparer_.Prepare(ToRefs(request->claims()), std::move(call),
+                        [response, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
+                          if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
+                          Fill(*outcomes, *response);
+                          reactor->Finish(grpc::Status::OK);
+                        });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* NodeUnprepareResources(grpc::CallbackServerContext* context,
+                                                   const typename Api::UnprepareRequest* request,
+                                                   typename Api::UnprepareResponse* response) override {
+    CallTracker::Call call = preparer_.BeginCall("NodeUnprepareResources", DeadlineOf(context));
+    auto* reactor = new KubeletCall(call.state());
+    executor_.Post([this, request, response, reactor, call = std::move(call)]() mutable {
+      preparer_.Unprepare(ToRefs(request->claims()), std::move(call),
+                          [response, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
+                            if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
+                            auto& claims = *response->mutable_claims();
+                            for (const auto& [uid, outcome] : *outcomes) claims[uid].set_error(outcome.error);
+                            reactor->Finish(grpc::Status::OK);
+                          });
+    });
+    return reactor;
+  }
+
+ private:
+  static void Fill(const ClaimOutcomes& outcomes, typename Api::PrepareResponse& response) {
+    auto& claims = *response.mutable_claims();
+    for (const auto& [uid, outcome] : outcomes) {
       auto& claim = claims[uid];
       claim.set_error(outcome.error);
       if (!outcome.error.empty()) continue;
@@ -89,45 +130,75 @@ class DraService final : public Api::Service {
         }
       }
     }
-    return grpc::Status::OK;
   }
 
-  grpc::Status NodeUnprepareResources(grpc::ServerContext* context, const typename Api::UnprepareRequest* request,
-                                      typename Api::UnprepareResponse* response) override {
-    absl::StatusOr<ClaimOutcomes> outcomes = preparer_.Unprepare(ToRefs(request->claims()), CallerOf(context));
-    if (!outcomes.ok()) return ToGrpc(outcomes.status());
-    auto& claims = *response->mutable_claims();
-    for (const auto& [uid, outcome] : *outcomes) claims[uid].set_error(outcome.error);
-    return grpc::Status::OK;
-  }
-
- private:
   ClaimPreparer& preparer_;
+  Executor& executor_;
 };
 
-// The health APIs v1 and v1alpha1 are identical but for their package.
+// One NodeWatchResources stream: the current list at once, then each newer
+// one, written as the broadcaster announces it. Owns itself until OnDone.
 template <typename Api>
-class HealthService final : public Api::Service {
+class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response>,
+                          public HealthBroadcaster::Watcher {
  public:
-  explicit HealthService(HealthBroadcaster& health) : health_(health) {}
+  static HealthWatch* Start(HealthBroadcaster& health) {
+    auto watch = std::shared_ptr<HealthWatch>(new HealthWatch(health));
+    watch->self_ = watch;
+    health.AddWatcher(watch);
+    watch->Pump();
+    return watch.get();
+  }
 
-  grpc::Status NodeWatchResources(grpc::ServerContext* context, const typename Api::Request*,
-                                  grpc::ServerWriter<typename Api::Response>* writer) override {
-    // The sync API has no cancellation callback, so the wait is sliced to
-    // notice a client that went away.
-    constexpr absl::Duration kCancelCheck = absl::Milliseconds(200);
-    uint64_t seen = 0;
-    while (!context->IsCancelled()) {
-      std::optional<HealthBroadcaster::Snapshot> snapshot = health_.WaitNewer(seen, kCancelCheck);
-      if (health_.shut_down()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "DRA plugin is shutting down");
-      if (!snapshot.has_value()) continue;
-      seen = snapshot->version;
-      if (!writer->Write(ToResponse(snapshot->devices))) break;
+  void HealthChanged() override { Pump(); }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "health watcher went away");
     }
-    return grpc::Status(grpc::StatusCode::CANCELLED, "health watcher went away");
+    Pump();
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!finish_.has_value()) finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "health watcher went away");
+    }
+    Pump();
+  }
+
+  void OnDone() override {
+    std::shared_ptr<HealthWatch> self = std::move(self_);  // freed when the last notification returns
   }
 
  private:
+  explicit HealthWatch(HealthBroadcaster& health) : health_(health) {}
+
+  // Starts the next write, or finishes the stream, unless a write is in
+  // flight (gRPC allows one at a time, and Finish only after it).
+  void Pump() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finished_ || writing_) return;
+    if (!finish_.has_value() && health_.shut_down()) {
+      finish_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "DRA plugin is shutting down");
+    }
+    if (finish_.has_value()) {
+      finished_ = true;
+      lock.unlock();
+      this->Finish(*finish_);
+      return;
+    }
+    std::optional<HealthBroadcaster::Snapshot> snapshot = health_.Newer(seen_);
+    if (!snapshot.has_value()) return;
+    seen_ = snapshot->version;
+    response_ = ToResponse(snapshot->devices);
+    writing_ = true;
+    lock.unlock();
+    this->StartWrite(&response_);
+  }
+
   static typename Api::Response ToResponse(const std::vector<DeviceHealth>& devices) {
     typename Api::Response response;
     for (const DeviceHealth& device : devices) {
@@ -153,43 +224,76 @@ class HealthService final : public Api::Service {
   }
 
   HealthBroadcaster& health_;
+  std::shared_ptr<HealthWatch> self_;
+  std::mutex mu_;
+  uint64_t seen_ = 0;
+  bool writing_ = false;
+  bool finished_ = false;
+  std::optional<grpc::Status> finish_;  // why the stream ends, once known
+  typename Api::Response response_;     // the write in flight
 };
 
-class RegistrationService final : public pluginregistration::Registration::Service {
+// The health APIs v1 and v1alpha1 are identical but for their package.
+template <typename Api>
+class HealthService final : public Api::Service {
  public:
-  RegistrationService(RegistrationInfo info, std::function<void(const RegistrationStatus&)> on_status)
-      : info_(std::move(info)), on_status_(std::move(on_status)) {}
+  explicit HealthService(HealthBroadcaster& health) : health_(health) {}
 
-  grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
-                       pluginregistration::PluginInfo* response) override {
+  grpc::ServerWriteReactor<typename Api::Response>* NodeWatchResources(grpc::CallbackServerContext*,
+                                                                      const typename Api::Request*) override {
+    return HealthWatch<Api>::Start(health_);
+  }
+
+ private:
+  HealthBroadcaster& health_;
+};
+
+class RegistrationService final : public pluginregistration::Registration::CallbackService {
+ public:
+  RegistrationService(RegistrationInfo info, Executor& executor,
+                      std::function<void(const RegistrationStatus&)> on_status)
+      : info_(std::move(info)), executor_(executor), on_status_(std::move(on_status)) {}
+
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context, const pluginregistration::InfoRequest*,
+                                    pluginregistration::PluginInfo* response) override {
     response->set_type("DRAPlugin");
     response->set_name(info_.driver_name);
     response->set_endpoint(info_.endpoint);
     for (const std::string& version : info_.supported_versions) response->add_supported_versions(version);
-    return grpc::Status::OK;
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
-  grpc::Status NotifyRegistrationStatus(grpc::ServerContext*, const pluginregistration::RegistrationStatus* request,
-                                        pluginregistration::RegistrationStatusResponse*) override {
-    on_status_(RegistrationStatus{true, request->plugin_registered(), request->error()});
-    if (!request->plugin_registered()) {
-      return grpc::Status(grpc::StatusCode::UNKNOWN, absl::StrCat("failed registration process: ", request->error()));
-    }
-    return grpc::Status::OK;
+  grpc::ServerUnaryReactor* NotifyRegistrationStatus(grpc::CallbackServerContext* context,
+                                                     const pluginregistration::RegistrationStatus* request,
+                                                     pluginregistration::RegistrationStatusResponse*) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    executor_.Post([this, request, reactor] {
+      on_status_(RegistrationStatus{true, request->plugin_registered(), request->error()});
+      if (!request->plugin_registered()) {
+        reactor->Finish(
+            grpc::Status(grpc::StatusCode::UNKNOWN, absl::StrCat("failed registration process: ", request->error())));
+      } else {
+        reactor->Finish(grpc::Status::OK);
+      }
+    });
+    return reactor;
   }
 
  private:
   const RegistrationInfo info_;
+  Executor& executor_;
   const std::function<void(const RegistrationStatus&)> on_status_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewDraV1Service(ClaimPreparer& preparer) {
-  return std::make_unique<DraService<DraV1>>(preparer);
+std::unique_ptr<grpc::Service> NewDraV1Service(ClaimPreparer& preparer, Executor& executor) {
+  return std::make_unique<DraService<DraV1>>(preparer, executor);
 }
-std::unique_ptr<grpc::Service> NewDraV1beta1Service(ClaimPreparer& preparer) {
-  return std::make_unique<DraService<DraV1beta1>>(preparer);
+std::unique_ptr<grpc::Service> NewDraV1beta1Service(ClaimPreparer& preparer, Executor& executor) {
+  return std::make_unique<DraService<DraV1beta1>>(preparer, executor);
 }
 std::unique_ptr<grpc::Service> NewHealthV1Service(HealthBroadcaster& health) {
   return std::make_unique<HealthService<HealthV1>>(health);
@@ -197,9 +301,9 @@ std::unique_ptr<grpc::Service> NewHealthV1Service(HealthBroadcaster& health) {
 std::unique_ptr<grpc::Service> NewHealthV1alpha1Service(HealthBroadcaster& health) {
   return std::make_unique<HealthService<HealthV1alpha1>>(health);
 }
-std::unique_ptr<grpc::Service> NewRegistrationService(RegistrationInfo info,
+std::unique_ptr<grpc::Service> NewRegistrationService(RegistrationInfo info, Executor& executor,
                                                       std::function<void(const RegistrationStatus&)> on_status) {
-  return std::make_unique<RegistrationService>(std::move(info), std::move(on_status));
+  return std::make_unique<RegistrationService>(std::move(info), executor, std::move(on_status));
 }
 
 }  // namespace dra::kubeletplugin::internal

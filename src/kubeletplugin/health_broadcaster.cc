@@ -14,16 +14,30 @@ void HealthBroadcaster::Publish(std::vector<DeviceHealth> devices) {
     current_.devices = std::move(devices);
     ++current_.version;
   }
-  cv_.notify_all();
+  Notify();
 }
 
-std::optional<HealthBroadcaster::Snapshot> HealthBroadcaster::WaitNewer(uint64_t seen_version,
-                                                                         absl::Duration max_wait) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(max_wait),
-               [&] { return shut_down_ || current_.version > seen_version; });
-  if (shut_down_ || current_.version <= seen_version) return std::nullopt;
+std::optional<HealthBroadcaster::Snapshot> HealthBroadcaster::Newer(uint64_t seen_version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (current_.version <= seen_version) return std::nullopt;
   return current_;
+}
+
+void HealthBroadcaster::AddWatcher(std::weak_ptr<Watcher> watcher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(watchers_, [](const std::weak_ptr<Watcher>& w) { return w.expired(); });
+  watchers_.push_back(std::move(watcher));
+}
+
+void HealthBroadcaster::Notify() {
+  std::vector<std::shared_ptr<Watcher>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::weak_ptr<Watcher>& watcher : watchers_) {
+      if (std::shared_ptr<Watcher> w = watcher.lock()) live.push_back(std::move(w));
+    }
+  }
+  for (const std::shared_ptr<Watcher>& watcher : live) watcher->HealthChanged();
 }
 
 void HealthBroadcaster::Shutdown() {
@@ -31,7 +45,7 @@ void HealthBroadcaster::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     shut_down_ = true;
   }
-  cv_.notify_all();
+  Notify();
 }
 
 bool HealthBroadcaster::shut_down() const {

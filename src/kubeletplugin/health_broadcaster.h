@@ -1,14 +1,15 @@
-// Holds the driver's latest complete device-health list and hands every new
-// version to each NodeWatchResources stream.
+// Holds the driver's latest complete device-health list and tells every
+// NodeWatchResources stream about each new version.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
-#include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
 #include "dra/kubeletplugin/device_health.h"
 
 namespace dra::kubeletplugin::internal {
@@ -20,22 +21,34 @@ class HealthBroadcaster {
     std::vector<DeviceHealth> devices;
   };
 
+  // Told after each Publish and at Shutdown, on the thread that called
+  // them, without the broadcaster's lock held.
+  class Watcher {
+   public:
+    virtual ~Watcher() = default;
+    virtual void HealthChanged() = 0;
+  };
+
   // Entries with last_updated == InfinitePast get the publication time.
   void Publish(std::vector<DeviceHealth> devices);
 
-  // A snapshot newer than `seen_version`, waiting up to `max_wait` for one.
-  // Nothing when none came in time or after Shutdown.
-  std::optional<Snapshot> WaitNewer(uint64_t seen_version, absl::Duration max_wait);
+  // The current snapshot if it is newer than `seen_version`.
+  std::optional<Snapshot> Newer(uint64_t seen_version) const;
 
-  // Wakes all waiters; later waits return at once.
+  // Watchers are held weakly: one that is gone is skipped.
+  void AddWatcher(std::weak_ptr<Watcher> watcher);
+
+  // Tells the watchers; `shut_down` is true from now on.
   void Shutdown();
   bool shut_down() const;
 
  private:
+  void Notify();
+
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  Snapshot current_;
-  bool shut_down_ = false;
+  Snapshot current_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::weak_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 // The API's 1024-character limit: longer messages become 1021 + "...", cut

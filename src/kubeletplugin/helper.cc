@@ -24,6 +24,7 @@
 #include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/claim_preparer.h"
 #include "kubeletplugin/error_counting_driver.h"
+#include "kubeletplugin/executor.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
 #include "kubeletplugin/http_server.h"
@@ -44,6 +45,11 @@ namespace {
 
 constexpr mode_t kSocketMode = 0600;
 constexpr mode_t kDataDirMode = 0750;
+// Threads for the work of kubelet calls. They start on demand: a driver
+// that serializes its calls, or gets one call at a time, uses one or two.
+// The bound is for a burst of pod starts whose claim fetches or driver calls
+// block: more of them in flight at once than this wait in a queue.
+constexpr size_t kMaxCallThreads = 32;
 
 absl::Status ValidateOptions(const Options& options) {
   if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "options.driver_name");
@@ -160,6 +166,8 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
+  // Destroyed after the servers and before what the calls use.
+  internal::Executor executor_{kMaxCallThreads};
   std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
@@ -200,7 +208,7 @@ absl::Status Helper::Impl::Start() {
   }
   const std::string lock_file =
       options_.rolling_update_uid.empty() ? "" : options_.plugin_data_dir + "/serialize.lock";
-  absl::StatusOr<std::unique_ptr<CallSerializer>> serializer = CallSerializer::Create(options_.serialize, lock_file);
+  absl::StatusOr<std::unique_ptr<CallSerializer>> serializer = CallSerializer::Create(options_.serialize, lock_file, executor_);
   if (!serializer.ok()) return serializer.status();
   serializer_ = *std::move(serializer);
   if (options_.cdi.enabled) {
@@ -239,12 +247,12 @@ absl::Status Helper::Impl::Start() {
   std::vector<std::string> versions;
   std::vector<std::string> grpc_health_names;
   if (options_.services.dra_v1) {
-    dra_services_.push_back(internal::NewDraV1Service(*preparer_));
+    dra_services_.push_back(internal::NewDraV1Service(*preparer_, executor_));
     versions.push_back(internal::kDraV1Service);
     grpc_health_names.push_back(internal::kDraV1GrpcName);
   }
   if (options_.services.dra_v1beta1) {
-    dra_services_.push_back(internal::NewDraV1beta1Service(*preparer_));
+    dra_services_.push_back(internal::NewDraV1beta1Service(*preparer_, executor_));
     versions.push_back(internal::kDraV1beta1Service);
     grpc_health_names.push_back(internal::kDraV1beta1GrpcName);
   }
@@ -272,7 +280,7 @@ absl::Status Helper::Impl::Start() {
 
   // Only now that the endpoint answers may the kubelet learn about it.
   registration_service_ = internal::NewRegistrationService(
-      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, [this](const RegistrationStatus& status) {
+      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, executor_, [this](const RegistrationStatus& status) {
         {
           std::lock_guard<std::mutex> lock(mu_);
           registration_ = status;
@@ -388,8 +396,8 @@ void Helper::Impl::Stop() {
   health_.Shutdown();
   if (dra_server_) {
     const std::vector<std::string> running = calls_.WaitIdle(deadline);
-    // gRPC's sync server cannot shut down under a handler that does not
-    // return: a thread waits for it instead, holding this Impl (and so the
+    // gRPC cannot shut down under a call that is not finished: a thread
+    // waits for it instead, holding this Impl (and so the executor, and the
     // checkpoint the call will write) until the call is done.
     std::shared_ptr<Impl> self = weak_from_this().lock();
     if (running.empty() || self == nullptr) {

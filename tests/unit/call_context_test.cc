@@ -1,7 +1,7 @@
 // CallContext and CallTracker: deadlines, the three ways a call is
 // cancelled, request IDs in the logger, and what Stop() learns about calls
 // still running.
-#include <atomic>
+#include <memory>
 #include <catch2/catch.hpp>
 #include <optional>
 #include <thread>
@@ -14,6 +14,7 @@
 namespace dra::kubeletplugin {
 namespace {
 
+using internal::CallState;
 using internal::CallTracker;
 using testing::CapturingSink;
 
@@ -21,11 +22,11 @@ TEST_CASE("a call without a deadline gets the kubelet's 45 s, one with a deadlin
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   const absl::Time before = absl::Now();
-  const CallTracker::Call none = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr);
+  const CallTracker::Call none = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
   CHECK(none.context().deadline() >= before + kDefaultCallTimeout);
   CHECK(none.context().deadline() <= absl::Now() + kDefaultCallTimeout);
   const absl::Time given = absl::Now() + absl::Seconds(3);
-  const CallTracker::Call with = tracker.Begin("NodePrepareResources", given, nullptr);
+  const CallTracker::Call with = tracker.Begin("NodePrepareResources", given);
   CHECK(with.context().deadline() == given);
   CHECK_FALSE(with.context().cancelled());
   CHECK(with.context().status().ok());
@@ -35,7 +36,7 @@ TEST_CASE("a passed deadline cancels with DeadlineExceeded", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   const CallTracker::Call call =
-      tracker.Begin("NodePrepareResources", absl::Now() + absl::Milliseconds(50), nullptr);
+      tracker.Begin("NodePrepareResources", absl::Now() + absl::Milliseconds(50));
   CHECK(call.context().WaitForCancellation(absl::Seconds(30)));
   CHECK(call.context().cancelled());
   CHECK(call.context().status().code() == absl::StatusCode::kDeadlineExceeded);
@@ -46,11 +47,9 @@ TEST_CASE("a passed deadline cancels with DeadlineExceeded", "[call_context]") {
 TEST_CASE("a caller that went away cancels with Cancelled, seen by a waiter", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
-  std::atomic<bool> gone{false};
-  const CallTracker::Call call =
-      tracker.Begin("NodeUnprepareResources", absl::InfiniteFuture(), [&] { return gone.load(); });
+  const CallTracker::Call call = tracker.Begin("NodeUnprepareResources", absl::InfiniteFuture());
   CHECK_FALSE(call.context().WaitForCancellation(absl::Milliseconds(20)));
-  std::thread leave([&] { gone = true; });
+  std::thread leave([state = call.state()] { state->CallerCancelled(); });
   CHECK(call.context().WaitForCancellation(absl::Seconds(30)));
   leave.join();
   CHECK(call.context().status().code() == absl::StatusCode::kCancelled);
@@ -60,42 +59,39 @@ TEST_CASE("a caller that went away cancels with Cancelled, seen by a waiter", "[
 TEST_CASE("CancelAll cancels calls in flight and later ones, the first reason stays", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
-  const CallTracker::Call running = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr);
+  const CallTracker::Call running = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
   const CallContext copy = running.context();  // a driver thread's copy
   std::thread waiter([&] { CHECK(copy.WaitForCancellation(absl::InfiniteDuration())); });
   tracker.CancelAll(absl::UnavailableError("the DRA plugin is stopping"));
   waiter.join();
   CHECK(copy.status() == absl::UnavailableError("the DRA plugin is stopping"));
-  const CallTracker::Call later = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr);
+  const CallTracker::Call later = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
   CHECK(later.context().status().code() == absl::StatusCode::kUnavailable);
 }
 
 TEST_CASE("a context outlives its call, cancelled once the call returned", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
-  bool polled_after_end = false;
-  bool ended = false;
   std::optional<CallContext> kept;
+  std::shared_ptr<CallState> state;
   {
-    const CallTracker::Call call = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), [&] {
-      polled_after_end = ended;
-      return false;
-    });
+    const CallTracker::Call call = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
     kept = call.context();
+    state = call.state();
     CHECK_FALSE(kept->cancelled());
   }
-  ended = true;
   CHECK(kept->cancelled());
   CHECK_THAT(std::string(kept->status().message()), Catch::EndsWith("the call has returned"));
-  CHECK_FALSE(polled_after_end);  // the gRPC context it polled may be gone
+  state->CallerCancelled();  // gRPC's OnCancel may come after the call returned
+  CHECK_THAT(std::string(kept->status().message()), Catch::EndsWith("the call has returned"));
 }
 
 TEST_CASE("each call's logger carries its method and a request ID counted per tracker", "[call_context]") {
   auto sink = std::make_shared<CapturingSink>();
   const Logger logger(sink);
   CallTracker tracker(logger);
-  tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr).context().logger().Info("one");
-  tracker.Begin("NodeUnprepareResources", absl::InfiniteFuture(), nullptr).context().logger().Info("two");
+  tracker.Begin("NodePrepareResources", absl::InfiniteFuture()).context().logger().Info("one");
+  tracker.Begin("NodeUnprepareResources", absl::InfiniteFuture()).context().logger().Info("two");
   const std::vector<std::string> lines = sink->lines();
   REQUIRE(lines.size() == 2);
   CHECK_THAT(lines[0], Catch::EndsWith("\"one\" method=\"NodePrepareResources\" requestID=\"1\""));
@@ -107,7 +103,7 @@ TEST_CASE("WaitIdle returns at once when idle and names the calls still running 
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   CHECK(tracker.WaitIdle(absl::Now() + absl::Hours(1)).empty());
-  std::optional<CallTracker::Call> call = tracker.Begin("NodePrepareResources", absl::InfiniteFuture(), nullptr);
+  std::optional<CallTracker::Call> call = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
   CHECK(tracker.WaitIdle(absl::Now() + absl::Milliseconds(20)) ==
         std::vector<std::string>{"NodePrepareResources requestID=1"});
   std::thread end([&] { call.reset(); });

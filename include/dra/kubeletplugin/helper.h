@@ -56,8 +56,14 @@
 // kFatal (the kubelet refused the registration) means exit and let the
 // DaemonSet restart the driver; everything else is kRecoverable.
 //
-// Threads. gRPC calls arrive on gRPC threads. With Options::serialize (the
-// default) the driver sees one call at a time. Stop() (also run by the
+// Threads. The servers use gRPC's callback API: a kubelet call arrives on a
+// gRPC thread, which hands it to the Helper's own threads (started on
+// demand, at most 32) and returns; claim fetches, the serializer, the
+// driver's calls and the checkpoint's fsyncs never hold a gRPC thread. With
+// Options::serialize (the default) the driver sees one call at a time, and
+// calls that wait for the one before them are queued without holding any
+// thread. Driver::HandleError is called on the Helper's threads, or on the
+// driver's own where it called the Helper. Stop() (also run by the
 // destructor) stops both servers, removes both sockets and is idempotent.
 #pragma once
 

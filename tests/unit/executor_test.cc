@@ -1,0 +1,191 @@
+#include "kubeletplugin/executor.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "kubeletplugin/call_serializer.h"
+#include "support/poll.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+using dra::testing::PollUntil;
+
+TEST_CASE("executor: no thread before the first work, the work runs on one of its own", "[executor]") {
+  Executor executor(4);
+  CHECK(executor.threads() == 0);
+  absl::Notification ran;
+  std::thread::id on;
+  executor.Post([&] {
+    on = std::this_thread::get_id();
+    ran.Notify();
+  });
+  ran.WaitForNotification();
+  CHECK(on != std::this_thread::get_id());
+  CHECK(executor.threads() == 1);
+}
+
+TEST_CASE("executor: a thread per busy one up to the bound, then the work queues in order", "[executor]") {
+  Executor executor(2);
+  absl::Notification release;
+  std::atomic<int> started{0};
+  for (int i = 0; i < 2; ++i) {
+    executor.Post([&] {
+      ++started;
+      release.WaitForNotification();
+    });
+  }
+  REQUIRE(PollUntil([&] { return started == 2; }));
+  CHECK(executor.threads() == 2);
+  std::mutex mu;
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i) {
+    executor.Post([&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(i);
+    });
+  }
+  CHECK(executor.threads() == 2);  // bounded: the five wait
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(order.empty());
+  }
+  release.Notify();
+  REQUIRE(PollUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return order.size() == 5;
+  }));
+  CHECK(executor.threads() == 2);
+}
+
+TEST_CASE("executor: an idle thread is reused, not joined by another", "[executor]") {
+  Executor executor(8);
+  for (int i = 0; i < 20; ++i) {
+    absl::Notification done;
+    executor.Post([&] { done.Notify(); });
+    done.WaitForNotification();
+    // The thread counts as idle only once the work returned.
+    REQUIRE(PollUntil([&] { return executor.threads() >= 1; }));
+  }
+  CHECK(executor.threads() <= 2);
+}
+
+TEST_CASE("executor: idle threads exit after the idle timeout and start again on demand", "[executor]") {
+  Executor executor(4, absl::Milliseconds(20));
+  absl::Notification first;
+  executor.Post([&] { first.Notify(); });
+  first.WaitForNotification();
+  REQUIRE(PollUntil([&] { return executor.threads() == 0; }));
+  absl::Notification second;
+  executor.Post([&] { second.Notify(); });
+  second.WaitForNotification();
+  CHECK(executor.threads() == 1);
+}
+
+TEST_CASE("executor: the destructor runs what is still queued", "[executor]") {
+  std::atomic<int> ran{0};
+  {
+    Executor executor(1);
+    absl::Notification release;
+    executor.Post([&] { release.WaitForNotification(); });
+    for (int i = 0; i < 10; ++i) executor.Post([&] { ++ran; });
+    release.Notify();
+  }
+  CHECK(ran == 10);
+}
+
+TEST_CASE("serializer off: every section runs at once on the caller's thread", "[serializer]") {
+  Executor executor(2);
+  auto serializer = CallSerializer::Create(false, "", executor);
+  REQUIRE(serializer.ok());
+  int ran = 0;
+  for (int i = 0; i < 3; ++i) {
+    (*serializer)->Run([&](absl::Status locked) {
+      CHECK(locked.ok());
+      ++ran;
+    });
+  }
+  CHECK(ran == 3);
+  CHECK(executor.threads() == 0);
+}
+
+TEST_CASE("serializer on: a section behind a running one is queued without holding the caller", "[serializer]") {
+  Executor executor(4);
+  auto created = CallSerializer::Create(true, "", executor);
+  REQUIRE(created.ok());
+  CallSerializer& serializer = **created;
+  absl::Notification inside;
+  absl::Notification release;
+  std::thread first([&] {
+    serializer.Run([&](absl::Status) {
+      inside.Notify();
+      release.WaitForNotification();
+    });
+  });
+  inside.WaitForNotification();
+
+  std::mutex mu;
+  std::vector<int> order;
+  std::atomic<int> running{0};
+  std::atomic<int> peak{0};
+  for (int i = 0; i < 8; ++i) {
+    // Returns at once although the first section still runs.
+    serializer.Run([&, i](absl::Status locked) {
+      CHECK(locked.ok());
+      int now = ++running;
+      int seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(i);
+      }
+      --running;
+    });
+  }
+  CHECK(serializer.waiting() == 8);
+  release.Notify();
+  first.join();
+  REQUIRE(PollUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return order.size() == 8;
+  }));
+  CHECK(serializer.waiting() == 0);
+  CHECK(peak == 1);
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST_CASE("serializer on: RunAndWait returns after its section ran behind the others", "[serializer]") {
+  Executor executor(2);
+  auto created = CallSerializer::Create(true, "", executor);
+  REQUIRE(created.ok());
+  absl::Notification inside;
+  absl::Notification release;
+  std::atomic<bool> first_done{false};
+  std::thread first([&] {
+    (*created)->Run([&](absl::Status) {
+      inside.Notify();
+      release.WaitForNotification();
+      first_done = true;
+    });
+  });
+  inside.WaitForNotification();
+  std::thread releaser([&] {
+    REQUIRE(PollUntil([&] { return (*created)->waiting() == 1; }));
+    release.Notify();
+  });
+  bool saw_first_done = false;
+  (*created)->RunAndWait([&](absl::Status) { saw_first_done = first_done; });
+  CHECK(saw_first_done);
+  releaser.join();
+  first.join();
+}
+
+}  // namespace
+}  // namespace dra::kubeletplugin::internal
