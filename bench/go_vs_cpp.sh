@@ -5,7 +5,8 @@
 # InMemoryClaimSource),
 # driven by the same kubelet peer (tests/e2e/kubeletpeer: the kubelet's own
 # plugin manager and DRA client) in the same run. Prints one Markdown table on
-# stdout: metric | Go SDK | dra-cpp | ratio, with the issue's targets.
+# stdout: metric | Go SDK | dra-cpp | ratios to Go and to the floor, with the
+# targets of issue 15.
 #
 #   bench/go_vs_cpp.sh [--duration 5s] [--starts 5] [--claims 1024] [--rounds 3]
 #                      [--link static|shared]
@@ -23,21 +24,24 @@
 #                        kubelet's 1 s so that its loop does not dominate.
 #                        Median of --starts starts, Go and C++ interleaved.
 #   idle RSS             VmRSS 2 s after registration, before any call.
-#   prepare              NodePrepareResources of one claim, closed loop, 1 and
-#                        16 concurrent callers on the kubelet's one gRPC
+#   prepare              NodePrepareResources of one claim, closed loop, 1, 16
+#                        and 64 concurrent callers on the kubelet's one gRPC
 #                        connection, for --duration each after a 1 s warm-up;
 #                        each caller unprepares its prepared claims every 16
 #                        prepares (untimed). p50/p99 and calls/s; the driver's
 #                        CPU time per call from /proc/PID/stat.
 #   loaded RSS           VmHWM (peak) and VmRSS right after the load.
-# Serialization is off on both; the dra-cpp checkpoint is off for the
-# like-for-like rows (the Go helper keeps none) and on (tmpfs) in extra rows.
-# Further rows without a target: the driver's CPU time and context switches
-# per prepare, the kubelet peer's own CPU time per prepare (a bound on what
-# any driver can gain on these 2 cores), and the floor under dra-cpp: the
-# same answers from a plain grpc++ server without the SDK
-# (bench/raw_grpc_driver.cc), with grpc++'s sync API (as the SDK) and its
-# callback API.
+# Serialization is off on all; dra-cpp runs with its checkpoint off (the Go
+# helper keeps none) and on (on tmpfs); both against the targets of issue 15:
+# calls/s >= 1.1x Go, p50 and p99 <= Go, CPU per call <= 0.8x Go, and within
+# 1.15x of the floor: a plain grpc++ callback server that answers from a map
+# without the SDK (bench/raw_grpc_driver.cc --api callback; calls/s at least
+# 1/1.15 of it, p50 and CPU at most 1.15x). Start-to-registered <= 0.8x Go,
+# idle and loaded RSS <= 0.5x Go. The kubelet peer's own CPU time per
+# prepare is a bound on what any driver can gain on these 2 cores. Shown as
+# well: the grpc++ callback server handing each call to one worker thread
+# that answers it (raw-handoff: what the Helper's design costs before any
+# SDK logic) and the grpc++ sync server (raw-sync).
 # With --rounds R > 1 every number is the median over R rounds (drivers run
 # in alternating order).
 #
@@ -60,7 +64,7 @@ while [ $# -gt 0 ]; do
     --claims) claims="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --link) link="$2"; shift 2 ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
     *) echo "go_vs_cpp: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -98,6 +102,7 @@ driver_cmd() {
     cpp-ckpt) echo "$cpp_driver --registrar-dir $dir/registry --plugin-data-dir $dir/plugin --driver-name $driver_name --claims $claims --checkpoint on" ;;
     raw-sync) echo "$raw_driver --registrar-dir $dir/registry --plugin-data-dir $dir/plugin --driver-name $driver_name --claims $claims --api sync" ;;
     raw-callback) echo "$raw_driver --registrar-dir $dir/registry --plugin-data-dir $dir/plugin --driver-name $driver_name --claims $claims --api callback" ;;
+    raw-handoff) echo "$raw_driver --registrar-dir $dir/registry --plugin-data-dir $dir/plugin --driver-name $driver_name --claims $claims --api callback-handoff" ;;
   esac
 }
 
@@ -121,10 +126,10 @@ run_peer() {
   rm -rf "$dir"
 }
 
-kinds=(go cpp cpp-ckpt raw-sync raw-callback)
+kinds=(go cpp cpp-ckpt raw-sync raw-callback raw-handoff)
 for ((r = 1; r <= rounds; r++)); do
   order=("${kinds[@]}")
-  if ((r % 2 == 0)); then order=(raw-callback raw-sync cpp-ckpt cpp go); fi
+  if ((r % 2 == 0)); then order=(raw-handoff raw-callback raw-sync cpp-ckpt cpp go); fi
   log "round $r/$rounds: $starts starts per driver"
   for ((i = 1; i <= starts; i++)); do
     for k in go cpp; do run_peer "$k" "start-$k-$r-$i" register; done
@@ -132,7 +137,7 @@ for ((r = 1; r <= rounds; r++)); do
   for k in "${order[@]}"; do
     log "round $r/$rounds: $k: idle RSS, prepare at 1 and 16 callers for $duration each, loaded RSS"
     run_peer "$k" "load-$k-$r" register,sleep,rss,bench,rss --sleep 2s \
-      --bench-claims "$claims" --bench-concurrency 1,16 --bench-duration "$duration" --bench-warmup 1s \
+      --bench-claims "$claims" --bench-concurrency 1,16,64 --bench-duration "$duration" --bench-warmup 1s \
       --bench-unprepare-every 16
   done
 done
@@ -143,6 +148,7 @@ python3 - "$work" "$rounds" "$starts" "$duration" "$claims" "$load_before" "$loa
 import glob, json, os, statistics, sys
 work, rounds, starts, duration, claims, load_before, load_after, ncpu, link = sys.argv[1:]
 rounds = int(rounds)
+LEVELS = (1, 16, 64)
 
 def lines(path):
     return [json.loads(l) for l in open(path) if l.strip()]
@@ -170,7 +176,7 @@ def collect(kind):
             "idle_rss": rss[0]["vmrss_kb"] / 1024, "idle_anon": rss[0]["rssanon_kb"] / 1024,
             "hwm": rss[1]["vmhwm_kb"] / 1024, "loaded_rss": rss[1]["vmrss_kb"] / 1024,
             "loaded_anon": rss[1]["rssanon_kb"] / 1024,
-            **{"%s_%d" % (k, c): bench[c][k] for c in (1, 16)
+            **{"%s_%d" % (k, c): bench[c][k] for c in LEVELS
                for k in ("p50_us", "p99_us", "calls_per_s", "driver_cpu_us_per_call", "driver_ctxsw_per_call",
                          "peer_cpu_us_per_call")},
         })
@@ -180,66 +186,80 @@ def collect(kind):
     return d
 
 go, cpp, ck = collect("go"), collect("cpp"), collect("cpp-ckpt")
-raw_sync, raw_cb = collect("raw-sync"), collect("raw-callback")
+raw_sync, floor, handoff = collect("raw-sync"), collect("raw-callback"), collect("raw-handoff")
+
+def fmt_num(x, fmt):
+    return fmt % x if x == x else "-"
 
 rows = []
-def row(metric, key, fmt, better, target=None, src=cpp):
-    g, c = go[key], src[key]
-    ratio = c / g if g else float("nan")
-    fmt2 = "%.2f" if ratio < 10 else "%.1f" 
-    verdict, tgt = "", ""
-    if target is not None:
-        kind, x = target
-        if kind == "faster":      # dra-cpp at least x times better
-            ok = (g / c >= x) if better == "lower" else (c / g >= x)
-            tgt = "%gx faster" % x
-        elif kind == "rss":       # dra-cpp at most x of Go
-            ok = ratio <= x
-            tgt = "<= 1/%g of Go" % round(1 / x)
-        verdict = "PASS" if ok else "FAIL"
-    rows.append((metric, fmt % g, fmt % c, fmt2 % ratio, tgt, verdict))
+fails = []
+def row(metric, key, fmt, better, go_target=None, floor_target=None, src=cpp):
+    """go_target / floor_target: the most (lower is better) or least (higher is better) ratio allowed."""
+    g, c, f = go[key], src[key], floor[key]
+    ratio_go = c / g if g else float("nan")
+    ratio_floor = c / f if f else float("nan")
+    targets, verdicts = [], []
+    def check(name, ratio, target):
+        if target is None:
+            return
+        ok = ratio <= target if better == "lower" else ratio >= target
+        targets.append("%s %.2fx %s" % ("<=" if better == "lower" else ">=", target, name))
+        verdicts.append("PASS" if ok else "FAIL")
+        if not ok:
+            fails.append(metric)
+    check("Go", ratio_go, go_target)
+    check("floor", ratio_floor, floor_target)
+    show_floor = floor_target is not None
+    rows.append((metric, fmt_num(g, fmt), fmt_num(c, fmt), "%.2f" % ratio_go,
+                 fmt_num(f, fmt) if show_floor else "", "%.2f" % ratio_floor if show_floor else "",
+                 ", ".join(targets), " ".join(verdicts)))
 
 def callers(c):
     return "1 caller" if c == 1 else "%d callers" % c
 
-for c in (1, 16):
-    row("prepare p50, %s (us)" % callers(c), "p50_us_%d" % c, "%.0f", "lower", ("faster", 2))
-    row("prepare p99, %s (us)" % callers(c), "p99_us_%d" % c, "%.0f", "lower", ("faster", 2))
-    row("prepare calls/s, %s" % callers(c), "calls_per_s_%d" % c, "%.0f", "higher", ("faster", 2))
-# start-to-registered: an absolute target for dra-cpp.
+for label, src in (("", cpp), ("checkpoint on (tmpfs): ", ck)):
+    for c in LEVELS:
+        row("%sprepare calls/s, %s" % (label, callers(c)), "calls_per_s_%d" % c, "%.0f", "higher", 1.1, 1 / 1.15, src)
+        row("%sprepare p50, %s (us)" % (label, callers(c)), "p50_us_%d" % c, "%.0f", "lower", 1.0, 1.15, src)
+        row("%sprepare p99, %s (us)" % (label, callers(c)), "p99_us_%d" % c, "%.0f", "lower", 1.0, None, src)
+        row("%sdriver CPU per prepare, %s (us)" % (label, callers(c)), "driver_cpu_us_per_call_%d" % c, "%.1f",
+            "lower", 0.8, 1.15, src)
 g, c = go["start_ms"], cpp["start_ms"]
+ok = c / g <= 0.8
+if not ok:
+    fails.append("start-to-registered")
 rows.append(("start-to-registered, median of %d (ms)" % len(cpp["starts"]), "%.1f" % g, "%.1f" % c, "%.2f" % (c / g),
-             "dra-cpp <= 20 ms", "PASS" if c <= 20 else "FAIL"))
-row("idle RSS, VmRSS (MB)", "idle_rss", "%.1f", "lower", ("rss", 1 / 3))
-row("loaded RSS, VmHWM (MB)", "hwm", "%.1f", "lower", ("rss", 1 / 3))
-row("loaded RSS, VmRSS after load (MB)", "loaded_rss", "%.1f", "lower", ("rss", 1 / 3))
+             "", "", "<= 0.80x Go", "PASS" if ok else "FAIL"))
+row("idle RSS, VmRSS (MB)", "idle_rss", "%.1f", "lower", 0.5)
+row("loaded RSS, VmHWM (MB)", "hwm", "%.1f", "lower", 0.5)
+row("loaded RSS, VmRSS after load (MB)", "loaded_rss", "%.1f", "lower", 0.5)
 row("loaded RSS, anonymous part, RssAnon (MB)", "loaded_anon", "%.1f", "lower")
-for c in (1, 16):
-    row("driver CPU per prepare, %s (us)" % callers(c), "driver_cpu_us_per_call_%d" % c, "%.1f", "lower")
+row("checkpoint on (tmpfs): loaded RSS, VmHWM (MB)", "hwm", "%.1f", "lower", 0.5, src=ck)
+for c in LEVELS:
     row("driver context switches per prepare, %s" % callers(c), "driver_ctxsw_per_call_%d" % c, "%.2f", "lower")
     row("kubelet peer CPU per prepare, %s (us)" % callers(c), "peer_cpu_us_per_call_%d" % c, "%.1f", "lower")
-for c in (1, 16):
-    row("checkpoint on (tmpfs): prepare p50, %s (us)" % callers(c), "p50_us_%d" % c, "%.0f", "lower", src=ck)
-    row("checkpoint on (tmpfs): prepare calls/s, %s" % callers(c), "calls_per_s_%d" % c, "%.0f", "higher", src=ck)
-row("checkpoint on (tmpfs): loaded RSS, VmHWM (MB)", "hwm", "%.1f", "lower", src=ck)
-for label, src in (("grpc++ without SDK, sync API", raw_sync), ("grpc++ without SDK, callback API", raw_cb)):
-    for c in (1, 16):
-        row("%s: prepare p50, %s (us)" % (label, callers(c)), "p50_us_%d" % c, "%.0f", "lower", src=src)
+for label, src in (("grpc++ callback API + hand-off to a thread, no SDK", handoff),
+                   ("grpc++ sync API, no SDK", raw_sync)):
+    for c in LEVELS:
         row("%s: prepare calls/s, %s" % (label, callers(c)), "calls_per_s_%d" % c, "%.0f", "higher", src=src)
-        row("%s: driver CPU per prepare, %s (us)" % (label, callers(c)), "driver_cpu_us_per_call_%d" % c, "%.1f",
-            "lower", src=src)
+        row("%s: prepare p50, %s (us)" % (label, callers(c)), "p50_us_%d" % c, "%.0f", "lower", src=src)
+        row("%s: driver CPU per prepare, %s (us)" % (label, callers(c)), "driver_cpu_us_per_call_%d" % c,
+            "%.1f", "lower", src=src)
 
-print("| metric | Go SDK | dra-cpp | ratio (dra-cpp / Go) | target | result |")
-print("|---|---:|---:|---:|---|---|")
+print("| metric | Go SDK | dra-cpp | dra-cpp / Go | floor | dra-cpp / floor | target | result |")
+print("|---|---:|---:|---:|---:|---:|---|---|")
 for r in rows:
     print("| %s |" % " | ".join(r))
 print()
-print("Ratio: dra-cpp divided by Go (below 1 is better for latency, CPU and RSS; above 1 for calls/s). "
+print("Ratios: dra-cpp divided by Go, and by the floor (a plain grpc++ callback server answering from a map, "
+      "bench/raw_grpc_driver.cc --api callback); below 1 is better for latency, CPU and RSS, above 1 for calls/s. "
       "Go SDK: k8s.io/dynamic-resource-allocation/kubeletplugin v0.37.2; client: the kubelet v1.37.2 DRA client (grpc-go). "
       "dra-cpp links gRPC, protobuf and abseil %s. "
       "%s rounds, %s claims, %s per level, serialize off, dra-cpp checkpoint off unless stated. "
-      "Start times (ms) Go: %s; dra-cpp: %s. %s CPUs; load average (1/5/15 min) before: %s, after: %s."
+      "Start times (ms) Go: %s; dra-cpp: %s. %s CPUs; load average (1/5/15 min) before: %s, after: %s. "
+      "Targets missed: %s."
       % ({"static": "statically (DRA_STATIC_GRPC=ON)", "shared": "as Debian's shared libraries"}[link],
          rounds, claims, duration, " ".join("%.1f" % x for x in sorted(go["starts"])),
-         " ".join("%.1f" % x for x in sorted(cpp["starts"])), ncpu, load_before, load_after))
+         " ".join("%.1f" % x for x in sorted(cpp["starts"])), ncpu, load_before, load_after,
+         "; ".join(fails) if fails else "none"))
 EOF

@@ -439,7 +439,7 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   for (uint64_t i = 0; i < total_claims; ++i) claims.Put(AllocatedClaim(Ref(series, i)));
   absl::StatusOr<std::unique_ptr<kp::Checkpoint>> checkpoint = kp::Checkpoint::Open(dir + "/checkpoint.json");
   if (!checkpoint.ok()) Die("Checkpoint::Open: " + checkpoint.status().ToString());
-  kp::Executor executor(32);
+  kp::Executor executor({});
   absl::StatusOr<std::unique_ptr<kp::CallSerializer>> serializer = kp::CallSerializer::Create(serialize, "", executor);
   if (!serializer.ok()) Die("CallSerializer::Create: " + serializer.status().ToString());
   const dra::Logger logger(std::make_shared<QuietSink>());
@@ -595,7 +595,7 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
     if (!claims.GetClaim(Ref(series, i)).ok()) Die("GetClaim");
   });
   rows.push_back({"InMemoryClaimSource::GetClaim (" + std::to_string(reps) + " claims held)", "memory", get});
-  kp::Executor executor(32);
+  kp::Executor executor({});
   absl::StatusOr<std::unique_ptr<kp::CallSerializer>> serializer = kp::CallSerializer::Create(true, "", executor);
   Check(serializer.status(), "CallSerializer::Create");
   const dra::Logger logger(std::make_shared<QuietSink>());

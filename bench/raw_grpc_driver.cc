@@ -14,13 +14,20 @@
 // grpc.http2.bdp_probe=0); --sync-cqs, --min-pollers and --max-pollers set
 // grpc++'s sync server options (defaults: one CQ per core, 1, 2).
 //
-// --api sync (default) uses grpc++'s synchronous service API, as the dra-cpp
-// Helper does; --api callback the callback API (handlers run on gRPC's own
-// threads, no hand-off to a worker thread pool). Runs until SIGTERM/SIGINT.
+// --api sync (default) uses grpc++'s synchronous service API; --api callback
+// the callback API (handlers run on gRPC's own threads, no hand-off to a
+// worker thread pool); --api callback-handoff the callback API with each
+// call's work handed to one worker thread that answers it, as the dra-cpp
+// Helper does, without any SDK logic. Runs until SIGTERM/SIGINT.
 #include <pthread.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <csignal>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -122,6 +129,70 @@ class CallbackDra final : public v1::DRAPlugin::CallbackService {
   const Answers& answers_;
 };
 
+// The callback API with each call's work handed to a thread of its own and
+// answered from there: what it costs a server whose gRPC threads never run
+// the work (the dra-cpp Helper's design) before any SDK logic.
+class HandoffDra final : public v1::DRAPlugin::CallbackService {
+ public:
+  explicit HandoffDra(const Answers& answers) : answers_(answers), worker_([this] { Work(); }) {}
+  ~HandoffDra() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    worker_.join();
+  }
+  grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext* context,
+                                                 const v1::NodePrepareResourcesRequest* request,
+                                                 v1::NodePrepareResourcesResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    Post([this, reactor, request, response] {
+      answers_.Prepare(*request, *response);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* NodeUnprepareResources(grpc::CallbackServerContext* context,
+                                                   const v1::NodeUnprepareResourcesRequest* request,
+                                                   v1::NodeUnprepareResourcesResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    Post([reactor, request, response] {
+      Answers::Unprepare(*request, *response);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+ private:
+  void Post(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(work));
+    }
+    cv_.notify_one();
+  }
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      work();
+      lock.lock();
+    }
+  }
+
+  const Answers& answers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
 class Registration final : public reg::Registration::Service {
  public:
   Registration(std::string driver_name, std::string endpoint)
@@ -166,7 +237,7 @@ std::unique_ptr<grpc::Server> Serve(const std::string& path, grpc::Service* serv
 
 constexpr char kUsage[] =
     "usage: bench_raw_grpc_driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]\n"
-    "                             [--claims N] [--api sync|callback] [--arg NAME=INT ...]\n"
+    "                             [--claims N] [--api sync|callback|callback-handoff] [--arg NAME=INT ...]\n"
     "                             [--sync-cqs N] [--min-pollers N] [--max-pollers N]\n";
 
 }  // namespace
@@ -183,7 +254,7 @@ int main(int argc, char** argv) {
   ServerTuning tuning;
   const int exit_code =
       dra::bench::ParseDriverFlags(argc, argv, flags, kUsage, [&](const std::string& flag, const std::string& value) {
-        if (flag == "--api" && (value == "sync" || value == "callback")) api = value;
+        if (flag == "--api" && (value == "sync" || value == "callback" || value == "callback-handoff")) api = value;
         else if (flag == "--arg" && value.find('=') != std::string::npos)
           tuning.args.emplace_back(value.substr(0, value.find('=')), std::stoi(value.substr(value.find('=') + 1)));
         else if (flag == "--sync-cqs") tuning.sync_cqs = std::stoi(value);
@@ -204,7 +275,8 @@ int main(int argc, char** argv) {
   const Answers answers(driver_name, flags.claims);
   std::unique_ptr<grpc::Service> dra;
   if (api == "sync") dra = std::make_unique<SyncDra>(answers);
-  else dra = std::make_unique<CallbackDra>(answers);
+  else if (api == "callback") dra = std::make_unique<CallbackDra>(answers);
+  else dra = std::make_unique<HandoffDra>(answers);
   const std::string dra_socket = data_dir + "/dra.sock";
   Registration registration(driver_name, dra_socket);
   // The DRA socket serves before the registration socket appears.

@@ -176,14 +176,18 @@ void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method,
     return;
   }
   int failed = 0;
-  for (const k8s::ClaimRef& ref : DistinctByUid(claims)) {
-    const ClaimOutcome& outcome = outcomes->at(ref.uid);
-    if (!outcome.error.empty()) {
-      ++failed;
-      logger.Error("Claim failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", outcome.error}});
-    } else {
-      logger.InfoV(2, "Claim done", {{"claim", ref.ToString()}, {"uid", ref.uid},
-                                     {"devices", std::to_string(outcome.devices.size())}});
+  for (const auto& [uid, outcome] : *outcomes) {
+    if (!outcome.error.empty()) ++failed;
+  }
+  if (failed > 0 || logger.V(2)) {
+    for (const k8s::ClaimRef& ref : DistinctByUid(claims)) {
+      const ClaimOutcome& outcome = outcomes->at(ref.uid);
+      if (!outcome.error.empty()) {
+        logger.Error("Claim failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", outcome.error}});
+      } else {
+        logger.InfoV(2, "Claim done", {{"claim", ref.ToString()}, {"uid", ref.uid},
+                                       {"devices", std::to_string(outcome.devices.size())}});
+      }
     }
   }
   metrics_.ObserveCall(method, /*call_failed=*/false, static_cast<int>(outcomes->size()), failed, duration);
@@ -229,7 +233,7 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
     if (!AnswerFromCheckpoint(ref, outcomes, &work.restore)) to_fetch.push_back(ref);
   }
   // One slot per claim, written by exactly one worker.
-  std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError("not fetched"));
+  std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError(""));
   fetch_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
                           [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
   for (size_t i = 0; i < to_fetch.size(); ++i) {
@@ -311,6 +315,10 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
       absl::StatusOr<std::string> cdi_spec = WriteCdiSpec(ref_of(claim), devices);
       if (!cdi_spec.ok()) {
         outcome.error = std::string(cdi_spec.status().message());
+        continue;
+      }
+      if (checkpoint_ == nullptr) {
+        outcome.devices = std::move(devices);
         continue;
       }
       outcome.devices = std::move(devices);
@@ -414,6 +422,7 @@ absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFilesSeria
 }
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
+  if (checkpoint_ == nullptr) return;  // no checkpoint, no orphans to reap
   std::lock_guard<std::mutex> lock(in_flight_mu_);
   std::erase_if(pending, [&](const k8s::ResourceClaim& claim) {
     const std::string& uid = claim.metadata.uid;
@@ -428,6 +437,7 @@ void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, Clai
 }
 
 void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending) {
+  if (checkpoint_ == nullptr) return;
   std::lock_guard<std::mutex> lock(in_flight_mu_);
   for (const k8s::ResourceClaim& claim : pending) {
     auto it = preparing_.find(claim.metadata.uid);

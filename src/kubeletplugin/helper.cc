@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/api_claim_source.h"
@@ -45,10 +46,10 @@ namespace {
 
 constexpr mode_t kSocketMode = 0600;
 constexpr mode_t kDataDirMode = 0750;
-// Threads for the work of kubelet calls. They start on demand: a driver
-// that serializes its calls, or gets one call at a time, uses one or two.
-// The bound is for a burst of pod starts whose claim fetches or driver calls
-// block: more of them in flight at once than this wait in a queue.
+// Threads for the work of kubelet calls (see executor.h): as many as CPUs
+// for work that runs, more while it blocks. The bound is for a burst of pod
+// starts whose claim fetches or driver calls block: more of them in flight
+// at once than this wait in a queue.
 constexpr size_t kMaxCallThreads = 32;
 
 absl::Status ValidateOptions(const Options& options) {
@@ -167,7 +168,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
   // Destroyed after the servers and before what the calls use.
-  internal::Executor executor_{kMaxCallThreads};
+  internal::Executor executor_{{.max_threads = kMaxCallThreads}};
   std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
@@ -187,6 +188,11 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
 
 absl::Status Helper::Impl::Start() {
   if (absl::Status status = ValidateOptions(options_); !status.ok()) return status;
+  // Debian builds abseil with absl::Mutex's lock-order graph on: gRPC's
+  // mutexes then update a global graph on every nested lock, a few per cent
+  // of each kubelet call's CPU. It is a debugging aid; the SDK's own locks
+  // are checked by the compiler's thread-safety analysis instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (options_.claim_source == nullptr) {
     options_.claim_source = std::make_shared<ApiClaimSource>(options_.kube_client);
   }

@@ -17,7 +17,7 @@ namespace {
 using dra::testing::PollUntil;
 
 TEST_CASE("executor: no thread before the first work, the work runs on one of its own", "[executor]") {
-  Executor executor(4);
+  Executor executor({.max_threads = 4});
   CHECK(executor.threads() == 0);
   absl::Notification ran;
   std::thread::id on;
@@ -30,8 +30,8 @@ TEST_CASE("executor: no thread before the first work, the work runs on one of it
   CHECK(executor.threads() == 1);
 }
 
-TEST_CASE("executor: a thread per busy one up to the bound, then the work queues in order", "[executor]") {
-  Executor executor(2);
+TEST_CASE("executor: a thread per busy one up to the bound, then the work queues", "[executor]") {
+  Executor executor({.max_threads = 2, .parallelism = 2});
   absl::Notification release;
   std::atomic<int> started{0};
   for (int i = 0; i < 2; ++i) {
@@ -64,7 +64,7 @@ TEST_CASE("executor: a thread per busy one up to the bound, then the work queues
 }
 
 TEST_CASE("executor: an idle thread is reused, not joined by another", "[executor]") {
-  Executor executor(8);
+  Executor executor({.max_threads = 8, .parallelism = 8});
   for (int i = 0; i < 20; ++i) {
     absl::Notification done;
     executor.Post([&] { done.Notify(); });
@@ -75,8 +75,29 @@ TEST_CASE("executor: an idle thread is reused, not joined by another", "[executo
   CHECK(executor.threads() <= 2);
 }
 
+TEST_CASE("executor: past its parallelism, a thread is added only when queued work stalls", "[executor]") {
+  Executor executor({.max_threads = 3, .parallelism = 1, .stall = absl::Milliseconds(5)});
+  absl::Notification release;
+  std::atomic<int> blocked{0};
+  // Each blocks until released: the queue behind them only moves on new threads.
+  for (int i = 0; i < 3; ++i) {
+    executor.Post([&] {
+      ++blocked;
+      release.WaitForNotification();
+    });
+  }
+  REQUIRE(PollUntil([&] { return blocked == 3; }));
+  CHECK(executor.threads() == 3);
+  absl::Notification fourth;
+  executor.Post([&] { fourth.Notify(); });  // at the bound: waits for one of them
+  CHECK_FALSE(fourth.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  CHECK(executor.threads() == 3);
+  release.Notify();
+  fourth.WaitForNotification();
+}
+
 TEST_CASE("executor: idle threads exit after the idle timeout and start again on demand", "[executor]") {
-  Executor executor(4, absl::Milliseconds(20));
+  Executor executor({.max_threads = 4, .idle_timeout = absl::Milliseconds(20)});
   absl::Notification first;
   executor.Post([&] { first.Notify(); });
   first.WaitForNotification();
@@ -90,7 +111,7 @@ TEST_CASE("executor: idle threads exit after the idle timeout and start again on
 TEST_CASE("executor: the destructor runs what is still queued", "[executor]") {
   std::atomic<int> ran{0};
   {
-    Executor executor(1);
+    Executor executor({.max_threads = 1});
     absl::Notification release;
     executor.Post([&] { release.WaitForNotification(); });
     for (int i = 0; i < 10; ++i) executor.Post([&] { ++ran; });
@@ -100,7 +121,7 @@ TEST_CASE("executor: the destructor runs what is still queued", "[executor]") {
 }
 
 TEST_CASE("serializer off: every section runs at once on the caller's thread", "[serializer]") {
-  Executor executor(2);
+  Executor executor({.max_threads = 2});
   auto serializer = CallSerializer::Create(false, "", executor);
   REQUIRE(serializer.ok());
   int ran = 0;
@@ -115,7 +136,7 @@ TEST_CASE("serializer off: every section runs at once on the caller's thread", "
 }
 
 TEST_CASE("serializer on: a section behind a running one is queued without holding the caller", "[serializer]") {
-  Executor executor(4);
+  Executor executor({.max_threads = 4});
   auto created = CallSerializer::Create(true, "", executor);
   REQUIRE(created.ok());
   CallSerializer& serializer = **created;
@@ -162,7 +183,7 @@ TEST_CASE("serializer on: a section behind a running one is queued without holdi
 }
 
 TEST_CASE("serializer on: RunAndWait returns after its section ran behind the others", "[serializer]") {
-  Executor executor(2);
+  Executor executor({.max_threads = 2});
   auto created = CallSerializer::Create(true, "", executor);
   REQUIRE(created.ok());
   absl::Notification inside;
