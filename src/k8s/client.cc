@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "auth.h"
+#include "curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "http_util.h"
 
@@ -44,13 +45,6 @@ constexpr long kMaxHostConnections = 16;
 constexpr long kMaxIdleConnections = 16;
 // Error bodies beyond this are cut.
 constexpr size_t kMaxErrorBody = 1 << 20;
-
-std::once_flag g_curl_once;
-CURLcode g_curl_init = CURLE_OK;
-
-void GlobalInit() {
-  std::call_once(g_curl_once, [] { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct HttpRequest {
   std::string method;  // GET, POST, PUT, PATCH, DELETE
@@ -183,7 +177,7 @@ WatchHandle::~WatchHandle() {
 void WatchHandle::Stop() {
   state_->stop = true;
   std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->multi != nullptr) curl_multi_wakeup(state_->multi);
+  if (state_->multi != nullptr) internal::Curl().multi_wakeup(state_->multi);
   state_->cv.notify_all();
 }
 
@@ -228,11 +222,11 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
         std::lock_guard<std::mutex> lock(io_mu);
         io_stop = true;
       }
-      curl_multi_wakeup(multi);
+      internal::Curl().multi_wakeup(multi);
       io_thread.join();
     }
-    if (multi != nullptr) curl_multi_cleanup(multi);
-    for (CURL* handle : pool) curl_easy_cleanup(handle);
+    if (multi != nullptr) internal::Curl().multi_cleanup(multi);
+    for (CURL* handle : pool) internal::Curl().easy_cleanup(handle);
   }
 
   absl::Status Init();
@@ -296,11 +290,11 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 };
 
 absl::Status Client::Impl::StartIo() {
-  multi = curl_multi_init();
+  multi = internal::Curl().multi_init();
   if (multi == nullptr) return absl::ResourceExhaustedError("client: cannot allocate a curl multi handle");
-  curl_multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
-  curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections);
-  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
+  internal::Curl().multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections);
+  internal::Curl().multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
   try {
     io_thread = std::thread([this] { IoLoop(); });
   } catch (const std::system_error& e) {
@@ -321,7 +315,7 @@ void Client::Impl::IoLoop() {
       adding.swap(io_submitted);
     }
     for (Transfer* transfer : adding) {
-      if (curl_multi_add_handle(multi, transfer->easy) != CURLM_OK) {
+      if (internal::Curl().multi_add_handle(multi, transfer->easy) != CURLM_OK) {
         transfer->Complete(CURLE_FAILED_INIT);
       } else {
         ++running_transfers;
@@ -329,58 +323,55 @@ void Client::Impl::IoLoop() {
     }
     adding.clear();
     int running = 0;
-    curl_multi_perform(multi, &running);
+    internal::Curl().multi_perform(multi, &running);
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+    while (CURLMsg* msg = internal::Curl().multi_info_read(multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       CURL* easy = msg->easy_handle;  // `msg` is gone once the handle is removed
       const CURLcode result = msg->data.result;
       Transfer* transfer = nullptr;
-      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &transfer);
-      curl_multi_remove_handle(multi, easy);
+      internal::Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &transfer);
+      internal::Curl().multi_remove_handle(multi, easy);
       --running_transfers;
       if (transfer != nullptr) transfer->Complete(result);
     }
     // Sleeps until there is I/O, a curl timeout, or curl_multi_wakeup (a
     // new transfer, or the destructor).
-    curl_multi_poll(multi, nullptr, 0, running_transfers > 0 ? 1000 : 60000, nullptr);
+    internal::Curl().multi_poll(multi, nullptr, 0, running_transfers > 0 ? 1000 : 60000, nullptr);
   }
 }
 
 CURLcode Client::Impl::RunTransfer(CURL* easy) {
   Transfer transfer;
   transfer.easy = easy;
-  curl_easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
+  internal::Curl().easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
   {
     std::lock_guard<std::mutex> lock(io_mu);
     io_submitted.push_back(&transfer);
   }
-  curl_multi_wakeup(multi);
+  internal::Curl().multi_wakeup(multi);
   std::unique_lock<std::mutex> lock(transfer.mu);
   transfer.cv.wait(lock, [&] { return transfer.done; });
-  curl_easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
+  internal::Curl().easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
   return transfer.result;
 }
 
 absl::Status Client::Impl::Init() {
-  if (g_curl_init != CURLE_OK) {
-    return absl::InternalError(absl::StrCat("curl_global_init: ", curl_easy_strerror(g_curl_init)));
-  }
   std::string server = config.server;
   if (server.empty()) return absl::InvalidArgumentError("client config: server is empty");
   if (server.find("://") == std::string::npos) server = "https://" + server;
 
-  CURLU* url = curl_url();
-  auto free_url = [&] { curl_url_cleanup(url); };
-  if (curl_url_set(url, CURLUPART_URL, server.c_str(), 0) != CURLUE_OK) {
+  CURLU* url = internal::Curl().url();
+  auto free_url = [&] { internal::Curl().url_cleanup(url); };
+  if (internal::Curl().url_set(url, CURLUPART_URL, server.c_str(), 0) != CURLUE_OK) {
     free_url();
     return absl::InvalidArgumentError(absl::StrCat("client config: server \"", config.server, "\" is not a URL"));
   }
   auto part = [&](CURLUPart which, unsigned flags) -> std::string {
     char* text = nullptr;
-    if (curl_url_get(url, which, &text, flags) != CURLUE_OK || text == nullptr) return "";
+    if (internal::Curl().url_get(url, which, &text, flags) != CURLUE_OK || text == nullptr) return "";
     std::string out(text);
-    curl_free(text);
+    internal::Curl().free(text);
     return out;
   };
   std::string scheme = absl::AsciiStrToLower(part(CURLUPART_SCHEME, 0));
@@ -437,89 +428,89 @@ CURL* Client::Impl::Acquire() {
       return handle;
     }
   }
-  return curl_easy_init();
+  return internal::Curl().easy_init();
 }
 
 void Client::Impl::Release(CURL* handle) {
-  curl_easy_reset(handle);  // keeps the live connection
+  internal::Curl().easy_reset(handle);  // keeps the live connection
   std::lock_guard<std::mutex> lock(pool_mu);
   if (pool.size() < kMaxPooledHandles) {
     pool.push_back(handle);
   } else {
-    curl_easy_cleanup(handle);
+    internal::Curl().easy_cleanup(handle);
   }
 }
 
 void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal::Credentials& creds,
                              curl_slist** headers, curl_slist** connect_to_list, absl::Duration timeout) {
   std::string url = absl::StrCat(base_url, request.path, request.query);
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());  // curl copies strings
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
-  if (!request.stream) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  internal::Curl().easy_setopt(h, CURLOPT_URL, url.c_str());  // curl copies strings
+  internal::Curl().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  internal::Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  internal::Curl().easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
+  if (!request.stream) internal::Curl().easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+  internal::Curl().easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   if (timeout > absl::ZeroDuration()) {
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
+    internal::Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
   }
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
+  internal::Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
 
-  *headers = curl_slist_append(*headers, "Accept: application/json");
-  *headers = curl_slist_append(*headers, "Expect:");
+  *headers = internal::Curl().slist_append(*headers, "Accept: application/json");
+  *headers = internal::Curl().slist_append(*headers, "Expect:");
   if (!request.content_type.empty()) {
-    *headers = curl_slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
+    *headers = internal::Curl().slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
   }
   if (!creds.bearer_token.empty()) {
-    *headers = curl_slist_append(*headers, absl::StrCat("Authorization: Bearer ", creds.bearer_token).c_str());
+    *headers = internal::Curl().slist_append(*headers, absl::StrCat("Authorization: Bearer ", creds.bearer_token).c_str());
   }
-  if (!host_header.empty()) *headers = curl_slist_append(*headers, host_header.c_str());
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
+  if (!host_header.empty()) *headers = internal::Curl().slist_append(*headers, host_header.c_str());
+  internal::Curl().easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
   if (!connect_to.empty()) {
-    *connect_to_list = curl_slist_append(*connect_to_list, connect_to.c_str());
-    curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to_list);
+    *connect_to_list = internal::Curl().slist_append(*connect_to_list, connect_to.c_str());
+    internal::Curl().easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to_list);
   }
-  if (!config.proxy_url.empty()) curl_easy_setopt(h, CURLOPT_PROXY, config.proxy_url.c_str());
+  if (!config.proxy_url.empty()) internal::Curl().easy_setopt(h, CURLOPT_PROXY, config.proxy_url.c_str());
 
   // TLS.
   if (config.insecure_skip_tls_verify) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    internal::Curl().easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    internal::Curl().easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   } else if (!config.ca_data.empty()) {
     curl_blob blob{const_cast<char*>(config.ca_data.data()), config.ca_data.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
-    curl_easy_setopt(h, CURLOPT_CAINFO, nullptr);  // only this CA, not the system's
-    curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
+    internal::Curl().easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    internal::Curl().easy_setopt(h, CURLOPT_CAINFO, nullptr);  // only this CA, not the system's
+    internal::Curl().easy_setopt(h, CURLOPT_CAPATH, nullptr);
   } else if (!config.ca_file.empty()) {
-    curl_easy_setopt(h, CURLOPT_CAINFO, config.ca_file.c_str());
-    curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
+    internal::Curl().easy_setopt(h, CURLOPT_CAINFO, config.ca_file.c_str());
+    internal::Curl().easy_setopt(h, CURLOPT_CAPATH, nullptr);
   }
   const std::string& cert = !creds.client_cert_pem.empty() ? creds.client_cert_pem : config.client_cert_data;
   const std::string& key = !creds.client_key_pem.empty() ? creds.client_key_pem : config.client_key_data;
   if (!cert.empty()) {
     curl_blob blob{const_cast<char*>(cert.data()), cert.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
-    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    internal::Curl().easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
+    internal::Curl().easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
   } else if (!config.client_cert_file.empty()) {
-    curl_easy_setopt(h, CURLOPT_SSLCERT, config.client_cert_file.c_str());
-    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    internal::Curl().easy_setopt(h, CURLOPT_SSLCERT, config.client_cert_file.c_str());
+    internal::Curl().easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
   }
   if (!key.empty()) {
     curl_blob blob{const_cast<char*>(key.data()), key.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
-    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    internal::Curl().easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
+    internal::Curl().easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
   } else if (!config.client_key_file.empty()) {
-    curl_easy_setopt(h, CURLOPT_SSLKEY, config.client_key_file.c_str());
-    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    internal::Curl().easy_setopt(h, CURLOPT_SSLKEY, config.client_key_file.c_str());
+    internal::Curl().easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
   }
 
   // Method and body.
   if (request.method == "GET") {
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    internal::Curl().easy_setopt(h, CURLOPT_HTTPGET, 1L);
   } else {
-    if (request.method != "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    if (request.method != "POST") internal::Curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     if (!request.body.empty() || request.method == "POST") {
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-      curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
+      internal::Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      internal::Curl().easy_setopt(h, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
     }
   }
 }
@@ -535,28 +526,28 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   curl_slist* connect_to_list = nullptr;
   char error[CURL_ERROR_SIZE] = {0};
   Configure(h, request, creds, &headers, &connect_to_list, config.timeout);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
+  internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
+  internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
+  internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &response);
   // HTTP/2 when TLS negotiates it; wait for an existing connection to say
   // whether it multiplexes rather than opening another one at once.
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  internal::Curl().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  internal::Curl().easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   response.curl_code = RunTransfer(h);
-  response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl_code);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
+  response.curl_error = error[0] != '\0' ? error : internal::Curl().easy_strerror(response.curl_code);
+  internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
   CountRequest(request.method, response.http_code);
   curl_off_t pretransfer = 0;
-  curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+  internal::Curl().easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
   long request_size = 0;
-  curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
+  internal::Curl().easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_size);
   response.request_sent = pretransfer > 0 || request_size > 0 || response.http_code != 0;
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
   Release(h);
-  curl_slist_free_all(headers);
-  curl_slist_free_all(connect_to_list);
+  internal::Curl().slist_free_all(headers);
+  internal::Curl().slist_free_all(connect_to_list);
   return response;
 }
 
@@ -712,7 +703,7 @@ struct WatchWriter {
     const std::string_view line(data, size * count);
     if (line == "\r\n" || line == "\n") {
       long code = 0;
-      curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &code);
+      internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &code);
       if (code >= 200) {
         self->http_code = code;
         self->Count();
@@ -725,7 +716,7 @@ struct WatchWriter {
     auto* self = static_cast<WatchWriter*>(user);
     const size_t n = size * count;
     if (self->state->stop) return 0;
-    if (self->http_code == 0) curl_easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
+    if (self->http_code == 0) internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
     if (self->http_code != 200) {
       if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
       return n;
@@ -758,11 +749,11 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
       return state->Finish(internal::Rewrap(creds.status(), creds.status().code(),
                                   absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")));
     }
-    CURL* h = curl_easy_init();
-    CURLM* multi = curl_multi_init();
+    CURL* h = internal::Curl().easy_init();
+    CURLM* multi = internal::Curl().multi_init();
     if (h == nullptr || multi == nullptr) {
-      if (h != nullptr) curl_easy_cleanup(h);
-      if (multi != nullptr) curl_multi_cleanup(multi);
+      if (h != nullptr) internal::Curl().easy_cleanup(h);
+      if (multi != nullptr) internal::Curl().multi_cleanup(multi);
       return state->Finish(absl::ResourceExhaustedError("watch: cannot allocate a curl handle"));
     }
     curl_slist* headers = nullptr;
@@ -777,21 +768,21 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     writer.on_event = &on_event;
     writer.context = context;
     writer.count = [this](long code) { CountRequest("WATCH", code); };
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &WatchWriter::Write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &writer);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &WatchWriter::Header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &writer);
-    curl_multi_add_handle(multi, h);
+    internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+    internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &WatchWriter::Write);
+    internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &writer);
+    internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &WatchWriter::Header);
+    internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &writer);
+    internal::Curl().multi_add_handle(multi, h);
     {
       std::lock_guard<std::mutex> lock(state->mu);
       state->multi = multi;
     }
     int running = 1;
     while (running > 0 && !state->stop) {
-      if (curl_multi_perform(multi, &running) != CURLM_OK) break;
+      if (internal::Curl().multi_perform(multi, &running) != CURLM_OK) break;
       if (running == 0) break;
-      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+      internal::Curl().multi_poll(multi, nullptr, 0, 1000, nullptr);
     }
     {
       std::lock_guard<std::mutex> lock(state->mu);
@@ -799,19 +790,19 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     }
     CURLcode result = CURLE_OK;
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+    while (CURLMsg* msg = internal::Curl().multi_info_read(multi, &left)) {
       if (msg->msg == CURLMSG_DONE) result = msg->data.result;
     }
-    if (writer.http_code == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
+    if (writer.http_code == 0) internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
     writer.Count();
     HttpResponse transport;
     transport.curl_code = result;
-    transport.curl_error = error[0] != '\0' ? error : curl_easy_strerror(result);
-    curl_multi_remove_handle(multi, h);
-    curl_easy_cleanup(h);
-    curl_multi_cleanup(multi);
-    curl_slist_free_all(headers);
-    curl_slist_free_all(connect_to_list);
+    transport.curl_error = error[0] != '\0' ? error : internal::Curl().easy_strerror(result);
+    internal::Curl().multi_remove_handle(multi, h);
+    internal::Curl().easy_cleanup(h);
+    internal::Curl().multi_cleanup(multi);
+    internal::Curl().slist_free_all(headers);
+    internal::Curl().slist_free_all(connect_to_list);
 
     if (state->stop) return state->Finish(absl::OkStatus());
     if (writer.error.has_value()) return state->Finish(*writer.error);
@@ -835,7 +826,7 @@ Client::Client(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 absl::StatusOr<std::shared_ptr<Client>> Client::Create(ClientConfig config) {
-  GlobalInit();
+  if (absl::Status status = internal::LoadCurl(); !status.ok()) return status;
   auto impl = std::make_shared<Impl>(std::move(config));
   if (absl::Status status = impl->Init(); !status.ok()) return status;
   return std::shared_ptr<Client>(new Client(std::move(impl)));
