@@ -135,7 +135,7 @@ for ((r = 1; r <= rounds; r++)); do
     for k in go cpp; do run_peer "$k" "start-$k-$r-$i" register; done
   done
   for k in "${order[@]}"; do
-    log "round $r/$rounds: $k: idle RSS, prepare at 1 and 16 callers for $duration each, loaded RSS"
+    log "round $r/$rounds: $k: idle RSS, prepare at 1, 16 and 64 callers for $duration each, loaded RSS"
     run_peer "$k" "load-$k-$r" register,sleep,rss,bench,rss --sleep 2s \
       --bench-claims "$claims" --bench-concurrency 1,16,64 --bench-duration "$duration" --bench-warmup 1s \
       --bench-unprepare-every 16

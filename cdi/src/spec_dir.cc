@@ -69,13 +69,26 @@ std::string SpecDir::PathOf(absl::string_view name) const {
   return absl::StrCat(options_.path, "/", name, FileExtension(options_.format));
 }
 
-absl::StatusOr<std::string> SpecDir::Write(absl::string_view name, const Spec& spec) const {
+absl::StatusOr<std::string> SpecDir::Write(absl::string_view name, const Spec& spec, WriteSync sync) const {
   absl::StatusOr<std::string> content = EncodeSpec(spec, options_.format);
   if (!content.ok()) return content.status();
   if (absl::Status s = internal::MakeDirectories(options_.path, 0755); !s.ok()) return s;
   std::string path = PathOf(name);
-  if (absl::Status s = internal::WriteFileAtomically(path, *content, options_.file_mode); !s.ok()) return s;
+  const internal::Durability durability =
+      sync == WriteSync::kSynced ? internal::Durability::kSynced : internal::Durability::kUnsynced;
+  if (absl::Status s = internal::WriteFileAtomically(path, *content, options_.file_mode, durability); !s.ok()) {
+    return s;
+  }
   return path;
+}
+
+absl::StatusOr<bool> SpecDir::Matches(absl::string_view name, const Spec& spec) const {
+  absl::StatusOr<std::string> want = EncodeSpec(spec, options_.format);
+  if (!want.ok()) return want.status();
+  absl::StatusOr<std::string> have = internal::ReadWholeFile(PathOf(name));
+  if (absl::IsNotFound(have.status())) return false;
+  if (!have.ok()) return have.status();
+  return *have == *want;
 }
 
 absl::Status SpecDir::Remove(absl::string_view name) const {

@@ -40,11 +40,14 @@ absl::Status SyncDirectory(const std::string& dir) {
   return status;
 }
 
-// Writes, syncs and closes the open temp file `fd`.
-absl::Status FillTempFile(int fd, const std::string& temp, std::string_view content, mode_t mode) {
+// Writes, syncs (kSynced) and closes the open temp file `fd`.
+absl::Status FillTempFile(int fd, const std::string& temp, std::string_view content, mode_t mode,
+                          Durability durability) {
   absl::Status status = WriteAll(fd, content, temp);
   if (status.ok() && ::fchmod(fd, mode) != 0) status = SyscallError(errno, "fchmod", temp);
-  if (status.ok() && ::fsync(fd) != 0) status = SyscallError(errno, "fsync", temp);
+  if (status.ok() && durability == Durability::kSynced && ::fsync(fd) != 0) {
+    status = SyscallError(errno, "fsync", temp);
+  }
   // close can report a deferred write error (e.g. on NFS).
   if (::close(fd) != 0 && status.ok()) status = SyscallError(errno, "close", temp);
   return status;
@@ -52,7 +55,8 @@ absl::Status FillTempFile(int fd, const std::string& temp, std::string_view cont
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode,
+                                 Durability durability) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -63,7 +67,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, "mkstemp", pattern);
 
-  absl::Status status = FillTempFile(fd, temp, content, mode);
+  absl::Status status = FillTempFile(fd, temp, content, mode, durability);
   if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
     status = SyscallError(errno, absl::StrCat("rename ", temp, " to"), path);
   }
@@ -71,7 +75,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
     ::unlink(temp.c_str());
     return status;
   }
-  return SyncDirectory(dir);
+  return durability == Durability::kSynced ? SyncDirectory(dir) : absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, struct stat* info) {

@@ -1,5 +1,5 @@
 // Crash-safe file replacement: temp file in the same directory, fsync,
-// rename over the target, fsync the directory.
+// rename over the target, fsync the directory (the fsyncs optional).
 #pragma once
 
 #include <string>
@@ -13,9 +13,18 @@
 
 namespace dra::internal {
 
-// Replaces `path` with `content` so that a crash at any point leaves either
-// the old or the new file, never a partial one. The file gets `mode`.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode = 0600);
+// Whether a write reaches the disk before it returns.
+enum class Durability {
+  kSynced,    // fsync of the file and of its directory
+  kUnsynced,  // readers see the old file or the new one, never a partial one,
+              // but a power loss may leave the new one empty or missing
+};
+
+// Replaces `path` with `content` (temp file, rename) so that a reader never
+// sees a partial file and, kSynced, a crash at any point leaves either the
+// old or the new file. The file gets `mode`.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode = 0600,
+                                 Durability durability = Durability::kSynced);
 
 // Reads a whole file. NotFound when it does not exist. With `info`, also
 // fstat()s the file it read (e.g. to learn which inode that was).

@@ -41,7 +41,10 @@ std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, s
 absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, const cdi::Spec& spec) const {
   absl::StatusOr<std::string> json = cdi::EncodeSpec(spec, cdi::Format::kJson);
   if (!json.ok()) return json.status();
-  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec); !path.ok()) return path.status();
+  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec, cdi::WriteSync::kUnsynced);
+      !path.ok()) {
+    return path.status();
+  }
   return json;
 }
 
@@ -50,7 +53,17 @@ bool ClaimCdiSpecs::Exists(const std::string& claim_uid) const { return dir_.Exi
 absl::Status ClaimCdiSpecs::Restore(const std::string& claim_uid, const std::string& spec_json) const {
   absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
   if (!spec.ok()) return spec.status();
-  return dir_.Write(FileName(claim_uid), *spec).status();
+  return dir_.Write(FileName(claim_uid), *spec, cdi::WriteSync::kUnsynced).status();
+}
+
+absl::StatusOr<bool> ClaimCdiSpecs::Repair(const std::string& claim_uid, const std::string& spec_json) const {
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<bool> matches = dir_.Matches(FileName(claim_uid), *spec);
+  if (!matches.ok()) return matches.status();
+  if (*matches) return false;
+  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), *spec); !path.ok()) return path.status();
+  return true;
 }
 
 absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid) const { return dir_.Remove(FileName(claim_uid)); }

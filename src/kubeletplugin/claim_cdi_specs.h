@@ -26,13 +26,18 @@ class ClaimCdiSpecs {
   // when no device carries edits.
   std::optional<cdi::Spec> TakeSpec(const std::string& claim_uid, std::vector<Device>& devices) const;
 
-  // Writes the claim's spec file; returns the spec as JSON for the checkpoint.
+  // Writes the claim's spec file; returns the spec as JSON for the
+  // checkpoint. Without fsync: the checkpoint's durable copy is what
+  // survives a power loss, and Repair puts the file right after one.
   absl::StatusOr<std::string> Write(const std::string& claim_uid, const cdi::Spec& spec) const;
   // Whether the claim's spec file is there.
   bool Exists(const std::string& claim_uid) const;
   // Writes the spec file again from its checkpointed JSON (after a reboot
-  // emptied the spec dir).
+  // emptied the spec dir), as Write does.
   absl::Status Restore(const std::string& claim_uid, const std::string& spec_json) const;
+  // Writes the spec file again, with fsync, unless it holds exactly what the
+  // checkpointed JSON gives; true when it did.
+  absl::StatusOr<bool> Repair(const std::string& claim_uid, const std::string& spec_json) const;
   // Removes the claim's spec file; a missing one is success.
   absl::Status Remove(const std::string& claim_uid) const;
   // Removes this kind's per-claim spec files whose claim UID is not in `keep`.

@@ -392,33 +392,42 @@ absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFiles() {
-  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return std::vector<std::string>();
-  absl::StatusOr<std::vector<std::string>> result;
+absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFiles() {
+  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return RepairedFiles();
+  absl::StatusOr<RepairedFiles> result;
   serializer_.RunAndWait([&](absl::Status locked) {
     absl::Status entered = EnterSerialized(CallContext::Background(), locked);
-    result = entered.ok() ? RemoveOrphanedFilesSerialized() : std::move(entered);
+    result = entered.ok() ? RepairClaimFilesSerialized() : std::move(entered);
   });
   return result;
 }
 
-absl::StatusOr<std::vector<std::string>> ClaimPreparer::RemoveOrphanedFilesSerialized() {
-  std::vector<std::string> removed;
+absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFilesSerialized() {
+  RepairedFiles repaired;
   std::set<std::string> known;
   std::vector<k8s::ClaimRef> claims;
-  for (const CheckpointEntry& entry : checkpoint_->Entries()) {
+  const std::vector<CheckpointEntry> entries = checkpoint_->Entries();
+  for (const CheckpointEntry& entry : entries) {
     known.insert(entry.claim.uid);
     claims.push_back(entry.claim);
   }
   absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
   if (!specs.ok()) return specs.status();
-  removed = *std::move(specs);
+  repaired.removed = *std::move(specs);
   if (metadata_files_ != nullptr) {
     absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
     if (!metadata.ok()) return metadata.status();
-    removed.insert(removed.end(), metadata->begin(), metadata->end());
+    repaired.removed.insert(repaired.removed.end(), metadata->begin(), metadata->end());
   }
-  return removed;
+  for (const CheckpointEntry& entry : entries) {
+    if (entry.state != ClaimState::kPrepared || entry.cdi_spec.empty()) continue;
+    absl::StatusOr<bool> rewritten = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
+    if (!rewritten.ok()) {
+      return Annotate(rewritten.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
+    }
+    if (*rewritten) repaired.rewritten.push_back(entry.claim.uid);
+  }
+  return repaired;
 }
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {

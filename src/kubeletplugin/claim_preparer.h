@@ -82,11 +82,18 @@ class ClaimPreparer {
   // that names the claim fails that claim (only possible with serialize off).
   absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
 
-  // Under the serializer, removes the per-claim CDI spec files and device
+  struct RepairedFiles {
+    std::vector<std::string> removed;    // paths
+    std::vector<std::string> rewritten;  // claim UIDs
+  };
+  // Under the serializer: removes the per-claim CDI spec files and device
   // metadata files whose claim the checkpoint does not know (left by a crash
   // between writing them and recording the claim, or by an unprepare that
-  // never came). Returns the paths removed; none without a checkpoint.
-  absl::StatusOr<std::vector<std::string>> RemoveOrphanedFiles();
+  // never came), and writes again, with fsync, each prepared claim's CDI
+  // spec file that does not hold the checkpoint's copy (they are written
+  // without fsync, so a power loss may have left one empty, and a reboot
+  // empties a tmpfs). Nothing without a checkpoint.
+  absl::StatusOr<RepairedFiles> RepairClaimFiles();
 
  private:
   // A kubelet call between its stages.
@@ -114,7 +121,7 @@ class ClaimPreparer {
                             std::vector<k8s::ClaimRef>* restore) const;
   absl::Status PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes);
   absl::StatusOr<bool> UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref);
-  absl::StatusOr<std::vector<std::string>> RemoveOrphanedFilesSerialized();
+  absl::StatusOr<RepairedFiles> RepairClaimFilesSerialized();
   absl::Status UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
                                    ClaimOutcomes& outcomes);
   // Reports the call, answers it and ends it.

@@ -31,7 +31,7 @@ class Executor {
   struct Limits {
     size_t max_threads = 32;
     size_t parallelism = 0;  // 0: the number of CPUs
-    absl::Duration stall = absl::Milliseconds(2);
+    absl::Duration stall = absl::Milliseconds(10);
     absl::Duration idle_timeout = absl::Seconds(30);
   };
 

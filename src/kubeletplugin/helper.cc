@@ -242,11 +242,17 @@ absl::Status Helper::Impl::Start() {
     }
     driver_.RestorePreparedClaims(prepared);
   }
-  // Not fatal: a file left behind costs a file, not a container.
-  if (absl::StatusOr<std::vector<std::string>> removed = preparer_->RemoveOrphanedFiles(); !removed.ok()) {
-    driver_.HandleError(removed.status(), ErrorSeverity::kRecoverable, "remove orphaned CDI specs");
+  // Not fatal: a file left behind costs a file, not a container, and a
+  // prepared claim's spec is written again when the kubelet asks for it.
+  if (absl::StatusOr<ClaimPreparer::RepairedFiles> repaired = preparer_->RepairClaimFiles(); !repaired.ok()) {
+    driver_.HandleError(repaired.status(), ErrorSeverity::kRecoverable, "repair claim files");
   } else {
-    for (const std::string& path : *removed) options_.logger.Info("Removed orphaned claim file", {{"path", path}});
+    for (const std::string& path : repaired->removed) {
+      options_.logger.Info("Removed orphaned claim file", {{"path", path}});
+    }
+    for (const std::string& uid : repaired->rewritten) {
+      options_.logger.Info("Wrote a prepared claim's CDI spec again", {{"uid", uid}});
+    }
   }
 
   // Supported versions in the Go helper's order: DRA first, then health.

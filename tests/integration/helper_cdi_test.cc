@@ -108,6 +108,7 @@ TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its sp
   std::filesystem::remove_all(f.cdi_dir);
 
   auto helper = f.Start(driver);
+  CHECK(ReadFile(path) == before);  // at start, before the kubelet asks
   auto client = DraClient::Create(helper->dra_socket_path());
   auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "0f1e2d3c-uid"}}));
   REQUIRE(prepared.ok());
@@ -134,6 +135,38 @@ TEST_CASE("the claim spec's ID comes first, before IDs of specs the driver write
   REQUIRE(prepared.ok());
   CHECK(prepared->at("uid-1").devices.at(0).cdi_device_ids ==
         std::vector<std::string>{"gpu.example.com/claim=uid-1-gpu-0", "gpu.example.com/gpu=common"});
+}
+
+TEST_CASE("at start, a prepared claim's spec that a power loss left empty is written again, intact ones not",
+          "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "damaged", "uid-damaged"));
+  f.claims->Put(AllocatedClaim("ns", "intact", "uid-intact"));
+  {
+    auto helper = f.Start(driver);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "damaged", "uid-damaged"},
+                                                                    {"ns", "intact", "uid-intact"}}));
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->at("uid-damaged").error.empty());
+  }
+  const std::string damaged = f.SpecPath("uid-damaged");
+  const std::string intact = f.SpecPath("uid-intact");
+  const std::string before = ReadFile(damaged);
+  // The spec files are written without fsync: after a power loss the rename
+  // may have reached the disk and the data not.
+  WriteFile(damaged, "");
+  const auto intact_time = std::filesystem::last_write_time(intact);
+  const std::string intact_before = ReadFile(intact);
+
+  auto helper = f.Start(driver);
+  CHECK(ReadFile(damaged) == before);
+  CheckSchema(damaged);
+  CHECK(ReadFile(intact) == intact_before);
+  CHECK(std::filesystem::last_write_time(intact) == intact_time);  // not rewritten
+  CHECK(driver.prepare_calls() == 1);
 }
 
 TEST_CASE("a lost spec is re-created only when serialized: an unprepare in the driver goes first", "[helper][cdi]") {

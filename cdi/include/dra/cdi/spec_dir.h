@@ -28,6 +28,14 @@ struct SpecDirOptions {
   mode_t file_mode = 0600;
 };
 
+// Whether SpecDir::Write reaches the disk before it returns.
+enum class WriteSync {
+  kSynced,    // fsync of the file and of the directory
+  kUnsynced,  // readers still never see a partial file, but a power loss may
+              // leave it empty or missing: for a caller that keeps the spec
+              // elsewhere and checks the file after a restart (Matches)
+};
+
 // "<vendor>-<class>", the name of a driver's static (common) spec file.
 std::string SpecFileName(const Kind& kind);
 // "<vendor>-<class>_<id>", the name of a transient spec file tied to `id`
@@ -44,10 +52,15 @@ class SpecDir {
 
   // Validates and encodes `spec`, then replaces <name>.<ext> atomically: a
   // temp file in the same directory (".<file>.tmp-XXXXXX", which runtimes
-  // skip for its extension), fsync, rename, fsync of the directory. A reader
-  // sees the old file or the new one, never a partial one. Returns the path
-  // written.
-  absl::StatusOr<std::string> Write(absl::string_view name, const Spec& spec) const;
+  // skip for its extension), fsync, rename, fsync of the directory (no fsync
+  // with kUnsynced). A reader sees the old file or the new one, never a
+  // partial one. Returns the path written.
+  absl::StatusOr<std::string> Write(absl::string_view name, const Spec& spec,
+                                    WriteSync sync = WriteSync::kSynced) const;
+
+  // Whether <name> holds exactly what Write(name, spec) writes; false when
+  // it is missing.
+  absl::StatusOr<bool> Matches(absl::string_view name, const Spec& spec) const;
 
   // Removes <name>.json and <name>.yaml; a missing file is success.
   absl::Status Remove(absl::string_view name) const;
