@@ -115,7 +115,9 @@ run_peer() {
   rm -rf "$dir"
   mkdir -p "$dir"
   # shellcheck disable=SC2046 # the driver command is split on purpose
-  if ! "$peer" --registry-dir "$dir/registry" --driver "$driver_name" --timeout 30s \
+  # MALLOC_ARENA_MAX as examples/Dockerfile sets it for the C++ drivers (the
+  # Go driver does not use glibc's malloc).
+  if ! MALLOC_ARENA_MAX=2 "$peer" --registry-dir "$dir/registry" --driver "$driver_name" --timeout 30s \
       --reconcile-period 1ms --steps "$steps" --driver-log "$dir/driver.log" "$@" \
       -- $(driver_cmd "$kind" "$dir") > "$work/$name.jsonl" 2> "$dir/peer.log"; then
     log "$name failed; peer output:"; cat "$work/$name.jsonl" >&2
@@ -255,7 +257,8 @@ print("Ratios: dra-cpp divided by Go, and by the floor (a plain grpc++ callback 
       "bench/raw_grpc_driver.cc --api callback); below 1 is better for latency, CPU and RSS, above 1 for calls/s. "
       "Go SDK: k8s.io/dynamic-resource-allocation/kubeletplugin v0.37.2; client: the kubelet v1.37.2 DRA client (grpc-go). "
       "dra-cpp links gRPC, protobuf and abseil %s. "
-      "%s rounds, %s claims, %s per level, serialize off, dra-cpp checkpoint off unless stated. "
+      "%s rounds, %s claims, %s per level, serialize off, dra-cpp checkpoint off unless stated; "
+      "the C++ drivers run with MALLOC_ARENA_MAX=2, as examples/Dockerfile sets it. "
       "Start times (ms) Go: %s; dra-cpp: %s. %s CPUs; load average (1/5/15 min) before: %s, after: %s. "
       "Targets missed: %s."
       % ({"static": "statically (DRA_STATIC_GRPC=ON)", "shared": "as Debian's shared libraries"}[link],
