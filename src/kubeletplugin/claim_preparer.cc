@@ -144,25 +144,22 @@ void ClaimPreparer::Complete(PendingCall call, absl::Status status) {
 }  // the call ends here, after its answer
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
-  absl::StatusOr<ClaimOutcomes> result;
-  absl::Notification done;
-  Prepare({claims.begin(), claims.end()}, BeginCall("NodePrepareResources", deadline),
-          [&](absl::StatusOr<ClaimOutcomes> outcomes) {
-            result = std::move(outcomes);
-            done.Notify();
-          });
-  done.WaitForNotification();
-  return result;
+  return Wait(&ClaimPreparer::Prepare, "NodePrepareResources", claims, deadline);
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
+  return Wait(&ClaimPreparer::Unprepare, "NodeUnprepareResources", claims, deadline);
+}
+
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Wait(AsyncCall call, const char* method,
+                                                  std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
   absl::StatusOr<ClaimOutcomes> result;
   absl::Notification done;
-  Unprepare({claims.begin(), claims.end()}, BeginCall("NodeUnprepareResources", deadline),
-            [&](absl::StatusOr<ClaimOutcomes> outcomes) {
-              result = std::move(outcomes);
-              done.Notify();
-            });
+  (this->*call)({claims.begin(), claims.end()}, BeginCall(method, deadline),
+                [&](absl::StatusOr<ClaimOutcomes> outcomes) {
+                  result = std::move(outcomes);
+                  done.Notify();
+                });
   done.WaitForNotification();
   return result;
 }

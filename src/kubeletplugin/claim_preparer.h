@@ -96,6 +96,11 @@ class ClaimPreparer {
   absl::StatusOr<RepairedFiles> RepairClaimFiles();
 
  private:
+  using AsyncCall = void (ClaimPreparer::*)(std::vector<k8s::ClaimRef>, CallTracker::Call, Done);
+  // Runs `call` and waits for its outcome.
+  absl::StatusOr<ClaimOutcomes> Wait(AsyncCall call, const char* method, std::span<const k8s::ClaimRef> claims,
+                                     absl::Time deadline);
+
   // A kubelet call between its stages.
   struct PendingCall {
     HelperMetrics::Method method;

@@ -82,37 +82,41 @@ class DraService final : public Api::Service {
   grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext* context,
                                                  const typename Api::PrepareRequest* request,
                                                  typename Api::PrepareResponse* response) override {
-    CallTracker::Call call = preparer_.BeginCall("NodePrepareResources", DeadlineOf(context));
-    auto* reactor = new KubeletCall(call.state());
-    executor_.Post([this, request, response, reactor, call = std::move(call)]() mutable {
-      preparer_.Prepare(ToRefs(request->claims()), std::move(call),
-                        [response, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
-                          if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
-                          Fill(*outcomes, *response);
-                          reactor->Finish(grpc::Status::OK);
-                        });
-    });
-    return reactor;
+    return Serve(context, "NodePrepareResources", &ClaimPreparer::Prepare, request->claims(),
+                 [response](const ClaimOutcomes& outcomes) { Fill(outcomes, *response); });
   }
 
   grpc::ServerUnaryReactor* NodeUnprepareResources(grpc::CallbackServerContext* context,
                                                    const typename Api::UnprepareRequest* request,
                                                    typename Api::UnprepareResponse* response) override {
-    CallTracker::Call call = preparer_.BeginCall("NodeUnprepareResources", DeadlineOf(context));
+    return Serve(context, "NodeUnprepareResources", &ClaimPreparer::Unprepare, request->claims(),
+                 [response](const ClaimOutcomes& outcomes) {
+                   auto& claims = *response->mutable_claims();
+                   for (const auto& [uid, outcome] : outcomes) claims[uid].set_error(outcome.error);
+                 });
+  }
+
+ private:
+  using Run = void (ClaimPreparer::*)(std::vector<k8s::ClaimRef>, CallTracker::Call, ClaimPreparer::Done);
+
+  // Begins the call on the gRPC thread (so that the kubelet's cancellation
+  // reaches it from now on) and hands the rest to the executor; `answer`
+  // writes the outcomes into the response before it is sent.
+  template <typename Claims, typename Answer>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const char* method, Run run,
+                                  const Claims& claims, Answer answer) {
+    CallTracker::Call call = preparer_.BeginCall(method, DeadlineOf(context));
     auto* reactor = new KubeletCall(call.state());
-    executor_.Post([this, request, response, reactor, call = std::move(call)]() mutable {
-      preparer_.Unprepare(ToRefs(request->claims()), std::move(call),
-                          [response, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
-                            if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
-                            auto& claims = *response->mutable_claims();
-                            for (const auto& [uid, outcome] : *outcomes) claims[uid].set_error(outcome.error);
-                            reactor->Finish(grpc::Status::OK);
-                          });
+    executor_.Post([this, run, &claims, answer, reactor, call = std::move(call)]() mutable {
+      (preparer_.*run)(ToRefs(claims), std::move(call), [answer, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
+        if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
+        answer(*outcomes);
+        reactor->Finish(grpc::Status::OK);
+      });
     });
     return reactor;
   }
 
- private:
   static void Fill(const ClaimOutcomes& outcomes, typename Api::PrepareResponse& response) {
     auto& claims = *response.mutable_claims();
     for (const auto& [uid, outcome] : outcomes) {
