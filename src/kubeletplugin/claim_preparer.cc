@@ -144,22 +144,24 @@ void ClaimPreparer::Complete(PendingCall call, absl::Status status) {
 }  // the call ends here, after its answer
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Prepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
-  return Wait(&ClaimPreparer::Prepare, "NodePrepareResources", claims, deadline);
+  return Wait([&](Done done) {
+    Prepare({claims.begin(), claims.end()}, BeginCall("NodePrepareResources", deadline), std::move(done));
+  });
 }
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
-  return Wait(&ClaimPreparer::Unprepare, "NodeUnprepareResources", claims, deadline);
+  return Wait([&](Done done) {
+    Unprepare({claims.begin(), claims.end()}, BeginCall("NodeUnprepareResources", deadline), std::move(done));
+  });
 }
 
-absl::StatusOr<ClaimOutcomes> ClaimPreparer::Wait(AsyncCall call, const char* method,
-                                                  std::span<const k8s::ClaimRef> claims, absl::Time deadline) {
+absl::StatusOr<ClaimOutcomes> ClaimPreparer::Wait(absl::FunctionRef<void(Done)> start) {
   absl::StatusOr<ClaimOutcomes> result;
   absl::Notification done;
-  (this->*call)({claims.begin(), claims.end()}, BeginCall(method, deadline),
-                [&](absl::StatusOr<ClaimOutcomes> outcomes) {
-                  result = std::move(outcomes);
-                  done.Notify();
-                });
+  start([&](absl::StatusOr<ClaimOutcomes> outcomes) {
+    result = std::move(outcomes);
+    done.Notify();
+  });
   done.WaitForNotification();
   return result;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dra/k8s/claim_ref.h"
@@ -96,10 +97,8 @@ class ClaimPreparer {
   absl::StatusOr<RepairedFiles> RepairClaimFiles();
 
  private:
-  using AsyncCall = void (ClaimPreparer::*)(std::vector<k8s::ClaimRef>, CallTracker::Call, Done);
-  // Runs `call` and waits for its outcome.
-  absl::StatusOr<ClaimOutcomes> Wait(AsyncCall call, const char* method, std::span<const k8s::ClaimRef> claims,
-                                     absl::Time deadline);
+  // Runs `start` with a Done and waits until that was called.
+  static absl::StatusOr<ClaimOutcomes> Wait(absl::FunctionRef<void(Done)> start);
 
   // A kubelet call between its stages.
   struct PendingCall {

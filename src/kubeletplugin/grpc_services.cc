@@ -82,14 +82,14 @@ class DraService final : public Api::Service {
   grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext* context,
                                                  const typename Api::PrepareRequest* request,
                                                  typename Api::PrepareResponse* response) override {
-    return Serve(context, "NodePrepareResources", &ClaimPreparer::Prepare, request->claims(),
+    return Serve(context, "NodePrepareResources", Run::kPrepare, request->claims(),
                  [response](const ClaimOutcomes& outcomes) { Fill(outcomes, *response); });
   }
 
   grpc::ServerUnaryReactor* NodeUnprepareResources(grpc::CallbackServerContext* context,
                                                    const typename Api::UnprepareRequest* request,
                                                    typename Api::UnprepareResponse* response) override {
-    return Serve(context, "NodeUnprepareResources", &ClaimPreparer::Unprepare, request->claims(),
+    return Serve(context, "NodeUnprepareResources", Run::kUnprepare, request->claims(),
                  [response](const ClaimOutcomes& outcomes) {
                    auto& claims = *response->mutable_claims();
                    for (const auto& [uid, outcome] : outcomes) claims[uid].set_error(outcome.error);
@@ -97,7 +97,8 @@ class DraService final : public Api::Service {
   }
 
  private:
-  using Run = void (ClaimPreparer::*)(std::vector<k8s::ClaimRef>, CallTracker::Call, ClaimPreparer::Done);
+  enum class Run { kPrepare, kUnprepare };
+  using Done = ClaimPreparer::Done;
 
   // Begins the call on the gRPC thread (so that the kubelet's cancellation
   // reaches it from now on) and hands the rest to the executor; `answer`
@@ -107,12 +108,18 @@ class DraService final : public Api::Service {
                                   const Claims& claims, Answer answer) {
     CallTracker::Call call = preparer_.BeginCall(method, DeadlineOf(context));
     auto* reactor = new KubeletCall(call.state());
-    executor_.Post([this, run, &claims, answer, reactor, call = std::move(call)]() mutable {
-      (preparer_.*run)(ToRefs(claims), std::move(call), [answer, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
+    executor_.Post([this, run, refs = ToRefs(claims), answer, reactor, call = std::move(call)]() mutable {
+      Done done = [answer, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
         if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));
         answer(*outcomes);
         reactor->Finish(grpc::Status::OK);
-      });
+      };
+      switch (run) {
+        case Run::kPrepare:
+          return preparer_.Prepare(std::move(refs), std::move(call), std::move(done));
+        case Run::kUnprepare:
+          return preparer_.Unprepare(std::move(refs), std::move(call), std::move(done));
+      }
     });
     return reactor;
   }
