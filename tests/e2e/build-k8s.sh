@@ -9,8 +9,9 @@
 # (tests/e2e/cri, the fake runtime of k8s.io/cri-client with CDI injection, that
 # the kubelet runs on) and the Go SDK benchmark driver (bench/gosdk, the trivial
 # driver of bench/go_vs_cpp.sh on k8s.io/dynamic-resource-allocation/kubeletplugin,
-# pinned by bench/gosdk/go.mod), and helm (pinned by tests/e2e/helm/go.mod) for
-# the example drivers' charts.
+# pinned by bench/gosdk/go.mod), the Go resourceslice controller publisher of
+# bench/publisher_go_vs_cpp.sh (bench/gosdk/cmd/publisher, same module), and
+# helm (pinned by tests/e2e/helm/go.mod) for the example drivers' charts.
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -19,11 +20,13 @@
 #
 # Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
-#              kubeletpeer cri gosdk-driver helm (default: etcd kube-apiserver kube-scheduler)
+#              kubeletpeer cri gosdk-driver gosdk-publisher helm
+#              (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
 #   --go-test: instead of building, run `go test ./...` in the modules of our
-#              own components (kubeletpeer, cri, gosdk-driver), same caches.
+#              own components (kubeletpeer, cri, gosdk-driver, gosdk-publisher),
+#              same caches.
 # Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
 #              GO (the go command; default: go on PATH, else /usr/local/go/bin/go).
 set -euo pipefail
@@ -50,8 +53,9 @@ for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
     --go-test) go_test=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|helm) components+=("$arg") ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm)
+      components+=("$arg") ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -77,13 +81,13 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 mkdir -p "$bin_dir"
 
 # A binary counts as built when it exists and answers --version; the kubelet
-# peer, the CRI stand-in and the Go SDK driver (our own sources) when they
-# answer -h and are newer than their sources.
+# peer, the CRI stand-in and the Go SDK driver and publisher (our own sources)
+# when they answer -h and are newer than their sources.
 binary_ok() {
   local bin="$bin_dir/$1"
   [ -x "$bin" ] || return 1
   case "$1" in
-    kubeletpeer|cri|gosdk-driver)
+    kubeletpeer|cri|gosdk-driver|gosdk-publisher)
       [ -z "$(find "$(module_dir "$1")" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
       "$bin" -h >/dev/null 2>&1
       return
@@ -97,6 +101,7 @@ version_line() {
     kubeletpeer) echo "kubelet peer on Kubernetes $K8S_VERSION" ;;
     cri) echo "CRI stand-in on k8s.io/cri-client $(pinned "$(module_dir cri)/go.mod" k8s.io/cri-client)" ;;
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
+    gosdk-publisher) echo "resourceslice controller publisher on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-publisher)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
@@ -108,7 +113,7 @@ module_dir() {
     etcd) echo "$here/etcd" ;;
     kubeletpeer) echo "$here/kubeletpeer" ;;
     cri) echo "$here/cri" ;;
-    gosdk-driver) echo "$here/../../bench/gosdk" ;;
+    gosdk-driver|gosdk-publisher) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
     *) echo "$here/k8s" ;;
   esac
@@ -117,6 +122,7 @@ package_of() {
   case "$1" in
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
     kubeletpeer|cri|gosdk-driver) echo "." ;;
+    gosdk-publisher) echo "./cmd/publisher" ;;
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
@@ -128,7 +134,7 @@ version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; helm) echo "$HELM_VERS
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|cri|gosdk-driver) echo "-s -w" ;;
+    etcd|cri|gosdk-driver|gosdk-publisher) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     *)
       local v="$K8S_VERSION" major minor
@@ -146,7 +152,7 @@ ldflags_of() {
 
 if [ "$go_test" = 1 ]; then
   for c in "${components[@]}"; do
-    case "$c" in kubeletpeer|cri|gosdk-driver) ;; *) log "--go-test: $c has no tests of ours"; exit 2 ;; esac
+    case "$c" in kubeletpeer|cri|gosdk-driver|gosdk-publisher) ;; *) log "--go-test: $c has no tests of ours"; exit 2 ;; esac
     log "go test in ${c}: $(module_dir "$c")"
     (cd "$(module_dir "$c")" && nice -n 10 "$GO" test -p "$jobs" -count=1 ./...)
   done
