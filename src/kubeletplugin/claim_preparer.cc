@@ -316,11 +316,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
         outcome.error = std::string(cdi_spec.status().message());
         continue;
       }
-      if (checkpoint_ == nullptr) {
-        outcome.devices = std::move(devices);
-        continue;
-      }
       outcome.devices = std::move(devices);
+      if (checkpoint_ == nullptr) continue;
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
       entry.cdi_spec = *std::move(cdi_spec);
       entry.metadata_files = *std::move(metadata);
