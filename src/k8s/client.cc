@@ -23,6 +23,7 @@
 #include "curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "http_util.h"
+#include "protobuf_codec.h"
 
 namespace dra::k8s {
 
@@ -55,6 +56,9 @@ struct HttpRequest {
   // A watch stream. It is never asked to be compressed: the API server
   // closes one gzip member per flush, and libcurl decodes only the first.
   bool stream = false;
+  // Accept the protobuf wire format (the resource has a schema in
+  // protobuf_codec.h and the config allows it); JSON otherwise.
+  bool protobuf = false;
 
   std::string Context() const { return absl::StrCat(method, " ", path); }
 };
@@ -65,6 +69,7 @@ struct HttpResponse {
   long http_code = 0;
   std::string body;
   std::string retry_after;
+  std::string content_type;
   bool request_sent = false;
 };
 
@@ -80,8 +85,11 @@ size_t CaptureHeader(char* data, size_t size, size_t count, void* user) {
   absl::string_view line(data, size * count);
   if (absl::StartsWith(line, "HTTP/")) {
     response->retry_after.clear();  // a new response (after 100 Continue)
+    response->content_type.clear();
   } else if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
     response->retry_after = std::string(absl::StripAsciiWhitespace(line.substr(12)));
+  } else if (absl::StartsWithIgnoreCase(line, "content-type:")) {
+    response->content_type = std::string(absl::StripAsciiWhitespace(line.substr(13)));
   }
   return size * count;
 }
@@ -255,6 +263,40 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   };
   Result Execute(const HttpRequest& request);
   absl::StatusOr<json> Run(const HttpRequest& request) { return Execute(request).value; }
+  // A request about `ref`: it accepts protobuf when the codec has a schema
+  // for it and the config does not turn that off.
+  HttpRequest Request(const ResourceRef& ref, std::string method, std::string path, std::string query = "") const {
+    HttpRequest request{std::move(method), std::move(path), std::move(query), "", ""};
+    request.protobuf = config.protobuf && internal::HasProtobufSchema(ref);
+    return request;
+  }
+  // Sets `object` as the body: protobuf when the request accepts it and the
+  // codec can carry every field of the object, JSON otherwise.
+  void SetBody(HttpRequest& request, const json& object) const {
+    if (request.protobuf && !protobuf_bodies_refused) {
+      absl::StatusOr<std::string> encoded = internal::EncodeProtobuf(object);
+      if (encoded.ok()) {
+        request.body = *std::move(encoded);
+        request.content_type = std::string(internal::kProtobufContentType);
+        return;
+      }
+    }
+    request.body = object.dump();
+    request.content_type = "application/json";
+  }
+  // Execute() of a request whose body is `object`: a server that refuses
+  // protobuf bodies (415: an aggregated API server, a test double) gets JSON
+  // from then on.
+  Result ExecuteWithBody(HttpRequest& request, const json& object) {
+    Result result = Execute(request);
+    if (result.value.ok() || request.content_type != internal::kProtobufContentType ||
+        HttpStatusCode(result.value.status()) != 415) {
+      return result;
+    }
+    protobuf_bodies_refused = true;
+    SetBody(request, object);
+    return Execute(request);
+  }
   absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object);
   void RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request, int64_t timeout_seconds,
                 const std::function<void(const WatchEvent&)>& on_event);
@@ -266,6 +308,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   }
 
   ClientConfig config;
+  std::atomic<bool> protobuf_bodies_refused{false};
   internal::Authenticator auth;
   internal::TokenBucket limiter;
   std::string base_url;       // scheme://host:port[/prefix], host replaced by tls_server_name
@@ -455,7 +498,9 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   }
   internal::Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
 
-  *headers = internal::Curl().slist_append(*headers, "Accept: application/json");
+  *headers = internal::Curl().slist_append(
+      *headers, request.protobuf ? "Accept: application/vnd.kubernetes.protobuf, application/json"
+                                 : "Accept: application/json");
   *headers = internal::Curl().slist_append(*headers, "Expect:");
   if (!request.content_type.empty()) {
     *headers = internal::Curl().slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
@@ -609,6 +654,16 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
       continue;
     }
     const long code = response.http_code;
+    if (internal::IsProtobufContentType(response.content_type)) {
+      absl::StatusOr<json> decoded = internal::DecodeProtobuf(response.body);
+      if (!decoded.ok()) {
+        return {internal::Rewrap(decoded.status(), absl::StatusCode::kInternal,
+                                 absl::StrCat(decoded.status().message(), " [", context, ": HTTP ", code, "]")),
+                false};
+      }
+      if (code >= 200 && code < 300) return {*std::move(decoded), false};
+      response.body = decoded->dump();
+    }
     if (code >= 200 && code < 300) {
       if (response.body.empty()) return {json::object(), false};
       json doc = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
@@ -635,10 +690,11 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
 }
 
 absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const std::string& ns, const json& object) {
-  HttpRequest request{"POST", internal::ResourcePath(ref, ns), "", object.dump(), "application/json"};
+  HttpRequest request = Request(ref, "POST", internal::ResourcePath(ref, ns));
+  SetBody(request, object);
   const std::string name = StringAt(object, "metadata", "name");
   for (int round = 0;; ++round) {
-    Result result = Execute(request);
+    Result result = ExecuteWithBody(request, object);
     if (!result.uncertain) return std::move(result.value);
     const absl::Status& cause = result.value.status();
     if (name.empty()) {
@@ -647,7 +703,7 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
                                  cause.message()));
     }
     // Did it land? A GET settles it for a fixed name.
-    absl::StatusOr<json> existing = Run(HttpRequest{"GET", internal::ResourcePath(ref, ns, name), "", "", ""});
+    absl::StatusOr<json> existing = Run(Request(ref, "GET", internal::ResourcePath(ref, ns, name)));
     if (existing.ok()) return existing;
     if (!absl::IsNotFound(existing.status())) {
       return internal::Rewrap(cause, absl::StatusCode::kUnavailable,
@@ -670,7 +726,9 @@ struct WatchWriter {
   std::string context;
   long http_code = 0;
   std::string error_body;
-  internal::LineDecoder decoder;
+  std::optional<bool> protobuf;  // the stream's format, from its Content-Type
+  internal::LineDecoder lines;
+  internal::FrameDecoder frames;
   std::optional<absl::Status> error;  // ends the watch with this
 
   absl::Status OnLine(std::string_view line) {
@@ -679,6 +737,18 @@ struct WatchWriter {
     if (doc.is_discarded() || !doc.is_object()) {
       return absl::InternalError(absl::StrCat("watch stream: an event is not a JSON object [", context, "]"));
     }
+    return OnEvent(std::move(doc));
+  }
+
+  absl::Status OnFrame(std::string_view frame) {
+    if (state->stop) return absl::CancelledError("watch stopped");
+    absl::StatusOr<json> doc = internal::DecodeProtobufWatchEvent(frame);
+    if (!doc.ok()) return internal::Rewrap(doc.status(), doc.status().code(),
+                                           absl::StrCat(doc.status().message(), " [", context, "]"));
+    return OnEvent(*std::move(doc));
+  }
+
+  absl::Status OnEvent(json doc) {
     WatchEvent event;
     if (auto it = doc.find("type"); it != doc.end() && it->is_string()) event.type = it->get<std::string>();
     if (auto it = doc.find("object"); it != doc.end()) event.object = std::move(*it);
@@ -717,12 +787,19 @@ struct WatchWriter {
     const size_t n = size * count;
     if (self->state->stop) return 0;
     if (self->http_code == 0) internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
+    if (!self->protobuf.has_value()) {
+      char* type = nullptr;
+      internal::Curl().easy_getinfo(self->handle, CURLINFO_CONTENT_TYPE, &type);
+      self->protobuf = type != nullptr && internal::IsProtobufContentType(type);
+    }
     if (self->http_code != 200) {
       if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
       return n;
     }
-    absl::Status status = self->decoder.Feed(std::string_view(data, n),
-                                              [self](std::string_view line) { return self->OnLine(line); });
+    absl::Status status =
+        *self->protobuf
+            ? self->frames.Feed(std::string_view(data, n), [self](std::string_view f) { return self->OnFrame(f); })
+            : self->lines.Feed(std::string_view(data, n), [self](std::string_view l) { return self->OnLine(l); });
     if (!status.ok()) {
       self->error = std::move(status);
       return 0;
@@ -811,6 +888,10 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
       continue;
     }
     if (writer.http_code != 0 && writer.http_code != 200) {
+      if (writer.protobuf.value_or(false)) {
+        absl::StatusOr<json> decoded = internal::DecodeProtobuf(writer.error_body);
+        if (decoded.ok()) writer.error_body = decoded->dump();
+      }
       return state->Finish(
           internal::StatusFromResponse(static_cast<int>(writer.http_code), writer.error_body, context));
     }
@@ -845,7 +926,7 @@ std::vector<RequestCount> Client::RequestCounts() const {
 absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name) {
   if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
-  return impl_->Run(HttpRequest{"GET", internal::ResourcePath(ref, ns, name), "", "", ""});
+  return impl_->Run(impl_->Request(ref, "GET", internal::ResourcePath(ref, ns, name)));
 }
 
 absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::string& ns, const ListOptions& options) {
@@ -857,7 +938,7 @@ absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::strin
       {"continue", options.continue_token},
       {"resourceVersion", options.resource_version},
   });
-  absl::StatusOr<json> doc = impl_->Run(HttpRequest{"GET", internal::ResourcePath(ref, ns), query, "", ""});
+  absl::StatusOr<json> doc = impl_->Run(impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query));
   if (!doc.ok()) return doc.status();
   ListResult result;
   result.resource_version = StringAt(*doc, "metadata", "resourceVersion");
@@ -913,8 +994,9 @@ absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& n
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
   std::string name = StringAt(object, "metadata", "name");
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
-  return impl_->Run(
-      HttpRequest{"PUT", internal::ResourcePath(ref, namespace_, name), "", object.dump(), "application/json"});
+  HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name));
+  impl_->SetBody(request, object);
+  return impl_->ExecuteWithBody(request, object).value;
 }
 
 absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::string& ns, const json& object) {
@@ -922,8 +1004,9 @@ absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::str
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
   std::string name = StringAt(object, "metadata", "name");
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
-  return impl_->Run(HttpRequest{"PUT", internal::ResourcePath(ref, namespace_, name, "status"), "", object.dump(),
-                                "application/json"});
+  HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name, "status"));
+  impl_->SetBody(request, object);
+  return impl_->ExecuteWithBody(request, object).value;
 }
 
 absl::StatusOr<json> Client::Patch(const ResourceRef& ref, const std::string& ns, const std::string& name,
@@ -952,8 +1035,10 @@ absl::StatusOr<json> Client::Patch(const ResourceRef& ref, const std::string& ns
       {"fieldManager", options.field_manager},
       {"force", options.force ? "true" : ""},
   });
-  return impl_->Run(HttpRequest{"PATCH", internal::ResourcePath(ref, ns, name, options.subresource), query,
-                                body.dump(), content_type});
+  HttpRequest request = impl_->Request(ref, "PATCH", internal::ResourcePath(ref, ns, name, options.subresource), query);
+  request.body = body.dump();
+  request.content_type = std::move(content_type);
+  return impl_->Run(request);
 }
 
 absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,
@@ -967,8 +1052,10 @@ absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const
     if (!preconditions.resource_version.empty()) pre["resourceVersion"] = preconditions.resource_version;
     body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", pre}}.dump();
   }
-  absl::StatusOr<json> result = impl_->Run(HttpRequest{"DELETE", internal::ResourcePath(ref, ns, name), "", body,
-                                                       body.empty() ? "" : "application/json"});
+  HttpRequest request = impl_->Request(ref, "DELETE", internal::ResourcePath(ref, ns, name));
+  request.body = std::move(body);
+  if (!request.body.empty()) request.content_type = "application/json";
+  absl::StatusOr<json> result = impl_->Run(request);
   return result.status();
 }
 
@@ -987,7 +1074,8 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
       {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
       {"timeoutSeconds", options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
   });
-  HttpRequest request{"GET", internal::ResourcePath(ref, ns), query, "", "", /*stream=*/true};
+  HttpRequest request = impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query);
+  request.stream = true;
   std::shared_ptr<Impl> impl = impl_;
   std::thread thread([impl, state, request = std::move(request), timeout = options.timeout_seconds,
                       on_event = std::move(on_event)]() mutable {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,11 @@ using nlohmann::json;
 // How often the worker looks whether a watch has ended (the client has no
 // callback for that).
 constexpr absl::Duration kWatchCheckInterval = absl::Milliseconds(200);
+// A burst of changes by someone else defers the repair by at most this many
+// drift delays after its first change.
+constexpr int kMaxDriftDeferrals = 10;
+// Writes of one pool sync in flight at once.
+constexpr size_t kParallelWrites = 8;
 // Conflicts retried at once before backoff applies.
 constexpr int kImmediateConflictRetries = 3;
 
@@ -204,8 +210,11 @@ class Publisher::Impl {
   // knows yet): the pool is checked after the drift delay unless the
   // publisher's own write explains the change first.
   void NoteDriftLocked(const std::string& pool, const std::string& name) {
+    const absl::Time now = absl::Now();
     auto [it, inserted] = drift_.try_emplace(pool);
-    if (inserted || it->second.names.empty()) it->second.at = absl::Now() + options_.drift_repair_delay;
+    if (inserted || it->second.names.empty()) it->second.first = now;
+    it->second.at = std::min(now + options_.drift_repair_delay,
+                             it->second.first + kMaxDriftDeferrals * options_.drift_repair_delay);
     it->second.names.insert(name);
     cv_.notify_all();
   }
@@ -222,6 +231,7 @@ class Publisher::Impl {
   }
 
   void Report(const absl::Status& status, std::string_view context) {
+    std::lock_guard<std::mutex> lock(report_mu_);
     errors_.fetch_add(1);
     options_.logger.Error("ResourceSlice publishing failed",
                           {{"context", std::string(context)}, {"err", std::string(status.message())}});
@@ -638,8 +648,11 @@ class Publisher::Impl {
     absl::Status status = DeleteAll(obsolete);
     if (!status.ok()) return status;
 
-    for (size_t i = 0; i < count && !stop_requested_; ++i) {
-      if (!matched[i] || (!rewrite_all && !changed[i])) continue;
+    std::vector<size_t> to_update;
+    for (size_t i = 0; i < count; ++i) {
+      if (matched[i] && (rewrite_all || changed[i])) to_update.push_back(i);
+    }
+    status = WriteEach(to_update, [&](size_t i) -> absl::Status {
       k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
       const k8s::ResourceSlice& stored = *matched[i]->slice->typed;
       KeepTaintTimes(want.spec.devices, stored.spec.devices);
@@ -655,11 +668,16 @@ class Publisher::Impl {
       updates_.fetch_add(1);
       options_.logger.InfoV(4, "Updated ResourceSlice", {{"name", stored.metadata.name}, {"pool", name}});
       Stored(name, state, i, want.spec, *matched[i]->scope, *std::move(updated));
-    }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
 
     Scope* home = node_local ? node_scope_.get() : PoolScope(name);
-    for (size_t i = 0; i < count && !stop_requested_; ++i) {
-      if (matched[i]) continue;
+    std::vector<size_t> to_create;
+    for (size_t i = 0; i < count; ++i) {
+      if (!matched[i]) to_create.push_back(i);
+    }
+    status = WriteEach(to_create, [&](size_t i) -> absl::Status {
       k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
       if (node_local) {
         k8s::OwnerReference owner;
@@ -676,7 +694,9 @@ class Publisher::Impl {
       options_.logger.InfoV(4, "Created ResourceSlice",
                             {{"name", StringAt(*created, json::json_pointer("/metadata/name"))}, {"pool", name}});
       Stored(name, state, i, want.spec, *home, *std::move(created));
-    }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
     if (stop_requested_) return absl::CancelledError("stopping");
     state.generation = std::max(state.generation, target);
     for (const auto& slice : desired->slices) state.published_devices += static_cast<int64_t>(slice.devices.size());
@@ -688,14 +708,44 @@ class Publisher::Impl {
     return pool_scopes_.at(pool).get();
   }
 
+  // Runs write(i) for every index, up to kParallelWrites at once (streams
+  // on the client's one HTTP/2 connection: a wiped pool of 79 slices comes
+  // back in the time of a few round trips, not 79). Indexes not started when
+  // one fails or Stop() is called are skipped; returns the first error.
+  absl::Status WriteEach(const std::vector<size_t>& indexes, const std::function<absl::Status(size_t)>& write) {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    absl::Status first_error;
+    auto work = [&] {
+      for (size_t k = next++; k < indexes.size(); k = next++) {
+        if (stop_requested_) return;
+        absl::Status status = write(indexes[k]);
+        if (!status.ok()) {
+          next = indexes.size();
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.ok()) first_error = std::move(status);
+          return;
+        }
+      }
+    };
+    std::vector<std::thread> helpers;
+    const size_t threads = std::min(indexes.size(), kParallelWrites);
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    work();
+    for (std::thread& helper : helpers) helper.join();
+    return first_error;
+  }
+
   // After a write: cache what the server stored, and check that it stored
   // what was sent. If it did not (a feature gate is off), say so once and
   // take the stored form as published until the desired slice changes.
+  // Called by concurrent writes of one pool.
   void Stored(const std::string& pool, PoolState& state, size_t index, const k8s::ResourceSliceSpec& sent,
               Scope& scope, json object) {
     absl::StatusOr<k8s::ResourceSlice> stored = k8s::ResourceSliceFromJson(object);
     const std::string name = StringAt(object, json::json_pointer("/metadata/name"));
     Remember(scope, std::move(object));
+    std::lock_guard<std::mutex> lock(stored_mu_);
     if (!stored.ok() || SameSpec(sent, stored->spec)) {
       state.skews.erase(index);
       return;
@@ -777,12 +827,15 @@ class Publisher::Impl {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
+  std::mutex report_mu_;  // one error handler call at a time
   // Guarded by mu_.
   std::map<std::string, std::shared_ptr<const Pool>> desired_;  // by pool name
   bool have_desired_ = false;  // nothing is synced before the first Update()
   std::map<std::string, absl::Time> due_;  // pools to sync, and when
   struct DriftCheck {
-    absl::Time at;
+    absl::Time first;  // the first change not explained yet
+    absl::Time at;     // when the pool is synced
     std::set<std::string> names;  // slices changed by someone else, as far as known
   };
   std::map<std::string, DriftCheck> drift_;  // by pool

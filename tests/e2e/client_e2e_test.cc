@@ -231,6 +231,12 @@ TEST_CASE("ResourceSlices: create, get, update with conflict, patches, delete wi
   CHECK(deleted.ok());
   CHECK(absl::IsNotFound(client->Get(kResourceSlices, "", name).status()));
   CHECK(absl::IsNotFound(client->Delete(kResourceSlices, "", name)));
+  // Every slice went as protobuf: kube-apiserver refused none (a 415 would
+  // have turned the client to JSON).
+  for (const k8s::RequestCount& count : client->RequestCounts()) {
+    INFO(count.verb);
+    CHECK(count.code != "415");
+  }
 }
 
 TEST_CASE("ResourceClaims: create, generateName, update with conflict, delete with preconditions", "[e2e][crud]") {

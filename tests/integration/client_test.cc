@@ -189,6 +189,42 @@ TEST_CASE("RequestCounts: every request by verb and code, retries included, watc
   CHECK(unreachable->RequestCounts()[0].count == 1);
 }
 
+TEST_CASE("ResourceSlices are sent as protobuf, and as JSON from then on to a server that refuses it (415)",
+          "[client][protobuf]") {
+  auto server = StartServer();
+  auto counts = [](Client& client) {
+    std::map<std::string, uint64_t> by_key;
+    for (const k8s::RequestCount& count : client.RequestCounts()) by_key[count.verb + " " + count.code] = count.count;
+    return by_key;
+  };
+  auto slice = [](const std::string& name) {
+    return json{{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
+                {"metadata", {{"name", name}}},
+                {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "node-a"},
+                          {"pool", {{"name", "node-a"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                          {"devices", {{{"name", "gpu-0"}}}}}}};
+  };
+
+  auto client = MakeClient(BaseConfig(*server));
+  absl::StatusOr<json> first = client->Create(kResourceSlices, "", slice("s1"));
+  INFO(first.status().ToString());
+  REQUIRE(first.ok());
+  CHECK((*first)["metadata"]["name"] == "s1");
+  json update = *first;
+  update["metadata"]["labels"] = {{"tier", "gold"}};
+  REQUIRE(client->Update(kResourceSlices, "", update).ok());
+  REQUIRE(client->Create(kResourceSlices, "", slice("s2")).ok());
+  // The fake speaks JSON only: the first protobuf body was refused, nothing after it.
+  CHECK(counts(*client) == std::map<std::string, uint64_t>{{"POST 201", 2}, {"POST 415", 1}, {"PUT 200", 1}});
+
+  ClientConfig config = BaseConfig(*server);
+  config.protobuf = false;
+  auto json_only = MakeClient(config);
+  REQUIRE(json_only->Create(kResourceSlices, "", slice("s3")).ok());
+  CHECK(counts(*json_only) == std::map<std::string, uint64_t>{{"POST 201", 1}});
+}
+
 TEST_CASE("list pages over 520 objects, in one namespace and across all", "[client][list]") {
   auto server = StartServer();
   auto client = MakeClient(BaseConfig(*server));

@@ -51,6 +51,7 @@ struct Fixture {
     config.ca_file = server->ca_file();
     config.bearer_token = server->admin_token();
     config.qps = 0;
+    config.protobuf = false;  // the fake speaks JSON only: its request counts stay exact
     absl::StatusOr<std::shared_ptr<k8s::Client>> made = k8s::Client::Create(config);
     REQUIRE(made.ok());
     client = *made;

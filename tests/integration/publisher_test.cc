@@ -92,6 +92,7 @@ class Harness {
     config.qps = 0;
     config.max_retries = 0;  // the publisher's own retries are under test
     config.timeout = absl::Seconds(10);
+    config.protobuf = false;  // the fake speaks JSON only: its request counts stay exact
     absl::StatusOr<std::shared_ptr<k8s::Client>> client = k8s::Client::Create(config);
     REQUIRE(client.ok());
     return *client;

@@ -116,6 +116,11 @@ struct ClientConfig {
   // with jittered exponential backoff from 200 ms up to 5 s, or the server's
   // Retry-After (capped at 60 s). Default 5.
   int max_retries = 5;
+  // Speak Kubernetes' protobuf wire format with the API server for the
+  // resources dra::k8s has a schema for (ResourceSlices), as client-go does
+  // for built-in types: about 0.6x the bytes of JSON. An object with a field
+  // the schema lacks is sent as JSON. Default true; false: JSON only.
+  bool protobuf = true;
 
   // The namespace of the service account or of the kubeconfig context;
   // "default" when the context names none. Informational: the client's verbs

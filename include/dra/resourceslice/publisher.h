@@ -27,9 +27,12 @@
 //   resourceSliceCount is always the number of desired slices. Generations
 //   never go back, also after every slice was deleted.
 // - Repairs drift: a slice that someone else deletes or edits is restored
-//   Options::drift_repair_delay after the watch reports it (the kubelet
-//   deletes a node's slices when it starts and after a driver left). Its own
-//   writes seen on the watch cause no work.
+//   once the watch has shown no further such change to its pool for
+//   Options::drift_repair_delay, so that a burst (the kubelet deletes a
+//   node's slices when it starts and after a driver left) is repaired once,
+//   after it ends; at the latest 10 delays after the burst's first change.
+//   Its own writes seen on the watch cause no work. Creates and updates of
+//   one pool run up to 8 at once (HTTP/2 streams on the client's connection).
 // - When the server stores less than was sent (a feature gate is off), reports
 //   one error naming the dropped fields and the likely gates, and does not
 //   rewrite that slice until its desired content changes.
@@ -62,9 +65,10 @@ struct Options {
   std::string node_name;
   // The Node's UID for owner references. Default: empty, looked up once.
   std::string node_uid;
-  // How long after the watch reports someone else's change to a slice it is
-  // repaired. Default 2 s (the Go controller waits 30 s).
-  absl::Duration drift_repair_delay = absl::Seconds(2);
+  // How long the watch must show no further change by someone else to a
+  // pool before the pool is repaired. Default 500 ms (the Go controller
+  // waits 30 s after every change).
+  absl::Duration drift_repair_delay = absl::Milliseconds(500);
   // Backoff after a failed pool sync or list: doubles from the initial
   // delay up to the maximum. Defaults 250 ms and 10 s.
   absl::Duration backoff_initial = absl::Milliseconds(250);
@@ -76,9 +80,10 @@ struct Options {
   Logger logger;
 };
 
-// Called on the background thread with every error; `context` says what was
-// being done ("sync pool \"node-1\"", "list ResourceSlices", ...). It may
-// call Update() but must not stop or destroy the publisher.
+// Called on a background thread of the publisher, one call at a time, with
+// every error; `context` says what was being done ("sync pool \"node-1\"",
+// "list ResourceSlices", ...). It may call Update() but must not stop or
+// destroy the publisher.
 using ErrorHandler = std::function<void(const absl::Status& status, std::string_view context)>;
 
 struct Stats {
