@@ -50,7 +50,8 @@
 #              create/update (apiserver_request_duration_seconds)
 # Each client as it ships: client-go speaks protobuf to kube-apiserver for
 # ResourceSlices and its informer's watch-list stream is gzip-compressed;
-# dra-cpp speaks JSON and its watch is not compressed.
+# dra-cpp speaks protobuf for ResourceSlices too, and its watch carries
+# metadata only (PartialObjectMetadata).
 # Targets (dra-cpp): exactly 79 creates on the first publish, 0 writes on the
 # identical republish, 1 write for one device, restored after the wipe in at
 # most 0.1x the Go controller's time, CPU and bytes at most Go's.

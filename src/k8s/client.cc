@@ -34,6 +34,13 @@ namespace {
 // Retry-After beyond this is cut short: a node agent should rather fail and
 // let its caller decide.
 constexpr absl::Duration kMaxRetryAfter = absl::Seconds(60);
+// The Accept headers of a request, by what it asks for.
+constexpr char kAcceptJson[] = "Accept: application/json";
+constexpr char kAcceptProtobuf[] = "Accept: application/vnd.kubernetes.protobuf, application/json";
+constexpr char kAcceptMetadataJson[] = "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+constexpr char kAcceptMetadataProtobuf[] =
+    "Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, "
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 // Idle easy handles kept for reuse. Connections belong to the client's multi
 // handle, not to easy handles.
 constexpr size_t kMaxPooledHandles = 16;
@@ -59,6 +66,8 @@ struct HttpRequest {
   // Accept the protobuf wire format (the resource has a schema in
   // protobuf_codec.h and the config allows it); JSON otherwise.
   bool protobuf = false;
+  // Ask for PartialObjectMetadata instead of the objects.
+  bool metadata_only = false;
 
   std::string Context() const { return absl::StrCat(method, " ", path); }
 };
@@ -498,9 +507,9 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   }
   internal::Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
 
-  *headers = internal::Curl().slist_append(
-      *headers, request.protobuf ? "Accept: application/vnd.kubernetes.protobuf, application/json"
-                                 : "Accept: application/json");
+  const char* accept = request.metadata_only ? (request.protobuf ? kAcceptMetadataProtobuf : kAcceptMetadataJson)
+                                             : (request.protobuf ? kAcceptProtobuf : kAcceptJson);
+  *headers = internal::Curl().slist_append(*headers, accept);
   *headers = internal::Curl().slist_append(*headers, "Expect:");
   if (!request.content_type.empty()) {
     *headers = internal::Curl().slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
@@ -1076,6 +1085,10 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
   });
   HttpRequest request = impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query);
   request.stream = true;
+  if (options.metadata_only) {
+    request.metadata_only = true;
+    request.protobuf = impl_->config.protobuf;  // PartialObjectMetadata has a schema whatever the resource
+  }
   std::shared_ptr<Impl> impl = impl_;
   std::thread thread([impl, state, request = std::move(request), timeout = options.timeout_seconds,
                       on_event = std::move(on_event)]() mutable {

@@ -43,6 +43,9 @@ const Message* Prototype(std::string_view api_version, std::string_view kind) {
   if ((api_version == "v1" || api_version == "meta.k8s.io/v1") && kind == "Status") {
     return &meta::Status::default_instance();
   }
+  if (api_version == "meta.k8s.io/v1" && kind == "PartialObjectMetadata") {
+    return &meta::PartialObjectMetadata::default_instance();
+  }
   return nullptr;
 }
 

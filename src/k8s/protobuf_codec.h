@@ -1,5 +1,6 @@
 // Kubernetes' protobuf wire format for the kinds dra::k8s::Client has a
-// schema for (proto/k8s: ResourceSlice, its list, metav1.Status), converted
+// schema for (proto/k8s: ResourceSlice, its list, metav1.Status and
+// PartialObjectMetadata), converted
 // to and from the JSON objects the client works on. Internal.
 //
 // On the wire every object is "k8s\0" followed by a runtime.Unknown that

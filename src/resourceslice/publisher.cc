@@ -92,10 +92,16 @@ struct Scope {
   // Guarded by Impl::mu_.
   std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
   std::string resource_version;
+  // Slices the metadata-only watch showed changed by someone else, to be
+  // read whole by the worker, with the resource version the event showed.
+  // Guarded by Impl::mu_.
+  std::map<std::string, int64_t> to_fetch;
   // Worker thread only.
   bool listed = false;  // slices reflect the server and a watch runs
   int failures = 0;
   absl::Time retry_at = absl::InfinitePast();
+  int fetch_failures = 0;
+  absl::Time fetch_at = absl::InfinitePast();
   // Last: destroyed first, so its thread is gone before the rest.
   std::unique_ptr<k8s::WatchHandle> watch;
 };
@@ -298,6 +304,16 @@ class Publisher::Impl {
           } else {
             wake = std::min(wake, scope->retry_at);
           }
+        } else if (!scope->to_fetch.empty()) {
+          if (scope->fetch_at <= now) {
+            std::map<std::string, int64_t> names = std::exchange(scope->to_fetch, {});
+            lock.unlock();
+            FetchChanged(*scope, std::move(names));
+            lock.lock();
+            worked = true;
+          } else {
+            wake = std::min(wake, scope->fetch_at);
+          }
         }
       }
       if (worked) continue;
@@ -394,6 +410,9 @@ class Publisher::Impl {
     options.resource_version = scope.resource_version;
     options.field_selector = scope.field_selector;
     options.allow_bookmarks = true;
+    // Most events are this publisher's own writes, which it knows already:
+    // their metadata says so, and saves receiving every slice twice.
+    options.metadata_only = true;
     Scope* target = &scope;
     scope.watch = client_->Watch(k8s::kResourceSlices, "", options,
                                  [this, target](const k8s::WatchEvent& event) { OnEvent(*target, event); });
@@ -416,10 +435,56 @@ class Publisher::Impl {
     }
     // Already cached at this version or later: this publisher wrote it.
     if (it != scope.slices.end() && it->second->resource_version >= version) return;
-    std::shared_ptr<const CachedSlice> slice = MakeCached(event.object);
+    if (!event.object.contains("spec")) {
+      // Metadata only: the worker reads it, unless the write that caused it
+      // (its response still on the way) explains it by then.
+      int64_t& wanted = scope.to_fetch[name];
+      wanted = std::max(wanted, version);
+      cv_.notify_all();
+      return;
+    }
+    CacheForeignLocked(scope, name, event.object);
+  }
+
+  // A slice as someone else left it: cached, and its pool (old and new)
+  // checked for drift.
+  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object) {
+    auto it = scope.slices.find(name);
+    if (it != scope.slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
+    std::shared_ptr<const CachedSlice> slice = MakeCached(object);
     if (it != scope.slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
     NoteDriftLocked(slice->pool, name);
     scope.slices[name] = std::move(slice);
+  }
+
+  // Reads the slices the metadata-only watch showed changed by someone else.
+  // One that is gone by now has its DELETED event on the way.
+  void FetchChanged(Scope& scope, std::map<std::string, int64_t> names) {
+    while (!names.empty()) {
+      const auto [name, version] = *names.begin();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto cached = scope.slices.find(name);
+        if (cached != scope.slices.end() && cached->second->resource_version >= version) {
+          names.erase(names.begin());  // this publisher's own write, cached since
+          continue;
+        }
+      }
+      absl::StatusOr<json> object = client_->Get(k8s::kResourceSlices, "", name);
+      if (!object.ok() && !absl::IsNotFound(object.status())) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          scope.to_fetch.merge(names);
+          scope.fetch_at = absl::Now() + Backoff(options_, ++scope.fetch_failures);
+        }
+        Report(object.status(), absl::StrCat("read changed ResourceSlice ", k8s::GoQuote(name)));
+        return;
+      }
+      names.erase(names.begin());
+      std::lock_guard<std::mutex> lock(mu_);
+      scope.fetch_failures = 0;
+      if (object.ok()) CacheForeignLocked(scope, name, *object);
+    }
   }
 
   // The publisher's own write of `name` explains a watch event about it that

@@ -96,7 +96,7 @@ TEST_CASE("What the schema cannot carry is refused with the field's path, so the
   CHECK(absl::IsInvalidArgument(EncodeProtobuf(json{{"kind", "ResourceSlice"}}).status()));
 }
 
-TEST_CASE("Lists and Status decode, managed fields keep their JSON") {
+TEST_CASE("Lists, Status and PartialObjectMetadata decode, managed fields keep their JSON") {
   resource::ResourceSliceList list;
   list.mutable_metadata()->set_resourceversion("42");
   list.mutable_metadata()->set_continue_("token");
@@ -121,6 +121,13 @@ TEST_CASE("Lists and Status decode, managed fields keep their JSON") {
   CHECK(st["kind"] == "Status");
   CHECK(st["code"] == 409);
   CHECK(st["details"]["causes"][0]["field"] == "spec.devices");
+
+  meta::PartialObjectMetadata metadata;
+  metadata.mutable_metadata()->set_name("a");
+  metadata.mutable_metadata()->set_resourceversion("43");
+  const json partial = Must(DecodeProtobuf(Envelope("meta.k8s.io/v1", "PartialObjectMetadata", metadata)));
+  CHECK(partial == json::parse(R"({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                                   "metadata": {"name": "a", "resourceVersion": "43"}})"));
 }
 
 TEST_CASE("Bodies that are not Kubernetes protobuf are errors, not crashes") {

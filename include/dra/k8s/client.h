@@ -123,6 +123,12 @@ struct WatchOptions {
   // server's default (5 to 10 minutes). The client gives up if nothing ends
   // the stream for timeout_seconds + 60 s.
   int64_t timeout_seconds = 0;
+  // Events carry only the objects' metadata (kind PartialObjectMetadata,
+  // apiVersion meta.k8s.io/v1), as client-go's metadata informers ask: a
+  // watcher that mostly needs names and resource versions receives a small
+  // fraction of the bytes. A server without that transformation sends the
+  // whole objects.
+  bool metadata_only = false;
 };
 
 struct WatchEvent {

@@ -4,10 +4,12 @@
 //   auto publisher = dra::resourceslice::Publisher::Start(client, options, on_error);
 //   (*publisher)->Update(resources);  // returns at once; bursts coalesce
 //
-// What it does, on one background thread:
+// What it does, on one background thread (and up to 8 while it writes):
 // - Lists and watches only this driver's slices: spec.driver and
 //   spec.nodeName for node-local pools, spec.driver and spec.pool.name for
-//   each other pool. Work is keyed by pool.
+//   each other pool. Work is keyed by pool. The watch carries metadata only;
+//   a slice whose resource version is newer than this publisher's own write
+//   of it is read whole.
 // - Validates every pool before any request (ValidateResourceSlice on each
 //   slice, plus pool-wide rules: unique device and counter set names, counters
 //   that devices consume exist). An invalid pool is reported through the
