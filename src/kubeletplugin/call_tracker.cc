@@ -26,6 +26,8 @@ namespace {
 // Waits are sliced to this so that an infinite one never overflows a
 // std::chrono deadline.
 constexpr absl::Duration kMaxWaitSlice = absl::Hours(1);
+// How far behind the caller's deadline the propagated one may lie.
+constexpr absl::Duration kPropagatedDeadlineLag = absl::Milliseconds(100);
 
 }  // namespace
 
@@ -51,6 +53,15 @@ void CallState::Cancel(absl::Status reason) {
 }
 
 void CallState::CallerCancelled() {
+  // The deadline gRPC propagates is the caller's timeout from when the
+  // request arrived, so it lies behind the caller's own by the request's
+  // transit time: a caller that gives up this close to it ran out of time.
+  if (absl::Now() >= deadline_ - kPropagatedDeadlineLag) {
+    Cancel(absl::DeadlineExceededError(absl::StrCat(description_, ": the call's deadline ",
+                                                    absl::FormatTime(deadline_, absl::UTCTimeZone()),
+                                                    " passed (the caller gave up at it)")));
+    return;
+  }
   Cancel(absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call")));
 }
 

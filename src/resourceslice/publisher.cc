@@ -163,9 +163,9 @@ class Publisher::Impl {
     for (const auto& [pool, drift] : drift_) {
       if (!drift.names.empty()) return false;
     }
-    if (node_scope_ && !node_scope_->listed) return false;
+    if (node_scope_ && (!node_scope_->listed || !node_scope_->to_fetch.empty())) return false;
     for (const auto& [name, scope] : pool_scopes_) {
-      if (!scope->listed) return false;
+      if (!scope->listed || !scope->to_fetch.empty()) return false;
     }
     return true;
   }

@@ -396,6 +396,17 @@ TEST_CASE("watch ResourceSlices as a driver: added, modified, and deleted by the
   options.resource_version = list->resource_version;
   options.label_selector = "e2e-run=" + run;
   auto watch = driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { log.Add(e); });
+  // The same watch for metadata only, in protobuf (the default) and in JSON.
+  options.metadata_only = true;
+  EventLog metadata_log;
+  auto metadata_watch =
+      driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { metadata_log.Add(e); });
+  k8s::ClientConfig json_config = DriverConfig();
+  json_config.protobuf = false;
+  auto json_driver = MakeClient(json_config);
+  EventLog json_metadata_log;
+  auto json_metadata_watch =
+      json_driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { json_metadata_log.Add(e); });
 
   const std::string name = run + "-a";
   absl::StatusOr<json> created = driver->Create(kResourceSlices, "", NewSlice(name, run, run));
@@ -416,6 +427,18 @@ TEST_CASE("watch ResourceSlices as a driver: added, modified, and deleted by the
   REQUIRE(gone.has_value());
   CHECK(gone->object["spec"]["pool"]["generation"] == 2);  // the last state before deletion
   CHECK(gone->object["kind"] == "ResourceSlice");
+  for (EventLog* partial : {&metadata_log, &json_metadata_log}) {
+    REQUIRE(PollUntil([&] { return partial->Summary().size() >= 3; }, absl::Seconds(20)));
+    CHECK(partial->Summary() == log.Summary());
+    std::optional<WatchEvent> partial_gone = partial->Find("DELETED", name);
+    REQUIRE(partial_gone.has_value());
+    CHECK(partial_gone->object["kind"] == "PartialObjectMetadata");
+    CHECK(partial_gone->object["apiVersion"] == "meta.k8s.io/v1");
+    CHECK_FALSE(partial_gone->object.contains("spec"));
+    CHECK(partial_gone->object["metadata"]["resourceVersion"] == gone->object["metadata"]["resourceVersion"]);
+  }
+  metadata_watch->Stop();
+  json_metadata_watch->Stop();
   CHECK_FALSE(watch->Done());
   watch->Stop();
   CHECK(watch->Wait().ok());
