@@ -134,7 +134,9 @@ class Checkpoint {
   bool rewrite_ = false;       // the file may end in garbage: replace it rather than append
 };
 
-// CRC-32C (Castagnoli), the checksum of each line; exposed for tests.
+// CRC-32C (Castagnoli), the checksum of each line: with SSE4.2's crc32
+// instruction where the CPU has it, else Crc32cPortable. Exposed for tests.
 uint32_t Crc32c(std::string_view data);
+uint32_t Crc32cPortable(std::string_view data);
 
 }  // namespace dra::kubeletplugin::internal
