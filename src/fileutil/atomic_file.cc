@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "crashpoint/crash_point.h"
 
 namespace dra::internal {
 namespace {
@@ -68,6 +69,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   if (fd < 0) return SyscallError(errno, "mkstemp", pattern);
 
   absl::Status status = FillTempFile(fd, temp, content, mode, durability);
+  if (status.ok()) DRA_CRASH_POINT("atomic_file.before_rename");
   if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
     status = SyscallError(errno, absl::StrCat("rename ", temp, " to"), path);
   }
@@ -75,6 +77,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
     ::unlink(temp.c_str());
     return status;
   }
+  DRA_CRASH_POINT("atomic_file.after_rename");
   return durability == Durability::kSynced ? SyncDirectory(dir) : absl::OkStatus();
 }
 

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "crashpoint/crash_point.h"
 #include "fileutil/atomic_file.h"
 #include "nlohmann/json.hpp"
 
@@ -319,6 +320,7 @@ absl::Status SyscallError(absl::string_view syscall, const std::string& path) {
 
 // One write of `line` (more only after a short write), then fdatasync.
 absl::Status Append(int fd, absl::string_view line, const std::string& path) {
+  DRA_CRASH_POINT("checkpoint.before_append");
   while (!line.empty()) {
     const ssize_t n = ::write(fd, line.data(), line.size());
     if (n < 0 && errno == EINTR) continue;
@@ -326,7 +328,9 @@ absl::Status Append(int fd, absl::string_view line, const std::string& path) {
     if (n == 0) return absl::InternalError(absl::StrCat("write ", path, ": no progress"));
     line.remove_prefix(static_cast<size_t>(n));
   }
+  DRA_CRASH_POINT("checkpoint.after_append");
   if (::fdatasync(fd) != 0) return SyscallError("fdatasync", path);
+  DRA_CRASH_POINT("checkpoint.after_sync");
   return absl::OkStatus();
 }
 
@@ -505,7 +509,9 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   absl::Status status;
   int new_fd = -1;
   if (replace) {
+    DRA_CRASH_POINT("checkpoint.before_replace");
     status = dra::internal::WriteFileAtomically(path_, content, kFileMode);
+    if (status.ok()) DRA_CRASH_POINT("checkpoint.after_replace");
     // The file just written (only one process writes at a time). Without
     // it, the next write replaces the file again.
     if (status.ok()) new_fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "crashpoint/crash_point.h"
 #include "dra/k8s/names.h"
 #include "kubeletplugin/claim_uid.h"
 
@@ -288,8 +289,10 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
     return absl::OkStatus();
   }
 
+  DRA_CRASH_POINT("prepare.before_driver");
   absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(ctx, pending);
   if (!results.ok()) return Annotate(results.status(), "prepare resource claims");
+  DRA_CRASH_POINT("prepare.after_driver");
 
   std::vector<CheckpointChange> prepared;
   for (const k8s::ResourceClaim& claim : pending) {
@@ -310,12 +313,14 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
         outcome.error = std::string(metadata.status().message());
         continue;
       }
+      if (!metadata->empty()) DRA_CRASH_POINT("prepare.after_metadata_files");
       devices = WithBaseRequestNames(std::move(devices));
       absl::StatusOr<std::string> cdi_spec = WriteCdiSpec(ref_of(claim), devices);
       if (!cdi_spec.ok()) {
         outcome.error = std::string(cdi_spec.status().message());
         continue;
       }
+      if (!cdi_spec->empty()) DRA_CRASH_POINT("prepare.after_cdi_spec");
       outcome.devices = std::move(devices);
       if (checkpoint_ == nullptr) continue;
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
@@ -332,6 +337,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
     for (const CheckpointChange& change : prepared) {
       outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
     }
+  } else if (!prepared.empty()) {
+    DRA_CRASH_POINT("prepare.after_checkpoint");
   }
   return absl::OkStatus();
 }
@@ -513,8 +520,10 @@ void ClaimPreparer::Unprepare(std::vector<k8s::ClaimRef> requested, CallTracker:
 
 absl::Status ClaimPreparer::UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
                                                 ClaimOutcomes& outcomes) {
+  DRA_CRASH_POINT("unprepare.before_driver");
   absl::StatusOr<UnprepareResults> results = driver_.UnprepareResourceClaims(ctx, claims);
   if (!results.ok()) return Annotate(results.status(), "unprepare resource claims");
+  DRA_CRASH_POINT("unprepare.after_driver");
 
   std::vector<CheckpointChange> dropped;
   for (const k8s::ClaimRef& ref : claims) {
@@ -531,11 +540,14 @@ absl::Status ClaimPreparer::UnprepareSerialized(const CallContext& ctx, std::spa
       dropped.push_back({ref.uid, std::nullopt});
     }
   }
+  if (!dropped.empty()) DRA_CRASH_POINT("unprepare.after_files_removed");
   if (absl::Status status = Commit(dropped); !status.ok()) {
     driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const CheckpointChange& change : dropped) {
       outcomes[change.uid].error = absl::StrCat("remove claim from checkpoint: ", status.message());
     }
+  } else if (!dropped.empty()) {
+    DRA_CRASH_POINT("unprepare.after_checkpoint");
   }
   return absl::OkStatus();
 }

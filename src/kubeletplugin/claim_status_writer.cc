@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "crashpoint/crash_point.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
@@ -150,8 +151,10 @@ absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<
   options.field_manager = options_.field_manager;
   options.force = true;  // this driver's entries are its own, whoever wrote them before
   options.subresource = "status";
+  DRA_CRASH_POINT("status.before_write");
   absl::StatusOr<nlohmann::json> patched =
       client_->Patch(k8s::kResourceClaims, ref.namespace_, ref.name, k8s::PatchType::kApply, body, options);
+  DRA_CRASH_POINT("status.after_write");
   return patched.status();
 }
 

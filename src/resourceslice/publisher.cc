@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "crashpoint/crash_point.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/names.h"
 #include "dra/k8s/resource_slice_json.h"
@@ -725,7 +726,9 @@ class Publisher::Impl {
       object["apiVersion"] = "resource.k8s.io/v1";
       object["kind"] = "ResourceSlice";
       object["spec"] = k8s::ToJson(want)["spec"];
+      DRA_CRASH_POINT("publisher.before_write");
       absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
+      DRA_CRASH_POINT("publisher.after_write");
       if (!updated.ok()) {
         if (k8s::IsConflict(updated.status())) Reread(*matched[i]->scope, stored.metadata.name);
         return updated.status();
@@ -753,7 +756,9 @@ class Publisher::Impl {
         owner.controller = true;
         want.metadata.owner_references.push_back(std::move(owner));
       }
+      DRA_CRASH_POINT("publisher.before_write");
       absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", k8s::ToJson(want));
+      DRA_CRASH_POINT("publisher.after_write");
       if (!created.ok()) return created.status();
       creates_.fetch_add(1);
       options_.logger.InfoV(4, "Created ResourceSlice",
@@ -834,7 +839,9 @@ class Publisher::Impl {
       k8s::Preconditions preconditions;
       preconditions.uid = StringAt(e.slice->object, json::json_pointer("/metadata/uid"));
       preconditions.resource_version = StringAt(e.slice->object, json::json_pointer("/metadata/resourceVersion"));
+      DRA_CRASH_POINT("publisher.before_write");
       absl::Status status = client_->Delete(k8s::kResourceSlices, "", name, preconditions);
+      DRA_CRASH_POINT("publisher.after_write");
       if (status.ok()) {
         deletes_.fetch_add(1);
         options_.logger.InfoV(4, "Deleted ResourceSlice", {{"name", name}, {"pool", e.slice->pool}});
