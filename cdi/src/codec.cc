@@ -162,6 +162,44 @@ void EmitYaml(YAML::Emitter& out, const ordered_json& value) {
 
 // ---- YAML text -> JSON document ----
 
+// The offset of the first byte of `text` that is not valid UTF-8, or npos.
+// yaml-cpp passes such bytes into strings; Go's YAML decoder, which the
+// reference library reads specs with, refuses them, as JSON parsers do.
+size_t InvalidUtf8At(absl::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    size_t length = 0;
+    uint32_t code_point = 0;
+    if (byte < 0x80) {
+      length = 1;
+      code_point = byte;
+    } else if ((byte & 0xe0) == 0xc0) {
+      length = 2;
+      code_point = byte & 0x1f;
+    } else if ((byte & 0xf0) == 0xe0) {
+      length = 3;
+      code_point = byte & 0x0f;
+    } else if ((byte & 0xf8) == 0xf0) {
+      length = 4;
+      code_point = byte & 0x07;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return i;
+      code_point = code_point << 6 | (next & 0x3f);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+    if (code_point < kSmallest[length] || code_point > 0x10ffff || (code_point >= 0xd800 && code_point <= 0xdfff)) {
+      return i;
+    }
+    i += length;
+  }
+  return absl::string_view::npos;
+}
+
 absl::StatusOr<json> ScalarToJson(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   // Quoted scalars carry the non-specific tag "!"; so do explicit strings.
@@ -441,6 +479,9 @@ absl::StatusOr<Spec> DecodeSpec(absl::string_view text, Format format) {
     json document = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (document.is_discarded()) return absl::InvalidArgumentError("CDI spec: not valid JSON");
     return ReadSpec(document);
+  }
+  if (const size_t at = InvalidUtf8At(text); at != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("CDI spec: not valid YAML: invalid UTF-8 at byte ", at));
   }
   YAML::Node node;
   try {

@@ -115,6 +115,28 @@ TEST_CASE("decoding is strict and names the field", "[cdi][codec]") {
   CHECK(DecodeSpec("a: [", Format::kYaml).status().message().substr(0, 28) == "CDI spec: not valid YAML: ya");
 }
 
+// Found by fuzz_cdi_spec: yaml-cpp passed the byte 0xb1 into the env entry,
+// and encoding the spec threw from nlohmann's serializer.
+TEST_CASE("YAML that is not UTF-8 is refused, as by Go's YAML decoder and any JSON parser", "[cdi][codec]") {
+  const auto yaml = [](const std::string& value) {
+    return "cdiVersion: 0.3.0\nkind: a.com/b\ncontainerEdits: {env: [" + value + "]}\ndevices: []\n";
+  };
+  CHECK(DecodeSpec(yaml("A=\xb1"), Format::kYaml).status().message() ==
+        "CDI spec: not valid YAML: invalid UTF-8 at byte 57");
+  CHECK(!DecodeSpec(yaml("A=\xc0\xa0"), Format::kYaml).ok());          // overlong
+  CHECK(!DecodeSpec(yaml("A=\xed\xa0\x80"), Format::kYaml).ok());      // a surrogate
+  CHECK(!DecodeSpec(yaml("A=\xf4\x90\x80\x80"), Format::kYaml).ok());  // above U+10FFFF
+  CHECK(!DecodeSpec(yaml("A=\xe2\x82"), Format::kYaml).ok());          // cut short
+  CHECK(!DecodeSpec(R"({"cdiVersion":"0.3.0","kind":"a.com/b","containerEdits":{"env":["A=)"
+                    "\xb1"
+                    R"("]},"devices":[]})",
+                    Format::kJson)
+             .ok());
+  absl::StatusOr<Spec> accented = DecodeSpec(yaml("A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), Format::kYaml);
+  REQUIRE(accented.ok());
+  CHECK(accented->container_edits.env == std::vector<std::string>{"A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"});
+}
+
 // The reference good/bad examples: our decoder+validator agrees with the schema.
 TEST_CASE("the reference testdata: good files pass, bad ones fail, as with the schema", "[cdi][codec]") {
   for (const char* name : {"good/minimal.json", "good/spec-example.json"}) {
