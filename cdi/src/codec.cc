@@ -466,7 +466,12 @@ absl::StatusOr<std::string> EncodeSpec(const Spec& spec, Format format) {
   absl::StatusOr<Version> version = ResolveVersion(spec);
   if (!version.ok()) return version.status();
   const ordered_json document = ToJson(spec, *version);
-  if (format == Format::kJson) return absl::StrCat(document.dump(2), "\n");
+  // Strings built in memory (a driver's edits) may hold bytes that are not
+  // UTF-8: they become U+FFFD, as with Go's encoding/json and yaml-cpp's
+  // emitter, instead of nlohmann's default exception.
+  if (format == Format::kJson) {
+    return absl::StrCat(document.dump(2, ' ', false, ordered_json::error_handler_t::replace), "\n");
+  }
   YAML::Emitter out;
   out.SetIndent(2);
   EmitYaml(out, document);

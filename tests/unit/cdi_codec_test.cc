@@ -82,6 +82,20 @@ TEST_CASE("invalid specs are not encoded", "[cdi][codec]") {
         "devices[\"gpu0\"].containerEdits.deviceNodes[0].permissions: \"x\" has 'x'; allowed are r, w and m");
 }
 
+// Found with fuzz_cdi_spec: nlohmann's serializer threw out of EncodeSpec on
+// such a string, which a driver's edits can carry into the Helper's prepare.
+TEST_CASE("strings that are not UTF-8 are encoded with U+FFFD in their place", "[cdi][codec]") {
+  Spec spec = MinimalSpec();
+  spec.devices[0].container_edits.env = {"SERIAL=\xb1\xff"};
+  for (Format format : {Format::kJson, Format::kYaml}) {
+    absl::StatusOr<std::string> text = EncodeSpec(spec, format);
+    REQUIRE(text.ok());
+    absl::StatusOr<Spec> decoded = DecodeSpec(*text, format);
+    REQUIRE(decoded.ok());
+    CHECK(decoded->devices[0].container_edits.env == std::vector<std::string>{"SERIAL=\uFFFD\uFFFD"});
+  }
+}
+
 TEST_CASE("YAML keeps strings that look like other scalars as strings", "[cdi][codec]") {
   Spec spec = MinimalSpec();
   spec.devices[0].name = "0";
