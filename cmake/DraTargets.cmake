@@ -2,6 +2,12 @@
 # Creates library dra_<name> with alias dra::<name>, the project's warning
 # flags, and the public include directory for build and install trees.
 set(DRA_WARNING_FLAGS -Wall -Wextra -Werror)
+# clang checks the locking rules written down with abseil's annotations
+# (ABSL_GUARDED_BY, ABSL_EXCLUSIVE_LOCKS_REQUIRED on absl::Mutex); gcc has no
+# such analysis and ignores them.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  list(APPEND DRA_WARNING_FLAGS -Wthread-safety)
+endif()
 
 function(dra_project_warnings target)
   target_compile_options(${target} PRIVATE ${DRA_WARNING_FLAGS})

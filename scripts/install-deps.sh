@@ -9,9 +9,11 @@ set -euo pipefail
 # ca-certificates (HTTPS to the Go module proxy for the e2e binaries),
 # util-linux and mount (setsid, unshare, mount --bind for the e2e kubelet),
 # iproute2 (ip: the node's address), procps (sysctl: the kubelet's sysctls),
-# unzip (the Go toolchain, below).
+# unzip (the Go toolchain, below). clang-14 and its runtime libraries: the
+# build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
+# targets (gcc has neither of the first and last).
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev

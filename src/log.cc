@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace dra {
@@ -56,13 +56,13 @@ class StderrSink : public LogSink {
   void Write(const LogRecord& record) override {
     std::string line = FormatLogRecord(record, format_);
     line += '\n';
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
 
  private:
   const LogFormat format_;
-  std::mutex mu_;
+  dra::Mutex mu_;
 };
 
 }  // namespace

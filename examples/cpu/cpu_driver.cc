@@ -8,6 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "cpuset.h"
+#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace cpu {
@@ -45,7 +46,7 @@ CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logg
 absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   for (const k8s::ResourceClaim& claim : claims) {
     kp::PrepareResult& result = results[claim.metadata.uid];
     result = Prepare(claim);
@@ -62,7 +63,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
   const std::string& uid = claim.metadata.uid;
   if (auto it = prepared_.find(uid); it != prepared_.end()) return it->second;
   kp::PrepareResult result;
-  auto fail = [&](absl::Status status) {
+  auto fail = [&](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     allocator_.Release(uid);
     result.status = std::move(status);
     result.devices.clear();
@@ -116,7 +117,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
 absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   kp::UnprepareResults results;
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   for (const k8s::ClaimRef& claim : claims) {
     allocator_.Release(claim.uid);
     prepared_.erase(claim.uid);
@@ -127,7 +128,7 @@ absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const kp
 }
 
 void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims) {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   for (const kp::PreparedClaim& claim : claims) {
     json data = json::parse(claim.driver_data, nullptr, /*allow_exceptions=*/false);
     absl::StatusOr<std::vector<int>> cpus =
@@ -162,7 +163,7 @@ void CpuDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severi
                                      {"err", status.ToString()}});
   if (severity != kp::ErrorSeverity::kFatal) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     fatal_ = true;
   }
   signals_.Interrupt();
@@ -174,19 +175,19 @@ std::vector<int> CpuDriver::HeldCpus(const std::string& uid) const {
 }
 
 dra::resourceslice::DriverResources CpuDriver::Resources() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   dra::resourceslice::DriverResources resources;
   resources.pools[publish_.node_name] = NodePool(allocator_.topology(), publish_);
   return resources;
 }
 
 void CpuDriver::SetTopology(Topology topology) {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   allocator_.SetTopology(std::move(topology));
 }
 
 std::string CpuDriver::Metrics() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   int allocatable = 0;
   for (const Cpu& cpu : allocator_.topology().cpus) allocatable += allocator_.reserved().contains(cpu.id) ? 0 : 1;
   std::string out;
@@ -202,12 +203,12 @@ std::string CpuDriver::Metrics() const {
 }
 
 std::map<std::string, std::vector<int>> CpuDriver::Held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return allocator_.held();
 }
 
 bool CpuDriver::fatal() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return fatal_;
 }
 

@@ -7,10 +7,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "dra/mutex.h"
 
 #include "cpu_allocator.h"
 #include "cpu_resources.h"
@@ -48,19 +49,18 @@ class CpuDriver : public dra::kubeletplugin::Driver {
   bool fatal() const;
 
  private:
-  // Need mu_.
-  dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim);
-  std::vector<int> HeldCpus(const std::string& uid) const;
+  dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> HeldCpus(const std::string& uid) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PublishOptions publish_;
   const dra::Logger logger_;
   const dra::kubeletplugin::TerminationSignals& signals_;
-  mutable std::mutex mu_;
-  CpuAllocator allocator_;  // guarded by mu_
+  mutable dra::Mutex mu_;
+  CpuAllocator allocator_ ABSL_GUARDED_BY(mu_);
   // Prepared claims by UID, answered again as they were (with the checkpoint
-  // off the kubelet's repeats reach the driver). Guarded by mu_.
-  std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_;
-  bool fatal_ = false;  // guarded by mu_
+  // off the kubelet's repeats reach the driver).
+  std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_ ABSL_GUARDED_BY(mu_);
+  bool fatal_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The environment variable a claim's cpuset goes in: DRA_CPUSET_<uid with

@@ -6,10 +6,8 @@
 // online. `cpu-driver --help` lists the flags; examples/cpu/README.md
 // explains them.
 #include <atomic>
-#include <condition_variable>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "cpuset.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
+#include "dra/mutex.h"
 #include "topology.h"
 
 namespace {
@@ -96,17 +95,25 @@ class HotplugWatch {
         thread_([this] { Run(); }) {}
   ~HotplugWatch() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     thread_.join();
   }
 
  private:
+  // Waits one interval; false once the watch is stopping.
+  bool Tick() {
+    const absl::Time until = absl::Now() + interval_;
+    dra::MutexLock lock(&mu_);
+    while (!stop_ && !cv_.WaitWithDeadline(&mu_, until)) {
+    }
+    return !stop_;
+  }
+
   void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, absl::ToChronoNanoseconds(interval_), [this] { return stop_; })) {
+    while (Tick()) {
       absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(sysfs_root_);
       if (!topology.ok()) {
         logger_.Error("Reading the CPU topology failed", {{"err", topology.status().ToString()}});
@@ -132,9 +139,9 @@ class HotplugWatch {
   const absl::Duration interval_;
   std::vector<cpu::Cpu> cpus_;  // Run() only
   const dra::Logger logger_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  dra::Mutex mu_;
+  dra::CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts after the rest exists
 };
 

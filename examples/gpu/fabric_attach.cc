@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "dra/mutex.h"
 
 namespace gpu {
 
@@ -14,7 +15,7 @@ kp::BindingResult FabricAttach::PrepareForBinding(const kp::CallContext& ctx, co
   const std::string key = absl::StrCat(claim.metadata.uid, "/",
                                        claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);
   const absl::Time now = absl::Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   std::erase_if(started_, [&](const auto& entry) { return entry.second + forget_after_ < now; });
   auto [it, first] = started_.try_emplace(key, now);
   if (first) ctx.logger().Info("Attaching fabric GPU", {{"node", node_name_}, {"delay", absl::FormatDuration(delay_)}});

@@ -11,9 +11,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
+
+#include "dra/mutex.h"
 
 #include "absl/time/time.h"
 #include "dra/kubeletplugin/binding_condition_reconciler.h"
@@ -37,10 +38,10 @@ class FabricAttach : public dra::kubeletplugin::BindingHandler {
   const absl::Duration delay_;
   const double failure_rate_;
   const absl::Duration forget_after_;
-  std::mutex mu_;
+  dra::Mutex mu_;
   // When each attach (claim UID, allocation time, device) started.
-  std::map<std::string, absl::Time> started_;
-  uint64_t finished_ = 0;  // attaches that succeeded or failed
+  std::map<std::string, absl::Time> started_ ABSL_GUARDED_BY(mu_);
+  uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;  // attaches that succeeded or failed
 };
 
 }  // namespace gpu

@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 extern char** environ;
@@ -64,7 +65,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // TokenFileSource
 
 absl::StatusOr<std::string> TokenFileSource::Token() {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   struct stat st;
   if (::stat(path_.c_str(), &st) != 0) {
     int err = errno;
@@ -91,12 +92,12 @@ absl::StatusOr<std::string> TokenFileSource::Token() {
 }
 
 void TokenFileSource::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   id_.reset();
 }
 
 int TokenFileSource::reads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return reads_;
 }
 
@@ -169,7 +170,7 @@ ExecCredentialProvider::ExecCredentialProvider(ExecConfig exec, const ClientConf
 }
 
 absl::StatusOr<ExecCredential> ExecCredentialProvider::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   if (cached_.has_value() && (!cached_->expiration.has_value() || absl::Now() < *cached_->expiration)) {
     return *cached_;
   }
@@ -182,12 +183,12 @@ absl::StatusOr<ExecCredential> ExecCredentialProvider::Get() {
 }
 
 void ExecCredentialProvider::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   cached_.reset();
 }
 
 int ExecCredentialProvider::runs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return runs_;
 }
 

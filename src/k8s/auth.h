@@ -6,13 +6,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dra/k8s/client_config.h"
+#include "dra/mutex.h"
 
 namespace dra::k8s::internal {
 
@@ -43,10 +43,10 @@ class TokenFileSource {
   };
 
   const std::string path_;
-  mutable std::mutex mu_;
-  std::optional<FileId> id_;
-  std::string token_;
-  int reads_ = 0;
+  mutable dra::Mutex mu_;
+  std::optional<FileId> id_ ABSL_GUARDED_BY(mu_);
+  std::string token_ ABSL_GUARDED_BY(mu_);
+  int reads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What an exec plugin returned.
@@ -78,9 +78,9 @@ class ExecCredentialProvider {
 
   const ExecConfig exec_;
   std::string exec_info_;  // KUBERNETES_EXEC_INFO
-  mutable std::mutex mu_;
-  std::optional<ExecCredential> cached_;
-  int runs_ = 0;
+  mutable dra::Mutex mu_;
+  std::optional<ExecCredential> cached_ ABSL_GUARDED_BY(mu_);
+  int runs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The credentials one request uses.

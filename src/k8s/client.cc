@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "auth.h"
 #include "curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/mutex.h"
 #include "http_util.h"
 #include "protobuf_codec.h"
 
@@ -163,17 +162,17 @@ absl::Status CheckName(const ResourceRef& ref, const std::string& name) {
 
 struct WatchHandle::State {
   std::atomic<bool> stop{false};
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  absl::Status status;
-  CURLM* multi = nullptr;  // while a transfer runs; guarded by mu
+  mutable dra::Mutex mu;
+  dra::CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  CURLM* multi ABSL_GUARDED_BY(mu) = nullptr;  // while a transfer runs
 
   void Finish(absl::Status s) {
-    std::lock_guard<std::mutex> lock(mu);
+    dra::MutexLock lock(&mu);
     status = std::move(s);
     done = true;
-    cv.notify_all();
+    cv.SignalAll();
   }
 };
 
@@ -193,19 +192,19 @@ WatchHandle::~WatchHandle() {
 
 void WatchHandle::Stop() {
   state_->stop = true;
-  std::lock_guard<std::mutex> lock(state_->mu);
+  dra::MutexLock lock(&state_->mu);
   if (state_->multi != nullptr) internal::Curl().multi_wakeup(state_->multi);
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
 }
 
 absl::Status WatchHandle::Wait() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->cv.wait(lock, [&] { return state_->done; });
+  dra::MutexLock lock(&state_->mu);
+  while (!state_->done) state_->cv.Wait(&state_->mu);
   return state_->status;
 }
 
 bool WatchHandle::Done() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  dra::MutexLock lock(&state_->mu);
   return state_->done;
 }
 
@@ -218,16 +217,16 @@ bool WatchHandle::Stopped() const { return state_->stop; }
 // submits it and waits; the I/O thread runs it and completes it.
 struct Transfer {
   CURL* easy = nullptr;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  CURLcode result = CURLE_OK;
+  dra::Mutex mu;
+  dra::CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  CURLcode result ABSL_GUARDED_BY(mu) = CURLE_OK;
 
   void Complete(CURLcode code) {
-    std::lock_guard<std::mutex> lock(mu);
+    dra::MutexLock lock(&mu);
     result = code;
     done = true;
-    cv.notify_one();  // under the lock: the waiter frees this right after
+    cv.Signal();  // under the lock: the waiter frees this right after
   }
 };
 
@@ -236,7 +235,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   ~Impl() {
     if (io_thread.joinable()) {
       {
-        std::lock_guard<std::mutex> lock(io_mu);
+        dra::MutexLock lock(&io_mu);
         io_stop = true;
       }
       internal::Curl().multi_wakeup(multi);
@@ -312,7 +311,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 
   void CountRequest(std::string verb, long http_code) {
     std::string code = http_code == 0 ? "<error>" : std::to_string(http_code);
-    std::lock_guard<std::mutex> lock(counts_mu);
+    dra::MutexLock lock(&counts_mu);
     ++counts[{std::move(verb), std::move(code)}];
   }
 
@@ -325,20 +324,20 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   std::string host_header;    // "Host: host:port" when tls_server_name is set
   std::string user_agent;
 
-  std::mutex pool_mu;
-  std::vector<CURL*> pool;
+  dra::Mutex pool_mu;
+  std::vector<CURL*> pool ABSL_GUARDED_BY(pool_mu);
 
-  std::mutex counts_mu;
-  std::map<std::pair<std::string, std::string>, uint64_t> counts;  // by verb and code; guarded by counts_mu
+  dra::Mutex counts_mu;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts ABSL_GUARDED_BY(counts_mu);  // by verb and code
 
   // Every request but watches runs on `multi`, driven by `io_thread` alone,
   // so that concurrent requests share connections: as HTTP/2 streams on one
   // TLS connection when the server speaks h2, else over HTTP/1.1 connections.
   CURLM* multi = nullptr;
   std::thread io_thread;
-  std::mutex io_mu;
-  bool io_stop = false;                 // guarded by io_mu
-  std::vector<Transfer*> io_submitted;  // guarded by io_mu; not yet on `multi`
+  dra::Mutex io_mu;
+  bool io_stop ABSL_GUARDED_BY(io_mu) = false;
+  std::vector<Transfer*> io_submitted ABSL_GUARDED_BY(io_mu);  // not yet on `multi`
 };
 
 absl::Status Client::Impl::StartIo() {
@@ -360,7 +359,7 @@ void Client::Impl::IoLoop() {
   size_t running_transfers = 0;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(io_mu);
+      dra::MutexLock lock(&io_mu);
       // Callers hold the client while they wait, so nothing is in flight
       // when it is destroyed.
       if (io_stop) break;
@@ -398,14 +397,18 @@ CURLcode Client::Impl::RunTransfer(CURL* easy) {
   transfer.easy = easy;
   internal::Curl().easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
   {
-    std::lock_guard<std::mutex> lock(io_mu);
+    dra::MutexLock lock(&io_mu);
     io_submitted.push_back(&transfer);
   }
   internal::Curl().multi_wakeup(multi);
-  std::unique_lock<std::mutex> lock(transfer.mu);
-  transfer.cv.wait(lock, [&] { return transfer.done; });
+  CURLcode result;
+  {
+    dra::MutexLock lock(&transfer.mu);
+    while (!transfer.done) transfer.cv.Wait(&transfer.mu);
+    result = transfer.result;
+  }
   internal::Curl().easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
-  return transfer.result;
+  return result;
 }
 
 absl::Status Client::Impl::Init() {
@@ -473,7 +476,7 @@ absl::Status Client::Impl::Init() {
 
 CURL* Client::Impl::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(pool_mu);
+    dra::MutexLock lock(&pool_mu);
     if (!pool.empty()) {
       CURL* handle = pool.back();
       pool.pop_back();
@@ -485,7 +488,7 @@ CURL* Client::Impl::Acquire() {
 
 void Client::Impl::Release(CURL* handle) {
   internal::Curl().easy_reset(handle);  // keeps the live connection
-  std::lock_guard<std::mutex> lock(pool_mu);
+  dra::MutexLock lock(&pool_mu);
   if (pool.size() < kMaxPooledHandles) {
     pool.push_back(handle);
   } else {
@@ -824,8 +827,10 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
   const std::string context = request.Context();
   {
     absl::Duration wait = limiter.Reserve(absl::Now());
-    std::unique_lock<std::mutex> lock(state->mu);
-    state->cv.wait_for(lock, absl::ToChronoNanoseconds(wait), [&] { return state->stop.load(); });
+    const absl::Time until = absl::Now() + wait;
+    dra::MutexLock lock(&state->mu);
+    while (!state->stop && !state->cv.WaitWithDeadline(&state->mu, until)) {
+    }
   }
   bool refreshed = false;
   while (true) {
@@ -861,7 +866,7 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &writer);
     internal::Curl().multi_add_handle(multi, h);
     {
-      std::lock_guard<std::mutex> lock(state->mu);
+      dra::MutexLock lock(&state->mu);
       state->multi = multi;
     }
     int running = 1;
@@ -871,7 +876,7 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
       internal::Curl().multi_poll(multi, nullptr, 0, 1000, nullptr);
     }
     {
-      std::lock_guard<std::mutex> lock(state->mu);
+      dra::MutexLock lock(&state->mu);
       state->multi = nullptr;
     }
     CURLcode result = CURLE_OK;
@@ -925,7 +930,7 @@ absl::StatusOr<std::shared_ptr<Client>> Client::Create(ClientConfig config) {
 const ClientConfig& Client::config() const { return impl_->config; }
 
 std::vector<RequestCount> Client::RequestCounts() const {
-  std::lock_guard<std::mutex> lock(impl_->counts_mu);
+  dra::MutexLock lock(&impl_->counts_mu);
   std::vector<RequestCount> counts;
   counts.reserve(impl_->counts.size());
   for (const auto& [key, count] : impl_->counts) counts.push_back({key.first, key.second, count});

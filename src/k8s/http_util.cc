@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "dra/mutex.h"
 
 namespace dra::k8s {
 namespace internal {
@@ -212,7 +213,7 @@ TokenBucket::TokenBucket(double qps, int burst)
 
 absl::Duration TokenBucket::Reserve(absl::Time now) {
   if (unlimited_) return absl::ZeroDuration();
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   if (last_ != absl::InfinitePast() && now > last_) {
     tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_) * qps_);
   }
@@ -224,7 +225,7 @@ absl::Duration TokenBucket::Reserve(absl::Time now) {
 
 void TokenBucket::Cancel() {
   if (unlimited_) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   tokens_ = std::min(burst_, tokens_ + 1);
 }
 

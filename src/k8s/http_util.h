@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "dra/k8s/client.h"
+#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace dra::k8s::internal {
@@ -61,12 +61,12 @@ class TokenBucket {
   void Cancel();
 
  private:
-  std::mutex mu_;
+  dra::Mutex mu_;
   const double qps_;
   const double burst_;
-  double tokens_;
-  absl::Time last_;
-  bool unlimited_;
+  double tokens_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_ ABSL_GUARDED_BY(mu_);
+  const bool unlimited_;
 };
 
 // Splits a byte stream into lines. Feed() may get any chunking: partial lines

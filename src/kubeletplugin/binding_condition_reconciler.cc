@@ -1,9 +1,7 @@
 #include "dra/kubeletplugin/binding_condition_reconciler.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -14,9 +12,10 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/field_error.h"
-#include "dra/k8s/validation.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/mutex.h"
 #include "k8s/http_util.h"
 #include "kubeletplugin/allocated_device_key.h"
 #include "kubeletplugin/call_tracker.h"
@@ -109,31 +108,31 @@ class BindingConditionReconciler::Impl {
 
   void Stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       if (stopping_) return;
       stopping_ = true;
       if (watch_ != nullptr) watch_->Stop();
       for (auto& [uid, tracked] : tracked_) CancelLocked(tracked, absl::UnavailableError("the reconciler is stopping"));
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     watcher_.join();
     for (std::thread& worker : workers_) worker.join();
   }
 
   bool Synced() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     return synced_;
   }
 
   bool Idle() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (!synced_ || !in_progress_.empty()) return false;
     const absl::Time now = absl::Now();
     return std::none_of(queue_.begin(), queue_.end(), [&](const auto& entry) { return entry.second <= now; });
   }
 
   BindingConditionReconcilerStats stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     return stats_;
   }
 
@@ -151,14 +150,17 @@ class BindingConditionReconciler::Impl {
   };
 
   bool Stopping() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     return stopping_;
   }
 
   // Waits `timeout` unless Stop() comes first; returns whether it did.
   bool WaitForStop(absl::Duration timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] { return stopping_; });
+    const absl::Time until = absl::Now() + timeout;
+    dra::MutexLock lock(&mu_);
+    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+    }
+    return stopping_;
   }
 
   void Report(const absl::Status& status, const std::string& context) {
@@ -180,7 +182,7 @@ class BindingConditionReconciler::Impl {
         if (claim.has_value()) handled.emplace(claim->metadata.uid, *std::move(claim));
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         ++stats_.lists;
         std::vector<std::string> gone;
         for (const auto& [uid, tracked] : tracked_) {
@@ -209,13 +211,13 @@ class BindingConditionReconciler::Impl {
             OnEvent(event);
           });
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         if (stopping_) handle->Stop();
         watch_ = handle.get();
       }
       const absl::Status ended = handle->Wait();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         watch_ = nullptr;
       }
       handle.reset();  // joins the watch thread, whose callback takes mu_
@@ -232,7 +234,7 @@ class BindingConditionReconciler::Impl {
     const std::string uid = event.object.value(json::json_pointer("/metadata/uid"), "");
     std::optional<k8s::ResourceClaim> claim;
     if (event.type != "DELETED") claim = Decode(event.object);
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (claim.has_value()) {
       UpsertLocked(*std::move(claim));
     } else {
@@ -290,12 +292,12 @@ class BindingConditionReconciler::Impl {
     return allocated + options_.binding_timeout;
   }
 
-  void CancelLocked(Tracked& tracked, const absl::Status& reason) {
+  void CancelLocked(Tracked& tracked, const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (tracked.call != nullptr) tracked.call->Cancel(reason);
     tracked.call.reset();
   }
 
-  void UpsertLocked(k8s::ResourceClaim claim) {
+  void UpsertLocked(k8s::ResourceClaim claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const std::string uid = claim.metadata.uid;
     auto [it, inserted] = tracked_.try_emplace(uid);
     Tracked& tracked = it->second;
@@ -318,7 +320,7 @@ class BindingConditionReconciler::Impl {
     EnqueueLocked(uid, absl::Now());
   }
 
-  void RemoveLocked(const std::string& uid) {
+  void RemoveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = tracked_.find(uid);
     if (it == tracked_.end()) return;
     CancelLocked(it->second, absl::CancelledError("the claim was deallocated, deleted or moved to another node"));
@@ -326,14 +328,14 @@ class BindingConditionReconciler::Impl {
     queue_.erase(uid);
   }
 
-  void EnqueueLocked(const std::string& uid, absl::Time when) {
+  void EnqueueLocked(const std::string& uid, absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto [it, inserted] = queue_.emplace(uid, when);
     if (!inserted) it->second = std::min(it->second, when);
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
   void RunWorker() {
-    std::unique_lock<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     while (!stopping_) {
       const absl::Time now = absl::Now();
       absl::Time wake = absl::InfiniteFuture();
@@ -349,18 +351,14 @@ class BindingConditionReconciler::Impl {
       if (next.has_value()) {
         queue_.erase(*next);
         in_progress_.insert(*next);
-        lock.unlock();
+        mu_.Unlock();
         Process(*next);
-        lock.lock();
+        mu_.Lock();
         in_progress_.erase(*next);
-        cv_.notify_all();  // another worker may wait for this claim
+        cv_.SignalAll();  // another worker may wait for this claim
         continue;
       }
-      if (wake == absl::InfiniteFuture()) {
-        cv_.wait(lock);
-      } else {
-        cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - now));
-      }
+      cv_.WaitWithDeadline(&mu_, wake);
     }
   }
 
@@ -368,7 +366,7 @@ class BindingConditionReconciler::Impl {
   // with the allocation `claim` has.
   std::shared_ptr<internal::CallState> BeginCall(const k8s::ResourceClaim& claim, const std::string& what,
                                                  absl::Time deadline) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     auto it = tracked_.find(claim.metadata.uid);
     if (stopping_ || it == tracked_.end() || it->second.claim.status.allocation != claim.status.allocation) {
       return nullptr;
@@ -381,7 +379,7 @@ class BindingConditionReconciler::Impl {
   bool EndCall(const std::string& uid, const std::shared_ptr<internal::CallState>& call) {
     bool wanted = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       auto it = tracked_.find(uid);
       if (it != tracked_.end() && it->second.call == call) {
         wanted = call->status().ok();
@@ -395,7 +393,7 @@ class BindingConditionReconciler::Impl {
   void Process(const std::string& uid) {
     Tracked snapshot;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       auto it = tracked_.find(uid);
       if (it == tracked_.end()) return;
       snapshot.claim = it->second.claim;
@@ -413,7 +411,7 @@ class BindingConditionReconciler::Impl {
       const Logger logger =
           options_.logger.WithValues({{"claim", ClaimName(claim)}, {"uid", uid}, {"device", Describe(key)}});
       if (absl::Now() >= snapshot.deadline) {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         auto it = tracked_.find(uid);
         if (it != tracked_.end() && it->second.timed_out.insert(key).second) {
           ++stats_.timed_out;
@@ -427,7 +425,7 @@ class BindingConditionReconciler::Impl {
       if (call == nullptr) return;
       BindingResult answer = handler_.PrepareForBinding(CallContext(call, logger), claim, result);
       const bool wanted = EndCall(uid, call);
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       ++stats_.handler_calls;
       if (!wanted) return;
       switch (answer.outcome()) {
@@ -456,7 +454,7 @@ class BindingConditionReconciler::Impl {
     }
     if (NeedsWrite(snapshot)) Write(snapshot, retry);
     if (retry.has_value()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       if (tracked_.contains(uid)) EnqueueLocked(uid, *retry);
     }
   }
@@ -519,7 +517,7 @@ class BindingConditionReconciler::Impl {
     const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
     const absl::Status written = writer_->Apply(CallContext(call, options_.logger), ref, Entries(tracked));
     const bool wanted = EndCall(claim.metadata.uid, call);
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (written.ok()) {
       ++stats_.writes;
       return;
@@ -540,15 +538,15 @@ class BindingConditionReconciler::Impl {
   BindingHandler& handler_;
   const std::unique_ptr<ClaimStatusWriter> writer_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool synced_ = false;
-  k8s::WatchHandle* watch_ = nullptr;  // the watch running, for Stop()
-  std::map<std::string, Tracked> tracked_;  // by claim UID
-  std::map<std::string, absl::Time> queue_;  // claim UID -> when to process it
-  std::set<std::string> in_progress_;
-  BindingConditionReconcilerStats stats_;
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  k8s::WatchHandle* watch_ ABSL_GUARDED_BY(mu_) = nullptr;  // the watch running, for Stop()
+  std::map<std::string, Tracked> tracked_ ABSL_GUARDED_BY(mu_);  // by claim UID
+  std::map<std::string, absl::Time> queue_ ABSL_GUARDED_BY(mu_);  // claim UID -> when to process it
+  std::set<std::string> in_progress_ ABSL_GUARDED_BY(mu_);
+  BindingConditionReconcilerStats stats_ ABSL_GUARDED_BY(mu_);
 
   // Watcher thread only.
   std::map<std::string, std::string> node_labels_;

@@ -6,10 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <latch>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -36,7 +37,7 @@ void CallSerializer::Run(Section section) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (busy_) {
       queue_.push_back(std::move(section));
       waiting_.fetch_add(1, std::memory_order_relaxed);
@@ -61,7 +62,7 @@ void CallSerializer::RunLocked(Section section) {
 
   Section next;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (queue_.empty()) {
       busy_ = false;
       return;
@@ -75,12 +76,12 @@ void CallSerializer::RunLocked(Section section) {
 }
 
 void CallSerializer::RunAndWait(Section section) {
-  absl::Notification done;
+  std::latch done(1);
   Run([&](absl::Status locked) {
     std::move(section)(std::move(locked));
-    done.Notify();
+    done.count_down();
   });
-  done.WaitForNotification();
+  done.wait();
 }
 
 }  // namespace dra::kubeletplugin::internal

@@ -11,13 +11,13 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dra/mutex.h"
 #include "kubeletplugin/executor.h"
 
 namespace dra::kubeletplugin::internal {
@@ -53,7 +53,7 @@ class CallSerializer {
   const bool enabled_;
   const int fd_;  // the lock file, -1 when none
   Executor& executor_;
-  std::mutex mu_;
+  dra::Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Section> queue_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> waiting_{0};

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin {
 
@@ -45,11 +46,11 @@ void CallState::RefreshLocked() const {
 
 void CallState::Cancel(absl::Status reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     RefreshLocked();
     if (reason_.ok()) reason_ = std::move(reason);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void CallState::CallerCancelled() {
@@ -67,28 +68,28 @@ void CallState::CallerCancelled() {
 
 void CallState::Finish() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (reason_.ok()) reason_ = absl::CancelledError(absl::StrCat(description_, ": the call has returned"));
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 absl::Status CallState::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   RefreshLocked();
   return reason_;
 }
 
 bool CallState::WaitForCancellation(absl::Duration timeout) const {
   const absl::Time until = absl::Now() + timeout;
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   while (true) {
     RefreshLocked();
     if (!reason_.ok()) return true;
     const absl::Time now = absl::Now();
     if (now >= until) return false;
     const absl::Time wake = std::min(until, deadline_);
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(wake - now, kMaxWaitSlice)));
+    cv_.WaitWithTimeout(&mu_, std::min(wake - now, kMaxWaitSlice));
   }
 }
 
@@ -99,7 +100,7 @@ CallTracker::Call::~Call() {
 CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time caller_deadline) {
   const absl::Time now = absl::Now();
   const absl::Time deadline = caller_deadline == absl::InfiniteFuture() ? now + kDefaultCallTimeout : caller_deadline;
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   const std::string request_id = std::to_string(next_request_id_++);
   auto state = std::make_shared<CallState>(absl::StrCat(method, " requestID=", request_id), deadline);
   if (!cancel_all_.ok()) state->Cancel(cancel_all_);
@@ -111,22 +112,22 @@ CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time calle
 void CallTracker::End(const std::shared_ptr<CallState>& state) {
   state->Finish();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     in_flight_.erase(state);
   }
-  idle_cv_.notify_all();
+  idle_cv_.SignalAll();
 }
 
 void CallTracker::CancelAll(const absl::Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   cancel_all_ = reason;
   for (const std::shared_ptr<CallState>& state : in_flight_) state->Cancel(reason);
 }
 
 std::vector<std::string> CallTracker::WaitIdle(absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   for (absl::Time now = absl::Now(); !in_flight_.empty() && now < deadline; now = absl::Now()) {
-    idle_cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(deadline - now, kMaxWaitSlice)));
+    idle_cv_.WaitWithTimeout(&mu_, std::min(deadline - now, kMaxWaitSlice));
   }
   std::vector<std::string> running;
   for (const std::shared_ptr<CallState>& state : in_flight_) running.push_back(state->description());

@@ -4,10 +4,8 @@
 // the shutdown grace.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,6 +15,7 @@
 #include "absl/time/time.h"
 #include "dra/kubeletplugin/call_context.h"
 #include "dra/log.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -38,13 +37,13 @@ class CallState {
 
  private:
   // Sets reason_ from the deadline when due.
-  void RefreshLocked() const;
+  void RefreshLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string description_;
   const absl::Time deadline_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable absl::Status reason_;
+  mutable dra::Mutex mu_;
+  mutable dra::CondVar cv_;
+  mutable absl::Status reason_ ABSL_GUARDED_BY(mu_);
 };
 
 class CallTracker {
@@ -93,11 +92,11 @@ class CallTracker {
   void End(const std::shared_ptr<CallState>& state);
 
   const Logger& logger_;
-  std::mutex mu_;
-  std::condition_variable idle_cv_;
-  uint64_t next_request_id_ = 1;
-  absl::Status cancel_all_;  // OK until CancelAll
-  std::set<std::shared_ptr<CallState>> in_flight_;
+  dra::Mutex mu_;
+  dra::CondVar idle_cv_;
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Status cancel_all_ ABSL_GUARDED_BY(mu_);  // OK until CancelAll
+  std::set<std::shared_ptr<CallState>> in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dra::kubeletplugin::internal

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "crashpoint/crash_point.h"
+#include "dra/mutex.h"
 #include "fileutil/atomic_file.h"
 #include "nlohmann/json.hpp"
 
@@ -404,7 +405,7 @@ Checkpoint::~Checkpoint() {
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) {
   std::unique_ptr<Checkpoint> checkpoint(new Checkpoint(std::move(path)));
-  std::lock_guard lock(checkpoint->mu_);
+  dra::MutexLock lock(&checkpoint->mu_);
   if (absl::Status status = checkpoint->Load(); !status.ok()) return status;
   return checkpoint;
 }
@@ -441,22 +442,22 @@ absl::Status Checkpoint::Load() {
 }
 
 absl::Status Checkpoint::Reload() {
-  std::unique_lock lock(mu_);
+  dra::MutexLock lock(&mu_);
   // A commit is in flight until its batch is durable or its write failed.
   // Replacing the entries under it would drop its change from the file.
-  cv_.wait(lock, [&] { return applied_seq_ <= std::max(durable_seq_, last_failed_seq_); });
+  while (applied_seq_ > std::max(durable_seq_, last_failed_seq_)) cv_.Wait(&mu_);
   return Load();
 }
 
 std::optional<CheckpointEntry> Checkpoint::Get(const std::string& uid) const {
-  std::lock_guard lock(mu_);
+  dra::MutexLock lock(&mu_);
   const auto it = entries_.find(uid);
   if (it == entries_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<CheckpointEntry> Checkpoint::Entries() const {
-  std::lock_guard lock(mu_);
+  dra::MutexLock lock(&mu_);
   std::vector<CheckpointEntry> out;
   out.reserve(entries_.size());
   for (const auto& [uid, entry] : entries_) out.push_back(entry);
@@ -464,7 +465,7 @@ std::vector<CheckpointEntry> Checkpoint::Entries() const {
 }
 
 uint64_t Checkpoint::writes() const {
-  std::lock_guard lock(mu_);
+  dra::MutexLock lock(&mu_);
   return writes_;
 }
 
@@ -476,7 +477,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     }
   }
 
-  std::unique_lock lock(mu_);
+  dra::MutexLock lock(&mu_);
   for (CheckpointChange& change : changes) {
     if (change.entry) {
       entries_.insert_or_assign(change.uid, std::move(*change.entry));
@@ -493,7 +494,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     if (durable_seq_ >= seq) return absl::OkStatus();
     if (last_failed_seq_ >= seq) return last_write_status_;
     if (!writing_) break;
-    cv_.wait(lock);
+    cv_.Wait(&mu_);
   }
   writing_ = true;
   const uint64_t covered = applied_seq_;
@@ -504,7 +505,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   const std::string content = replace ? Snapshot(record_seq) : ChangeRecord(record_seq);
   std::set<std::string> written = std::exchange(dirty_, {});
   const int fd = fd_;
-  lock.unlock();
+  mu_.Unlock();
 
   absl::Status status;
   int new_fd = -1;
@@ -519,7 +520,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     status = Append(fd, content, path_);
   }
 
-  lock.lock();
+  mu_.Lock();
   writing_ = false;
   if (status.ok()) {
     durable_seq_ = covered;
@@ -540,7 +541,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     // A failed append may have left part of its line.
     rewrite_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return status;
 }
 

@@ -2,11 +2,9 @@
 // the node, durable across crashes and restarts.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/driver.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -110,28 +109,33 @@ class Checkpoint {
 
  private:
   explicit Checkpoint(std::string path);
-  absl::Status Load();                                  // needs mu_, no commit in flight
-  std::string Snapshot(uint64_t seq) const;             // needs mu_: header and snapshot lines
-  std::string ChangeRecord(uint64_t seq) const;         // needs mu_: the line for dirty_
+  absl::Status Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // no commit in flight
+  // Header and snapshot lines.
+  std::string Snapshot(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The line for dirty_.
+  std::string ChangeRecord(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, CheckpointEntry> entries_;
-  std::set<std::string> dirty_;  // claims changed in memory since the last durable write
-  uint64_t applied_seq_ = 0;     // last change batch applied in memory
-  uint64_t durable_seq_ = 0;     // last batch known to be on disk
-  bool writing_ = false;
-  uint64_t writes_ = 0;
-  absl::Status last_write_status_;
-  uint64_t last_failed_seq_ = 0;
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  std::map<std::string, CheckpointEntry> entries_ ABSL_GUARDED_BY(mu_);
+  // Claims changed in memory since the last durable write.
+  std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
+  uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last change batch applied in memory
+  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last batch known to be on disk
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status last_write_status_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_failed_seq_ ABSL_GUARDED_BY(mu_) = 0;
 
   // The log file. Changed under mu_ by the writer after its write, or by
   // Load with no commit in flight.
-  int fd_ = -1;                // O_APPEND on the file at path_; -1: the next write replaces the file
-  uint64_t record_seq_ = 0;    // "seq" of the file's last line
-  uint64_t log_changes_ = 0;   // change records in the file
-  bool rewrite_ = false;       // the file may end in garbage: replace it rather than append
+  // O_APPEND on the file at path_; -1: the next write replaces the file.
+  int fd_ ABSL_GUARDED_BY(mu_) = -1;
+  uint64_t record_seq_ ABSL_GUARDED_BY(mu_) = 0;   // "seq" of the file's last line
+  uint64_t log_changes_ ABSL_GUARDED_BY(mu_) = 0;  // change records in the file
+  // The file may end in garbage: replace it rather than append.
+  bool rewrite_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // CRC-32C (Castagnoli), the checksum of each line: with SSE4.2's crc32

@@ -1,16 +1,17 @@
 #include "kubeletplugin/claim_preparer.h"
 
 #include <cctype>
+#include <latch>
 #include <set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/names.h"
+#include "dra/mutex.h"
 #include "kubeletplugin/claim_uid.h"
 
 namespace dra::kubeletplugin::internal {
@@ -158,12 +159,12 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::Unprepare(std::span<const k8s::Clai
 
 absl::StatusOr<ClaimOutcomes> ClaimPreparer::Wait(absl::FunctionRef<void(Done)> start) {
   absl::StatusOr<ClaimOutcomes> result;
-  absl::Notification done;
+  std::latch done(1);
   start([&](absl::StatusOr<ClaimOutcomes> outcomes) {
     result = std::move(outcomes);
-    done.Notify();
+    done.count_down();
   });
-  done.WaitForNotification();
+  done.wait();
   return result;
 }
 
@@ -268,7 +269,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   };
   std::vector<k8s::ResourceClaim>& pending = work.pending;
   // Another call may have prepared some of them while this one waited.
-  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
   MarkPreparing(pending, outcomes);
   if (pending.empty()) return absl::OkStatus();
   struct Unmark {
@@ -435,8 +436,8 @@ absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFilesSeri
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
   if (checkpoint_ == nullptr) return;  // no checkpoint, no orphans to reap
-  std::lock_guard<std::mutex> lock(in_flight_mu_);
-  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) {
+  dra::MutexLock lock(&in_flight_mu_);
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) {
     const std::string& uid = claim.metadata.uid;
     if (reaping_.count(uid) == 0) {
       ++preparing_[uid];
@@ -450,7 +451,7 @@ void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, Clai
 
 void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending) {
   if (checkpoint_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(in_flight_mu_);
+  dra::MutexLock lock(&in_flight_mu_);
   for (const k8s::ResourceClaim& claim : pending) {
     auto it = preparing_.find(claim.metadata.uid);
     if (it != preparing_.end() && --it->second == 0) preparing_.erase(it);
@@ -473,7 +474,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext&
   std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
   if (!entry.has_value() || entry->state != ClaimState::kPrepareStarted) return false;
   {
-    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    dra::MutexLock lock(&in_flight_mu_);
     if (preparing_.count(ref.uid) > 0) return false;
     reaping_.insert(ref.uid);
   }
@@ -481,7 +482,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext&
     ClaimPreparer& preparer;
     const std::string& uid;
     ~Unmark() {
-      std::lock_guard<std::mutex> lock(preparer.in_flight_mu_);
+      dra::MutexLock lock(&preparer.in_flight_mu_);
       preparer.reaping_.erase(uid);
     }
   } unmark{*this, ref.uid};

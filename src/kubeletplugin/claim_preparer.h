@@ -4,7 +4,6 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <span>
 #include <string>
@@ -17,6 +16,7 @@
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
+#include "dra/mutex.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
@@ -166,9 +166,11 @@ class ClaimPreparer {
 
   // Only matter with serialize off: with it on, a Prepare call and the
   // reaper never run at the same time.
-  std::mutex in_flight_mu_;
-  std::map<std::string, int> preparing_;  // claim UID -> Prepare calls working on it
-  std::set<std::string> reaping_;         // claim UIDs UnprepareOrphan is working on
+  dra::Mutex in_flight_mu_;
+  // Claim UID -> Prepare calls working on it.
+  std::map<std::string, int> preparing_ ABSL_GUARDED_BY(in_flight_mu_);
+  // Claim UIDs UnprepareOrphan is working on.
+  std::set<std::string> reaping_ ABSL_GUARDED_BY(in_flight_mu_);
 
   // Threads for Prepare's concurrent fetches; last, so it is joined first.
   FetchPool fetch_pool_;

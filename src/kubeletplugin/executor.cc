@@ -3,9 +3,10 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <chrono>
 #include <system_error>
 #include <utility>
+
+#include "absl/time/clock.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -20,17 +21,17 @@ Executor::Executor(Limits limits)
 Executor::~Executor() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     stopping_ = true;
     threads = std::move(threads_);
   }
-  work_cv_.notify_all();
-  monitor_cv_.notify_all();
+  work_cv_.SignalAll();
+  monitor_cv_.SignalAll();
   for (std::thread& thread : threads) thread.join();
 }
 
 size_t Executor::threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return running_;
 }
 
@@ -51,7 +52,7 @@ void Executor::Post(absl::AnyInvocable<void() &&> work) {
   bool run_here = false;
   bool wake_monitor = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     // Workers that timed out have left WorkerLoop: join them off the lock.
     for (std::thread::id id : exited_) {
       auto it = std::find_if(threads_.begin(), threads_.end(), [&](const std::thread& t) { return t.get_id() == id; });
@@ -84,19 +85,22 @@ void Executor::Post(absl::AnyInvocable<void() &&> work) {
   if (run_here) {
     std::move(work)();
   } else {
-    work_cv_.notify_one();
-    if (wake_monitor) monitor_cv_.notify_one();
+    work_cv_.Signal();
+    if (wake_monitor) monitor_cv_.Signal();
   }
   for (std::thread& thread : exited) thread.join();
 }
 
 void Executor::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   while (true) {
     if (queue_.empty()) {
       if (stopping_) break;
-      if (!work_cv_.wait_for(lock, absl::ToChronoNanoseconds(idle_timeout_),
-                             [&] { return stopping_ || !queue_.empty(); })) {
+      const absl::Time idle_until = absl::Now() + idle_timeout_;
+      while (!stopping_ && queue_.empty()) {
+        if (work_cv_.WaitWithDeadline(&mu_, idle_until)) break;  // timed out
+      }
+      if (!stopping_ && queue_.empty()) {
         exited_.push_back(std::this_thread::get_id());
         break;
       }
@@ -105,10 +109,10 @@ void Executor::WorkerLoop() {
     absl::AnyInvocable<void() &&> work = std::move(queue_.front());
     queue_.pop_front();
     ++taken_;
-    lock.unlock();
+    mu_.Unlock();
     std::move(work)();
     work = nullptr;  // destroys what it captured before the thread counts as idle
-    lock.lock();
+    mu_.Lock();
     ++spare_;
   }
   --running_;
@@ -116,22 +120,21 @@ void Executor::WorkerLoop() {
 }
 
 void Executor::MonitorLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   while (!stopping_) {
     if (queue_.empty() || spare_ > 0 || running_ >= max_threads_) {
       monitor_idle_ = true;
-      monitor_cv_.wait(lock);
+      monitor_cv_.Wait(&mu_);
       monitor_idle_ = false;
       continue;
     }
     const uint64_t taken = taken_;
-    monitor_cv_.wait_until(lock, std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(stall_),
-                           [&] { return stopping_; });
+    const absl::Time stall_at = absl::Now() + stall_;
+    while (!stopping_ && !monitor_cv_.WaitWithDeadline(&mu_, stall_at)) {
+    }
     if (!stopping_ && !queue_.empty() && taken_ == taken && spare_ <= 0 && running_ < max_threads_) {
       StartWorkerLocked();
-      lock.unlock();
-      work_cv_.notify_one();
-      lock.lock();
+      work_cv_.Signal();
     }
   }
 }

@@ -12,17 +12,16 @@
 // thread idle for `idle_timeout` exits, so an idle Helper holds none.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -51,16 +50,16 @@ class Executor {
  private:
   // Starts a worker; false when the system has no thread to give.
   bool StartWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WorkerLoop();
-  void MonitorLoop();
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  void MonitorLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t max_threads_;
   const size_t parallelism_;
   const absl::Duration stall_;
   const absl::Duration idle_timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable monitor_cv_;
+  mutable dra::Mutex mu_;
+  dra::CondVar work_cv_;
+  dra::CondVar monitor_cv_;
   std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;  // work taken off the queue, ever
   size_t running_ ABSL_GUARDED_BY(mu_) = 0;  // workers in WorkerLoop

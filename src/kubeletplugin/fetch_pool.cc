@@ -5,6 +5,8 @@
 #include <system_error>
 #include <utility>
 
+#include "dra/mutex.h"
+
 namespace dra::kubeletplugin::internal {
 
 // One ParallelFor call. Indices are claimed from `next`; `done` counts the
@@ -19,9 +21,9 @@ struct FetchPool::Batch {
   std::atomic<size_t> next{0};
   size_t helpers = 0;  // guarded by FetchPool::mu_
 
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t done = 0;  // guarded by mu
+  dra::Mutex mu;
+  dra::CondVar cv;
+  size_t done ABSL_GUARDED_BY(mu) = 0;
 
   bool Exhausted() const { return next.load(std::memory_order_relaxed) >= n; }
 
@@ -33,25 +35,27 @@ struct FetchPool::Batch {
       ++finished;
     }
     if (finished == 0) return;
-    std::lock_guard<std::mutex> lock(mu);
+    dra::MutexLock lock(&mu);
     done += finished;
-    if (done == n) cv.notify_all();  // under the lock: the caller may free `fn` right after
+    if (done == n) cv.SignalAll();  // under the lock: the caller may free `fn` right after
   }
 };
 
 FetchPool::FetchPool(size_t max_threads) : max_threads_(max_threads) {}
 
 FetchPool::~FetchPool() {
+  std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     stop_ = true;
+    threads = std::move(threads_);
   }
-  cv_.notify_all();
-  for (std::thread& thread : threads_) thread.join();
+  cv_.SignalAll();
+  for (std::thread& thread : threads) thread.join();
 }
 
 size_t FetchPool::threads_started() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return threads_.size();
 }
 
@@ -75,31 +79,31 @@ void FetchPool::ParallelFor(size_t n, size_t max_parallel, const std::function<v
   }
   auto batch = std::make_shared<Batch>(n, helpers, fn);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     GrowLocked(helpers);
     queue_.push_back(batch);
   }
   if (helpers == 1) {
-    cv_.notify_one();
+    cv_.Signal();
   } else {
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   batch->Work();
   {
     // No helper is needed any more: take the batch off the queue if no
     // worker has done so.
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     auto it = std::find(queue_.begin(), queue_.end(), batch);
     if (it != queue_.end()) queue_.erase(it);
   }
-  std::unique_lock<std::mutex> lock(batch->mu);
-  batch->cv.wait(lock, [&] { return batch->done == batch->n; });
+  dra::MutexLock lock(&batch->mu);
+  while (batch->done != batch->n) batch->cv.Wait(&batch->mu);
 }
 
 void FetchPool::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
     if (stop_) return;
     std::shared_ptr<Batch> batch = queue_.front();
     if (batch->Exhausted() || batch->helpers >= batch->max_helpers) {
@@ -107,10 +111,10 @@ void FetchPool::WorkerLoop() {
       continue;
     }
     if (++batch->helpers == batch->max_helpers) queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     batch->Work();
     batch.reset();
-    lock.lock();
+    mu_.Lock();
   }
 }
 

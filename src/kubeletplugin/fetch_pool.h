@@ -11,14 +11,14 @@
 // pool's size, and are joined by the destructor.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -42,16 +42,16 @@ class FetchPool {
 
  private:
   struct Batch;
-  void WorkerLoop();
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Starts threads until there are `wanted` (capped by max_threads_).
-  void GrowLocked(size_t wanted);
+  void GrowLocked(size_t wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_threads_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::deque<std::shared_ptr<Batch>> queue_;  // batches that may take a helper
-  std::vector<std::thread> threads_;
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::shared_ptr<Batch>> queue_ ABSL_GUARDED_BY(mu_);  // batches that may take a helper
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dra::kubeletplugin::internal

@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "dra-health/v1/api.grpc.pb.h"
 #include "dra-health/v1alpha1/api.grpc.pb.h"
+#include "dra/mutex.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
@@ -165,7 +165,7 @@ class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response
 
   void OnWriteDone(bool ok) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "health watcher went away");
     }
@@ -174,7 +174,7 @@ class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response
 
   void OnCancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       if (!finish_.has_value()) finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "health watcher went away");
     }
     Pump();
@@ -190,15 +190,16 @@ class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response
   // Starts the next write, or finishes the stream, unless a write is in
   // flight (gRPC allows one at a time, and Finish only after it).
   void Pump() {
-    std::unique_lock<std::mutex> lock(mu_);
+    dra::ReleasableMutexLock lock(&mu_);
     if (finished_ || writing_) return;
     if (!finish_.has_value() && health_.shut_down()) {
       finish_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "DRA plugin is shutting down");
     }
     if (finish_.has_value()) {
       finished_ = true;
-      lock.unlock();
-      this->Finish(*finish_);
+      const grpc::Status status = *finish_;
+      lock.Release();
+      this->Finish(status);
       return;
     }
     std::optional<HealthBroadcaster::Snapshot> snapshot = health_.Newer(seen_);
@@ -206,7 +207,7 @@ class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response
     seen_ = snapshot->version;
     response_ = ToResponse(snapshot->devices);
     writing_ = true;
-    lock.unlock();
+    lock.Release();
     this->StartWrite(&response_);
   }
 
@@ -236,12 +237,12 @@ class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response
 
   HealthBroadcaster& health_;
   std::shared_ptr<HealthWatch> self_;
-  std::mutex mu_;
-  uint64_t seen_ = 0;
-  bool writing_ = false;
-  bool finished_ = false;
-  std::optional<grpc::Status> finish_;  // why the stream ends, once known
-  typename Api::Response response_;     // the write in flight
+  dra::Mutex mu_;
+  uint64_t seen_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);  // why the stream ends, once known
+  typename Api::Response response_;  // the write in flight: set under mu_ while writing_ is false
 };
 
 // The health APIs v1 and v1alpha1 are identical but for their package.

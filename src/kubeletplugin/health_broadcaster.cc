@@ -1,5 +1,7 @@
 #include "kubeletplugin/health_broadcaster.h"
 
+#include "dra/mutex.h"
+
 #include "absl/time/clock.h"
 
 namespace dra::kubeletplugin::internal {
@@ -10,7 +12,7 @@ void HealthBroadcaster::Publish(std::vector<DeviceHealth> devices) {
     if (device.last_updated == absl::InfinitePast()) device.last_updated = now;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     current_.devices = std::move(devices);
     ++current_.version;
   }
@@ -18,13 +20,13 @@ void HealthBroadcaster::Publish(std::vector<DeviceHealth> devices) {
 }
 
 std::optional<HealthBroadcaster::Snapshot> HealthBroadcaster::Newer(uint64_t seen_version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   if (current_.version <= seen_version) return std::nullopt;
   return current_;
 }
 
 void HealthBroadcaster::AddWatcher(std::weak_ptr<Watcher> watcher) {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   std::erase_if(watchers_, [](const std::weak_ptr<Watcher>& w) { return w.expired(); });
   watchers_.push_back(std::move(watcher));
 }
@@ -32,7 +34,7 @@ void HealthBroadcaster::AddWatcher(std::weak_ptr<Watcher> watcher) {
 void HealthBroadcaster::Notify() {
   std::vector<std::shared_ptr<Watcher>> live;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     for (const std::weak_ptr<Watcher>& watcher : watchers_) {
       if (std::shared_ptr<Watcher> w = watcher.lock()) live.push_back(std::move(w));
     }
@@ -42,14 +44,14 @@ void HealthBroadcaster::Notify() {
 
 void HealthBroadcaster::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     shut_down_ = true;
   }
   Notify();
 }
 
 bool HealthBroadcaster::shut_down() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return shut_down_;
 }
 

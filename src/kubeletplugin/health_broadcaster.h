@@ -4,13 +4,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "dra/kubeletplugin/device_health.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -45,7 +45,7 @@ class HealthBroadcaster {
  private:
   void Notify();
 
-  mutable std::mutex mu_;
+  mutable dra::Mutex mu_;
   Snapshot current_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::weak_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);

@@ -5,8 +5,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -18,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/api_claim_source.h"
+#include "dra/mutex.h"
 #include "fileutil/directories.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
@@ -175,15 +174,15 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<grpc::Server> dra_server_;
   std::unique_ptr<grpc::Server> registration_server_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable registration_cv_;
-  RegistrationStatus registration_;
-  bool stopped_ = false;
+  mutable dra::Mutex mu_;
+  mutable dra::CondVar registration_cv_;
+  RegistrationStatus registration_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 
   // Started by the first PublishResources; gone after Stop().
-  mutable std::mutex publisher_mu_;
-  std::unique_ptr<resourceslice::Publisher> publisher_;
-  bool publishing_closed_ = false;
+  mutable dra::Mutex publisher_mu_;
+  std::unique_ptr<resourceslice::Publisher> publisher_ ABSL_GUARDED_BY(publisher_mu_);
+  bool publishing_closed_ ABSL_GUARDED_BY(publisher_mu_) = false;
 };
 
 absl::Status Helper::Impl::Start() {
@@ -191,7 +190,7 @@ absl::Status Helper::Impl::Start() {
   // Debian builds abseil with absl::Mutex's lock-order graph on: gRPC's
   // mutexes then update a global graph on every nested lock, a few per cent
   // of each kubelet call's CPU. It is a debugging aid; the SDK's own locks
-  // are checked by the compiler's thread-safety analysis instead.
+  // (dra::Mutex) are checked by clang's thread-safety analysis and TSan.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (options_.claim_source == nullptr) {
     options_.claim_source = std::make_shared<ApiClaimSource>(options_.kube_client);
@@ -294,10 +293,10 @@ absl::Status Helper::Impl::Start() {
   registration_service_ = internal::NewRegistrationService(
       internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, executor_, [this](const RegistrationStatus& status) {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          dra::MutexLock lock(&mu_);
           registration_ = status;
         }
-        registration_cv_.notify_all();
+        registration_cv_.SignalAll();
         if (status.registered) {
           options_.logger.Info("Registered with the kubelet", {{"driver", options_.driver_name}});
         } else {
@@ -339,7 +338,7 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
   RegistrationStatus registration;
   bool stopped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     registration = registration_;
     stopped = stopped_;
   }
@@ -354,7 +353,7 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
     gauges.serialization_waiting_calls = serializer_->waiting();
     gauges.registered = registration.registered;
     {
-      std::lock_guard<std::mutex> lock(publisher_mu_);
+      dra::MutexLock lock(&publisher_mu_);
       if (publisher_ != nullptr) gauges.slices = publisher_->Stats();
     }
     if (options_.kube_client != nullptr) gauges.api_requests = options_.kube_client->RequestCounts();
@@ -382,13 +381,13 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
 
 void Helper::Impl::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
   }
   std::unique_ptr<resourceslice::Publisher> publisher;
   {
-    std::lock_guard<std::mutex> lock(publisher_mu_);
+    dra::MutexLock lock(&publisher_mu_);
     publishing_closed_ = true;
     publisher = std::move(publisher_);
   }
@@ -430,7 +429,7 @@ void Helper::Impl::Stop() {
 }
 
 absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resources) {
-  std::lock_guard<std::mutex> lock(publisher_mu_);
+  dra::MutexLock lock(&publisher_mu_);
   if (publishing_closed_) return absl::FailedPreconditionError("PublishResources: the Helper is stopped");
   if (publisher_ == nullptr) {
     if (options_.kube_client == nullptr) {
@@ -469,14 +468,15 @@ Helper::~Helper() { Stop(); }
 void Helper::Stop() { impl_->Stop(); }
 
 RegistrationStatus Helper::registration_status() const {
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  dra::MutexLock lock(&impl_->mu_);
   return impl_->registration_;
 }
 
 RegistrationStatus Helper::WaitForRegistration(absl::Duration timeout) const {
-  std::unique_lock<std::mutex> lock(impl_->mu_);
-  impl_->registration_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                                   [&] { return impl_->registration_.notified; });
+  const absl::Time until = absl::Now() + timeout;
+  dra::MutexLock lock(&impl_->mu_);
+  while (!impl_->registration_.notified && !impl_->registration_cv_.WaitWithDeadline(&impl_->mu_, until)) {
+  }
   return impl_->registration_;
 }
 
@@ -487,7 +487,7 @@ absl::Status Helper::PublishResources(resourceslice::DriverResources resources) 
 }
 
 resourceslice::Stats Helper::ResourceSliceStats() const {
-  std::lock_guard<std::mutex> lock(impl_->publisher_mu_);
+  dra::MutexLock lock(&impl_->publisher_mu_);
   return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::Stats{};
 }
 

@@ -1,6 +1,7 @@
 #include "kubeletplugin/metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -16,7 +17,7 @@ void AppendHeader(std::string& out, const char* name, const char* type, const ch
 void HelperMetrics::ObserveCall(Method method, bool call_failed, int claims, int failed_claims,
                                 absl::Duration duration) {
   const double seconds = absl::ToDoubleSeconds(duration);
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   MethodStats& stats = methods_[static_cast<size_t>(method)];
   ++stats.calls;
   if (call_failed) ++stats.call_errors;
@@ -29,14 +30,15 @@ void HelperMetrics::ObserveCall(Method method, bool call_failed, int claims, int
 }
 
 void HelperMetrics::ObserveBackgroundError(ErrorSeverity severity) {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   ++background_errors_[severity == ErrorSeverity::kFatal ? 1 : 0];
 }
 
 std::string HelperMetrics::Render(const Gauges& gauges) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   std::string out;
-  auto per_method = [&](const char* name, const char* help, uint64_t MethodStats::*field) {
+  auto per_method = [&](const char* name, const char* help, uint64_t MethodStats::*field)
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     AppendHeader(out, name, "counter", help);
     for (size_t m = 0; m < methods_.size(); ++m) {
       absl::StrAppend(&out, name, "{method=\"", kMethodNames[m], "\"} ", methods_[m].*field, "\n");

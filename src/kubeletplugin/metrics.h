@@ -3,10 +3,11 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "dra/mutex.h"
 
 #include "absl/time/time.h"
 #include "dra/k8s/client.h"
@@ -53,9 +54,9 @@ class HelperMetrics {
     double seconds_sum = 0;
   };
 
-  mutable std::mutex mu_;
-  std::array<MethodStats, 2> methods_;
-  std::array<uint64_t, 2> background_errors_{};  // recoverable, fatal
+  mutable dra::Mutex mu_;
+  std::array<MethodStats, 2> methods_ ABSL_GUARDED_BY(mu_);
+  std::array<uint64_t, 2> background_errors_ ABSL_GUARDED_BY(mu_){};  // recoverable, fatal
 };
 
 }  // namespace dra::kubeletplugin::internal

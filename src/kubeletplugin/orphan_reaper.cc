@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/client.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -53,25 +54,27 @@ absl::Status OrphanReaper::Start() {
 
 void OrphanReaper::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool OrphanReaper::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   return stop_;
 }
 
 void OrphanReaper::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  dra::MutexLock lock(&mu_);
   while (!stop_) {
-    lock.unlock();
+    mu_.Unlock();
     CheckOnce(Clock::now());
-    lock.lock();
-    cv_.wait_for(lock, interval_, [&] { return stop_; });
+    mu_.Lock();
+    const absl::Time next = absl::Now() + absl::FromChrono(interval_);
+    while (!stop_ && !cv_.WaitWithDeadline(&mu_, next)) {
+    }
   }
 }
 

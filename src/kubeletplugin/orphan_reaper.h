@@ -6,10 +6,8 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/log.h"
+#include "dra/mutex.h"
 #include "kubeletplugin/checkpoint.h"
 
 namespace dra::kubeletplugin::internal {
@@ -87,9 +86,9 @@ class OrphanReaper {
   std::map<std::string, Clock::time_point> first_seen_;  // started entries, by claim UID
   std::set<std::string> reported_;                       // UIDs whose failure HandleError got
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

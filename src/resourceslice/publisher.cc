@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "dra/k8s/names.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "dra/k8s/validation.h"
+#include "dra/mutex.h"
 #include "resourceslice/canonical.h"
 #include "resourceslice/pool_validation.h"
 #include "resourceslice/slice_names.h"
@@ -123,7 +122,7 @@ class Publisher::Impl {
   ~Impl() { Stop(); }
 
   void Update(DriverResources resources) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
     for (const auto& [name, pool] : desired_) ScheduleLocked(name, now);
     std::map<std::string, std::shared_ptr<const Pool>> desired;
@@ -145,7 +144,7 @@ class Publisher::Impl {
     }
     desired_ = std::move(desired);
     have_desired_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
   resourceslice::Stats stats() const {
@@ -159,7 +158,7 @@ class Publisher::Impl {
   }
 
   bool Idle() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     if (!have_desired_ || !due_.empty() || busy_) return false;
     for (const auto& [pool, drift] : drift_) {
       if (!drift.names.empty()) return false;
@@ -173,11 +172,11 @@ class Publisher::Impl {
 
   void Stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       if (stopped_) return;
       stopped_ = true;
       stop_requested_ = true;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     worker_.join();
     std::vector<Scope*> scopes = AllScopes();
@@ -216,29 +215,29 @@ class Publisher::Impl {
   // A change to slice `name` that this publisher did not make (as far as it
   // knows yet): the pool is checked after the drift delay unless the
   // publisher's own write explains the change first.
-  void NoteDriftLocked(const std::string& pool, const std::string& name) {
+  void NoteDriftLocked(const std::string& pool, const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const absl::Time now = absl::Now();
     auto [it, inserted] = drift_.try_emplace(pool);
     if (inserted || it->second.names.empty()) it->second.first = now;
     it->second.at = std::min(now + options_.drift_repair_delay,
                              it->second.first + kMaxDriftDeferrals * options_.drift_repair_delay);
     it->second.names.insert(name);
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
-  void ScheduleLocked(const std::string& pool, absl::Time when) {
+  void ScheduleLocked(const std::string& pool, absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto [it, inserted] = due_.emplace(pool, when);
     if (!inserted) it->second = std::min(it->second, when);
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
   void Schedule(const std::string& pool, absl::Time when) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     ScheduleLocked(pool, when);
   }
 
   void Report(const absl::Status& status, std::string_view context) {
-    std::lock_guard<std::mutex> lock(report_mu_);
+    dra::MutexLock lock(&report_mu_);
     errors_.fetch_add(1);
     options_.logger.Error("ResourceSlice publishing failed",
                           {{"context", std::string(context)}, {"err", std::string(status.message())}});
@@ -246,12 +245,12 @@ class Publisher::Impl {
   }
 
   std::vector<Scope*> AllScopes() {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     return ScopesLocked();
   }
 
   // Scopes the slices of `pool` can be in.
-  std::vector<Scope*> ScopesOfLocked(const std::string& pool) {
+  std::vector<Scope*> ScopesOfLocked(const std::string& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<Scope*> scopes;
     if (node_scope_) scopes.push_back(node_scope_.get());
     auto it = pool_scopes_.find(pool);
@@ -262,14 +261,14 @@ class Publisher::Impl {
   void StopWatch(Scope& scope) {
     std::unique_ptr<k8s::WatchHandle> watch;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       watch = std::move(scope.watch);
     }
     if (watch) watch->Stop();  // the destructor joins; outside mu_, which the callback takes
   }
 
   void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     while (!stopped_) {
       const absl::Time now = absl::Now();
       absl::Time wake = now + kWatchCheckInterval;
@@ -278,10 +277,10 @@ class Publisher::Impl {
       for (Scope* scope : ScopesLocked()) {
         if (scope->watch && scope->watch->Done()) {
           std::unique_ptr<k8s::WatchHandle> watch = std::move(scope->watch);
-          lock.unlock();
+          mu_.Unlock();
           absl::Status ended = watch->Wait();
           watch.reset();
-          lock.lock();
+          mu_.Lock();
           if (ended.ok()) {
             StartWatchLocked(*scope);
           } else {
@@ -289,18 +288,18 @@ class Publisher::Impl {
             scope->failures += k8s::IsGone(ended) ? 0 : 1;
             scope->retry_at = k8s::IsGone(ended) ? now : now + Backoff(options_, scope->failures);
             if (!k8s::IsGone(ended)) {
-              lock.unlock();
+              mu_.Unlock();
               Report(ended, absl::StrCat("watch ResourceSlices ", scope->field_selector));
-              lock.lock();
+              mu_.Lock();
             }
           }
           worked = true;
         }
         if (!scope->listed) {
           if (scope->retry_at <= now) {
-            lock.unlock();
+            mu_.Unlock();
             ListAndWatch(*scope);
-            lock.lock();
+            mu_.Lock();
             worked = true;
           } else {
             wake = std::min(wake, scope->retry_at);
@@ -308,9 +307,9 @@ class Publisher::Impl {
         } else if (!scope->to_fetch.empty()) {
           if (scope->fetch_at <= now) {
             std::map<std::string, int64_t> names = std::exchange(scope->to_fetch, {});
-            lock.unlock();
+            mu_.Unlock();
             FetchChanged(*scope, std::move(names));
-            lock.lock();
+            mu_.Lock();
             worked = true;
           } else {
             wake = std::min(wake, scope->fetch_at);
@@ -337,18 +336,18 @@ class Publisher::Impl {
         if (pool) {
           due_.erase(*pool);
           busy_ = true;
-          lock.unlock();
+          mu_.Unlock();
           SyncAndSchedule(*pool);
-          lock.lock();
+          mu_.Lock();
           busy_ = false;
           continue;
         }
       }
-      cv_.wait_for(lock, absl::ToChronoNanoseconds(std::max(wake - now, absl::ZeroDuration())));
+      cv_.WaitWithDeadline(&mu_, wake);
     }
   }
 
-  std::vector<Scope*> ScopesLocked() {
+  std::vector<Scope*> ScopesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<Scope*> scopes;
     if (node_scope_) scopes.push_back(node_scope_.get());
     for (auto& [name, scope] : pool_scopes_) scopes.push_back(scope.get());
@@ -357,7 +356,7 @@ class Publisher::Impl {
 
   // A pool whose time has come and whose scopes are listed; else lowers
   // `wake` to the earliest such time.
-  std::optional<std::string> NextDuePoolLocked(absl::Time now, absl::Time& wake) {
+  std::optional<std::string> NextDuePoolLocked(absl::Time now, absl::Time& wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& [pool, when] : due_) {
       bool ready = true;
       for (Scope* scope : ScopesOfLocked(pool)) ready = ready && scope->listed;
@@ -374,7 +373,7 @@ class Publisher::Impl {
     absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
     if (!list.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         scope.failures++;
         scope.retry_at = absl::Now() + Backoff(options_, scope.failures);
       }
@@ -386,7 +385,7 @@ class Publisher::Impl {
       std::string name = StringAt(item, json::json_pointer("/metadata/name"));
       slices.emplace(std::move(name), MakeCached(std::move(item)));
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     // Every pool the list shows differently from the cache gets synced: a
     // relist after a broken watch may reveal deletions nobody saw.
     const absl::Time now = absl::Now();
@@ -406,7 +405,7 @@ class Publisher::Impl {
     StartWatchLocked(scope);
   }
 
-  void StartWatchLocked(Scope& scope) {
+  void StartWatchLocked(Scope& scope) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     k8s::WatchOptions options;
     options.resource_version = scope.resource_version;
     options.field_selector = scope.field_selector;
@@ -420,7 +419,7 @@ class Publisher::Impl {
   }
 
   void OnEvent(Scope& scope, const k8s::WatchEvent& event) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     const std::string rv = StringAt(event.object, json::json_pointer("/metadata/resourceVersion"));
     if (!rv.empty()) scope.resource_version = rv;
     if (event.type == "BOOKMARK") return;
@@ -441,7 +440,7 @@ class Publisher::Impl {
       // (its response still on the way) explains it by then.
       int64_t& wanted = scope.to_fetch[name];
       wanted = std::max(wanted, version);
-      cv_.notify_all();
+      cv_.SignalAll();
       return;
     }
     CacheForeignLocked(scope, name, event.object);
@@ -449,7 +448,7 @@ class Publisher::Impl {
 
   // A slice as someone else left it: cached, and its pool (old and new)
   // checked for drift.
-  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object) {
+  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = scope.slices.find(name);
     if (it != scope.slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
     std::shared_ptr<const CachedSlice> slice = MakeCached(object);
@@ -464,7 +463,7 @@ class Publisher::Impl {
     while (!names.empty()) {
       const auto [name, version] = *names.begin();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        dra::MutexLock lock(&mu_);
         auto cached = scope.slices.find(name);
         if (cached != scope.slices.end() && cached->second->resource_version >= version) {
           names.erase(names.begin());  // this publisher's own write, cached since
@@ -474,7 +473,7 @@ class Publisher::Impl {
       absl::StatusOr<json> object = client_->Get(k8s::kResourceSlices, "", name);
       if (!object.ok() && !absl::IsNotFound(object.status())) {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          dra::MutexLock lock(&mu_);
           scope.to_fetch.merge(names);
           scope.fetch_at = absl::Now() + Backoff(options_, ++scope.fetch_failures);
         }
@@ -482,7 +481,7 @@ class Publisher::Impl {
         return;
       }
       names.erase(names.begin());
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       scope.fetch_failures = 0;
       if (object.ok()) CacheForeignLocked(scope, name, *object);
     }
@@ -490,7 +489,7 @@ class Publisher::Impl {
 
   // The publisher's own write of `name` explains a watch event about it that
   // came first.
-  void ExplainedLocked(const std::string& pool, const std::string& name) {
+  void ExplainedLocked(const std::string& pool, const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = drift_.find(pool);
     if (it != drift_.end()) it->second.names.erase(name);
   }
@@ -500,7 +499,7 @@ class Publisher::Impl {
   void Remember(Scope& scope, json object) {
     std::shared_ptr<const CachedSlice> slice = MakeCached(std::move(object));
     const std::string name = StringAt(slice->object, json::json_pointer("/metadata/name"));
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     auto it = scope.slices.find(name);
     // Newer in the cache: someone changed it after this write.
     if (it != scope.slices.end() && it->second->resource_version > slice->resource_version) return;
@@ -509,7 +508,7 @@ class Publisher::Impl {
   }
 
   void Forget(Scope& scope, const std::string& name, const std::string& pool) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     scope.slices.erase(name);
     ExplainedLocked(pool, name);
   }
@@ -520,10 +519,10 @@ class Publisher::Impl {
     absl::StatusOr<json> fresh = client_->Get(k8s::kResourceSlices, "", name);
     if (fresh.ok()) {
       std::shared_ptr<const CachedSlice> slice = MakeCached(*std::move(fresh));
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       scope.slices[name] = std::move(slice);
     } else if (absl::IsNotFound(fresh.status())) {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       scope.slices.erase(name);
     }
   }
@@ -599,7 +598,7 @@ class Publisher::Impl {
     std::shared_ptr<const Pool> desired;
     std::vector<Existing> existing;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       drift_.erase(name);  // this sync sees every change cached so far
       auto it = desired_.find(name);
       if (it != desired_.end()) desired = it->second;
@@ -774,7 +773,7 @@ class Publisher::Impl {
   }
 
   Scope* PoolScope(const std::string& pool) {
-    std::lock_guard<std::mutex> lock(mu_);
+    dra::MutexLock lock(&mu_);
     return pool_scopes_.at(pool).get();
   }
 
@@ -784,7 +783,7 @@ class Publisher::Impl {
   // one fails or Stop() is called are skipped; returns the first error.
   absl::Status WriteEach(const std::vector<size_t>& indexes, const std::function<absl::Status(size_t)>& write) {
     std::atomic<size_t> next{0};
-    std::mutex mu;
+    dra::Mutex mu;
     absl::Status first_error;
     auto work = [&] {
       for (size_t k = next++; k < indexes.size(); k = next++) {
@@ -792,7 +791,7 @@ class Publisher::Impl {
         absl::Status status = write(indexes[k]);
         if (!status.ok()) {
           next = indexes.size();
-          std::lock_guard<std::mutex> lock(mu);
+          dra::MutexLock lock(&mu);
           if (first_error.ok()) first_error = std::move(status);
           return;
         }
@@ -815,7 +814,7 @@ class Publisher::Impl {
     absl::StatusOr<k8s::ResourceSlice> stored = k8s::ResourceSliceFromJson(object);
     const std::string name = StringAt(object, json::json_pointer("/metadata/name"));
     Remember(scope, std::move(object));
-    std::lock_guard<std::mutex> lock(stored_mu_);
+    dra::MutexLock lock(&stored_mu_);
     if (!stored.ok() || SameSpec(sent, stored->spec)) {
       state.skews.erase(index);
       return;
@@ -860,7 +859,7 @@ class Publisher::Impl {
   void DropPoolScopeIfUnused(const std::string& pool) {
     std::unique_ptr<Scope> scope;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       auto it = pool_scopes_.find(pool);
       if (it == pool_scopes_.end() || desired_.contains(pool) || !it->second->slices.empty()) return;
       scope = std::move(it->second);
@@ -878,7 +877,7 @@ class Publisher::Impl {
         Report(list.status(), absl::StrCat("list ResourceSlices ", scope.field_selector));
         return;
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       for (json& item : list->items) {
         std::string name = StringAt(item, json::json_pointer("/metadata/name"));
         scope.slices[name] = MakeCached(std::move(item));
@@ -886,7 +885,7 @@ class Publisher::Impl {
     }
     std::vector<Existing> all;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      dra::MutexLock lock(&mu_);
       for (const auto& [name, slice] : scope.slices) all.push_back({&scope, slice});
     }
     absl::Status status = DeleteAll(all);
@@ -897,24 +896,23 @@ class Publisher::Impl {
   const Options options_;
   const ErrorHandler on_error_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
-  std::mutex report_mu_;  // one error handler call at a time
-  // Guarded by mu_.
-  std::map<std::string, std::shared_ptr<const Pool>> desired_;  // by pool name
-  bool have_desired_ = false;  // nothing is synced before the first Update()
-  std::map<std::string, absl::Time> due_;  // pools to sync, and when
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  dra::Mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
+  dra::Mutex report_mu_;  // one error handler call at a time
+  std::map<std::string, std::shared_ptr<const Pool>> desired_ ABSL_GUARDED_BY(mu_);  // by pool name
+  bool have_desired_ ABSL_GUARDED_BY(mu_) = false;  // nothing is synced before the first Update()
+  std::map<std::string, absl::Time> due_ ABSL_GUARDED_BY(mu_);  // pools to sync, and when
   struct DriftCheck {
     absl::Time first;  // the first change not explained yet
     absl::Time at;     // when the pool is synced
     std::set<std::string> names;  // slices changed by someone else, as far as known
   };
-  std::map<std::string, DriftCheck> drift_;  // by pool
-  bool busy_ = false;                      // a pool sync is running
-  bool stopped_ = false;
+  std::map<std::string, DriftCheck> drift_ ABSL_GUARDED_BY(mu_);  // by pool
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // a pool sync is running
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<Scope> node_scope_;  // set at construction
-  std::map<std::string, std::unique_ptr<Scope>> pool_scopes_;
+  std::map<std::string, std::unique_ptr<Scope>> pool_scopes_ ABSL_GUARDED_BY(mu_);
 
   // Worker thread only.
   std::map<std::string, PoolState> pools_;

@@ -443,9 +443,10 @@ TEST_CASE("Add and Sub, from TestAdd, TestSub and the zero-suffix tests", "[quan
   CHECK((Q("1m") - Q("1")).ToString() == "-999m");
   CHECK((Q("1e3") + Q("1")).ToString() == "1001");
   Quantity self = Q("1.5");
-  self += self;
+  const Quantity& alias = self;  // the operand is the object itself
+  self += alias;
   CHECK(self.ToString() == "3");
-  self -= self;
+  self -= alias;
   CHECK(self.IsZero());
   CHECK(self.format() == kD);
 }

@@ -2,12 +2,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
+#include "dra/mutex.h"
 
 namespace dra::kubeletplugin {
 
@@ -31,8 +31,8 @@ class InMemoryClaimSource : public ClaimSource {
   absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) override;
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, k8s::ResourceClaim> claims_;
+  dra::Mutex mu_;
+  std::map<std::pair<std::string, std::string>, k8s::ResourceClaim> claims_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dra::kubeletplugin
