@@ -76,14 +76,20 @@ struct HttpResponse {
   std::string curl_error;
   long http_code = 0;
   std::string body;
+  size_t max_body = 0;
+  bool body_too_large = false;  // the transfer stopped at max_body
   std::string retry_after;
   std::string content_type;
   bool request_sent = false;
 };
 
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  auto* out = static_cast<std::string*>(user);
-  out->append(data, size * count);
+  auto* response = static_cast<HttpResponse*>(user);
+  if (size * count > response->max_body - response->body.size()) {
+    response->body_too_large = true;
+    return 0;  // libcurl stops the transfer: CURLE_WRITE_ERROR
+  }
+  response->body.append(data, size * count);
   return size * count;
 }
 
@@ -585,7 +591,8 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   Configure(h, request, creds, &headers, &connect_to_list, config.timeout);
   internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
-  internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  response.max_body = config.max_response_bytes;
+  internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &response);
   internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
   internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &response);
   // HTTP/2 when TLS negotiates it; wait for an existing connection to say
@@ -610,6 +617,10 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
 
 absl::Status Client::Impl::TransportError(const HttpResponse& response, const std::string& context) const {
   const std::string where = absl::StrCat(" [", context, " to ", config.server, "]");
+  if (response.body_too_large) {
+    return absl::ResourceExhaustedError(absl::StrCat("the response is larger than max_response_bytes (",
+                                                     config.max_response_bytes, " bytes)", where));
+  }
   switch (response.curl_code) {
     case CURLE_PEER_FAILED_VERIFICATION: {
       std::string trust = !config.ca_data.empty()  ? std::string("certificate-authority-data (ca_data)")

@@ -69,4 +69,23 @@ TEST_CASE("the CPU driver publishes its sockets without reserved CPUs and republ
   CHECK(f.process.driver.Stop() == "exited with status 0");
 }
 
+TEST_CASE("the CPU driver at -v=10 never logs its bearer token", "[examples][cpu][process]") {
+  dra::testing::TempDir sysfs;
+  dra::testing::FakeMachine machine;
+  machine.sockets = 2;
+  dra::testing::WriteFakeSysfs(sysfs.path(), machine);
+  dra::testing::ExampleDriverProcess process(DRA_CPU_DRIVER, "cpu.example.com",
+                                             {"--sysfs-root=" + sysfs.path(), "--reserved-cpus=0", "-v=10"});
+  REQUIRE(process.NotifyRegistration(true, "").ok());
+  // Everything the driver does at start: the kubeconfig read, the client,
+  // the list, watch and create of its slice, registration.
+  REQUIRE(PollUntil([&] { return !process.Slices().empty(); }, absl::Seconds(20)));
+  CHECK(process.driver.Stop() == "exited with status 0");
+  const std::string log = process.Log();
+  REQUIRE_FALSE(process.server->admin_token().empty());
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("Registered with the kubelet") && Catch::Contains("Created ResourceSlice"));
+  CHECK_THAT(log, !Catch::Contains(process.server->admin_token()));
+}
+
 }  // namespace

@@ -260,6 +260,28 @@ TEST_CASE("list pages over 520 objects, in one namespace and across all", "[clie
   CHECK_FALSE(page->continue_token.empty());
 }
 
+TEST_CASE("a response over max_response_bytes fails that request only, with ResourceExhausted", "[client][limits]") {
+  auto server = StartServer();
+  ClientConfig config = BaseConfig(*server);
+  config.max_response_bytes = 4096;
+  auto client = MakeClient(config);
+  for (int i = 0; i < 20; ++i) REQUIRE(client->Create(kResourceClaims, "big", NewClaim("big", absl::StrCat("c", i))).ok());
+  ResetCounts(*server);
+
+  absl::StatusOr<ListResult> all = client->ListAll(kResourceClaims, "big");
+  REQUIRE_FALSE(all.ok());
+  INFO(all.status().ToString());
+  CHECK(all.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(all.status().message(), "larger than max_response_bytes (4096 bytes)"));
+  CHECK(absl::StrContains(all.status().message(), "resourceclaims"));
+  CHECK(Count(*server, "LIST resourceclaims") == 1);  // not retried: the answer would be as large again
+
+  // One object fits; the client goes on working.
+  absl::StatusOr<json> one = client->Get(kResourceClaims, "big", "c0");
+  INFO(one.status().ToString());
+  CHECK(one.ok());
+}
+
 TEST_CASE("patches: merge, JSON and apply, on the object and on status", "[client][patch]") {
   auto server = StartServer();
   auto client = MakeClient(BaseConfig(*server));
@@ -457,6 +479,16 @@ TEST_CASE("TLS: the server certificate is verified", "[client][tls]") {
     absl::Status wrong = MakeClient(config)->Get(kResourceClaims, "ns", "x").status();
     INFO(wrong.ToString());
     CHECK(absl::StrContains(wrong.message(), "TLS verification"));
+  }
+  SECTION("an expired certificate") {
+    ClientConfig config = BaseConfig(*server);
+    config.tls_server_name = "expired.localhost";  // the fake serves its expired certificate for that name
+    config.max_retries = 0;
+    absl::Status expired = MakeClient(config)->Get(kResourceClaims, "ns", "x").status();
+    INFO(expired.ToString());
+    CHECK(expired.code() == absl::StatusCode::kUnavailable);
+    CHECK(absl::StrContains(expired.message(), "TLS verification of the API server's certificate failed"));
+    CHECK(absl::StrContains(expired.message(), "expired"));
   }
   SECTION("insecure_skip_tls_verify") {
     ClientConfig config = BaseConfig(*server);

@@ -121,6 +121,11 @@ struct ClientConfig {
   // for built-in types: about 0.6x the bytes of JSON. An object with a field
   // the schema lacks is sent as JSON. Default true; false: JSON only.
   bool protobuf = true;
+  // The largest response body a request accepts (not watches: each of their
+  // events is bounded at 64 MiB). A larger one fails the request with
+  // ResourceExhausted instead of growing the process without bound.
+  // Default 256 MiB: about 25,000 full ResourceSlices in one list.
+  size_t max_response_bytes = size_t{256} << 20;
 
   // The namespace of the service account or of the kubeconfig context;
   // "default" when the context names none. Informational: the client's verbs

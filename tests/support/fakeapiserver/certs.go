@@ -16,9 +16,12 @@ import (
 )
 
 // certBundle is what the fake generates at start: a serving CA and serving
-// certificate for 127.0.0.1/localhost, and a client CA with one client pair.
+// certificate for 127.0.0.1/localhost, one for the name expired.localhost
+// that expired an hour ago (a client that asks for that name, by SNI, gets
+// it), and a client CA with one client pair.
 type certBundle struct {
 	serving   tls.Certificate
+	expired   tls.Certificate
 	clientCAs *x509.CertPool
 }
 
@@ -30,6 +33,10 @@ type keyPair struct {
 }
 
 func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
+	return newKeyPairValid(tmpl, parent, time.Now().Add(-time.Hour), time.Now().Add(365*24*time.Hour))
+}
+
+func newKeyPairValid(tmpl *x509.Certificate, parent *keyPair, notBefore, notAfter time.Time) (*keyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -39,8 +46,8 @@ func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
 		return nil, err
 	}
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(365 * 24 * time.Hour)
+	tmpl.NotBefore = notBefore
+	tmpl.NotAfter = notAfter
 	parentCert, parentKey := tmpl, key
 	if parent != nil {
 		parentCert, parentKey = parent.cert, parent.key
@@ -85,6 +92,14 @@ func generateCerts(dir, clientUser string) (*certBundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	expired, err := newKeyPairValid(&x509.Certificate{Subject: pkix.Name{CommonName: "fakeapiserver-expired"},
+		DNSNames:    []string{"expired.localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca,
+		time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
+	if err != nil {
+		return nil, err
+	}
 	clientCA, err := newKeyPair(caTemplate("fakeapiserver-client-ca"), nil)
 	if err != nil {
 		return nil, err
@@ -116,6 +131,7 @@ func generateCerts(dir, clientUser string) (*certBundle, error) {
 	pool.AddCert(clientCA.cert)
 	return &certBundle{
 		serving:   tls.Certificate{Certificate: [][]byte{server.cert.Raw, ca.cert.Raw}, PrivateKey: server.key, Leaf: server.cert},
+		expired:   tls.Certificate{Certificate: [][]byte{expired.cert.Raw, ca.cert.Raw}, PrivateKey: expired.key, Leaf: expired.cert},
 		clientCAs: pool,
 	}, nil
 }

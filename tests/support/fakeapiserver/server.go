@@ -110,7 +110,8 @@ func Start(cfg Config) (*Server, error) {
 	s.httpSrv = &http.Server{
 		Handler: s,
 		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{certs.serving},
+			// The first whose names match the client's SNI; the first when none does.
+			Certificates: []tls.Certificate{certs.serving, certs.expired},
 			ClientAuth:   tls.VerifyClientCertIfGiven,
 			ClientCAs:    certs.clientCAs,
 			MinVersion:   tls.VersionTLS12,
