@@ -40,6 +40,9 @@
 //	           costs stay small.
 //	rss        VmRSS, VmHWM, RssAnon, RssFile and Threads of the driver
 //	           process (the spawned one, or --driver-pid) from /proc
+//	serve      kubelet calls on request, while something else restarts the
+//	           driver: one JSON command per stdin line, one answer each (see
+//	           serve.go), until stdin ends
 //
 // Spawning the driver: with a command after "--" the peer starts the plugin
 // watcher, then starts the driver itself and measures from just before the
@@ -474,7 +477,7 @@ func main() {
 	steps := strings.Split(*stepsFlag, ",")
 	for _, s := range steps {
 		switch s {
-		case "register", "prepare", "unprepare", "health", "sleep", "bench", "rss":
+		case "register", "prepare", "unprepare", "health", "sleep", "bench", "rss", "serve":
 		default:
 			fmt.Fprintf(os.Stderr, "kubeletpeer: unknown step %q\n", s)
 			os.Exit(2)
@@ -681,6 +684,10 @@ func main() {
 				continue
 			}
 			out(ev)
+		case "serve":
+			if err := serve(ctx, draManager, *driver); err != nil {
+				fail(step, err)
+			}
 		}
 	}
 	if failed {
