@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/cdi/spec_dir.h"
+#include "dra/k8s/device_attributes.h"
 #include "gpu_config.h"
 
 namespace gpu {
@@ -112,6 +113,11 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
       edits.env.push_back(absl::StrCat(var, "_PARTITION_COUNT=", config.partition_count));
     }
     edits.device_nodes = gpu.device_nodes;
+    if (options_.device_metadata) {
+      prepared.metadata.emplace().attributes = {{"uuid", k8s::StringAttribute(gpu.uuid)},
+                                                {"model", k8s::StringAttribute(gpu.model)},
+                                                {k8s::kPciBusIdAttribute, k8s::StringAttribute(gpu.pci_bus_id)}};
+    }
 
     k8s::AllocatedDeviceStatus& status = statuses.emplace_back();
     status.driver = device.driver;

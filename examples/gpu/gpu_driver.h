@@ -5,7 +5,9 @@
 // compute the claim consumes, the GPU's device nodes, plus the node-wide
 // common spec (WriteCommonCdiSpec). A bad config or an unknown device fails
 // that claim only. With a ClaimStatusWriter it also reports each prepared
-// device in the claim's status (a Ready condition and data).
+// device in the claim's status (a Ready condition and data); with
+// device_metadata, it tells the Helper what to write into the claim's device
+// metadata file (uuid, model, PCI bus ID).
 #pragma once
 
 #include <atomic>
@@ -46,6 +48,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
     std::string common_cdi_id;
     std::map<std::string, PublishedGpu> devices;  // by device name
     std::shared_ptr<const dra::kubeletplugin::ClaimStatusWriter> status_writer;  // may be null
+    bool device_metadata = false;  // give each prepared GPU Device::metadata
     dra::Logger logger;
   };
 

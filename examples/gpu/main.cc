@@ -46,6 +46,7 @@ struct GpuFlags {
   bool allow_multiple_allocations = false;
   std::optional<k8s::Quantity> host_memory_overhead;
   bool device_status = false;
+  bool device_metadata = false;
   std::string fabric_pool;
   int fabric_num_devices = 4;
   k8s::NodeSelector fabric_selector;
@@ -83,6 +84,9 @@ struct GpuFlags {
                    host_memory_overhead = *quantity;
                    return absl::OkStatus();
                  });
+    flags.Bool("device-metadata", &device_metadata,
+               "give containers a KEP-5304 device metadata file with each GPU's uuid, model and PCI bus ID",
+               "DEVICE_METADATA");
     flags.Bool("device-status", &device_status, "write a Ready condition and data of prepared GPUs into the claim",
                "DEVICE_STATUS");
     flags.String("fabric-pool", &fabric_pool,
@@ -288,6 +292,11 @@ int main(int argc, char** argv) {
     status_writer = *std::move(writer);
   }
   driver_options.status_writer = status_writer;
+  driver_options.device_metadata = gpu_flags.device_metadata;
+  if (gpu_flags.device_metadata) {
+    options->device_metadata.enabled = true;
+    options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};
+  }
 
   gpu::GpuDriver driver(std::move(driver_options), signals);
   std::shared_ptr<k8s::Client> client = options->kube_client;

@@ -2,6 +2,7 @@
 // bad config or an unknown device failing only its own claim.
 #include <catch2/catch.hpp>
 
+#include "dra/k8s/device_attributes.h"
 #include "dra/kubeletplugin/call_context.h"
 #include "gpu_config.h"
 #include "gpu_driver.h"
@@ -90,6 +91,26 @@ TEST_CASE("prepare gives each GPU its CDI edits: uuid, sharing, consumed capacit
   const kp::Device& share = results->at("u3").devices.at(0);
   CHECK(share.share_id == "abc");
   CHECK(share.cdi_edits->env.at(2) == "GPU_DEVICE_1_MEMORY=4294967296");
+}
+
+TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and PCI bus ID", "[gpu][driver]") {
+  Fixture f;
+  gpu::GpuDriver::Options options = f.MakeOptions();
+  options.device_metadata = true;
+  gpu::GpuDriver driver(std::move(options), f.signals);
+  const std::vector<k8s::ResourceClaim> claims = {Claim("u1", {"gpu-0", "gpu-1-part-3"})};
+  absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  REQUIRE(results.ok());
+  const std::vector<kp::Device>& devices = results->at("u1").devices;
+  REQUIRE(devices.size() == 2);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    REQUIRE(devices[i].metadata.has_value());
+    CHECK(devices[i].metadata->attributes ==
+          std::map<std::string, k8s::DeviceAttribute>{{"uuid", k8s::StringAttribute(f.gpus[i].uuid)},
+                                                      {"model", k8s::StringAttribute(f.gpus[i].model)},
+                                                      {k8s::kPciBusIdAttribute, k8s::StringAttribute(f.gpus[i].pci_bus_id)}});
+  }
+  CHECK_FALSE(f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims)->at("u1").devices[0].metadata);
 }
 
 TEST_CASE("a bad config or an unknown device fails its claim only, naming the field", "[gpu][driver]") {
