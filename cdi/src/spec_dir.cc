@@ -31,15 +31,6 @@ absl::string_view TransientId(absl::string_view file, absl::string_view prefix) 
   return file;
 }
 
-// The spec file name a directory entry stands for: itself, or for a temp
-// file of WriteFileAtomically (".<name>.tmp-XXXXXX", left by a crash while
-// writing) the file it was to replace.
-absl::string_view TargetOf(absl::string_view entry) {
-  if (!absl::ConsumePrefix(&entry, ".")) return entry;
-  const size_t temp = entry.rfind(".tmp-");
-  return temp == absl::string_view::npos ? absl::string_view() : entry.substr(0, temp);
-}
-
 struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
@@ -123,7 +114,8 @@ absl::StatusOr<std::vector<std::string>> SpecDir::RemoveTransientSpecsExcept(con
   std::vector<std::string> removed;
   for (const std::string& name : *names) {
     // A kept claim's temp file may be a write in progress: it stays too.
-    const absl::string_view id = TransientId(TargetOf(name), prefix);
+    const std::string_view target = internal::AtomicFileTarget(name);
+    const absl::string_view id = TransientId(absl::string_view(target.data(), target.size()), prefix);
     if (id.empty() || keep.contains(std::string(id))) continue;
     std::string path = absl::StrCat(options_.path, "/", name);
     if (absl::Status s = RemoveFile(path); !s.ok()) return s;

@@ -81,6 +81,13 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return durability == Durability::kSynced ? SyncDirectory(dir) : absl::OkStatus();
 }
 
+std::string_view AtomicFileTarget(std::string_view entry) {
+  if (!entry.starts_with('.')) return entry;
+  entry.remove_prefix(1);
+  const size_t temp = entry.rfind(".tmp-");
+  return temp == std::string_view::npos ? std::string_view() : entry.substr(0, temp);
+}
+
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, struct stat* info) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, "open", path);

@@ -26,6 +26,12 @@ enum class Durability {
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content, mode_t mode = 0600,
                                  Durability durability = Durability::kSynced);
 
+// What a directory entry named `entry` stands for: the file itself, or for a
+// temp file of WriteFileAtomically (".<name>.tmp-XXXXXX", left by a crash
+// while writing) the file <name> it was to replace. Empty for other dot
+// files.
+std::string_view AtomicFileTarget(std::string_view entry);
+
 // Reads a whole file. NotFound when it does not exist. With `info`, also
 // fstat()s the file it read (e.g. to learn which inode that was).
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, struct stat* info = nullptr);

@@ -222,13 +222,15 @@ absl::StatusOr<std::vector<std::string>> ClaimMetadataFiles::RemoveAllExcept(
   }
   if (error && error != std::errc::no_such_file_or_directory) return fail(metadata_root_);
   error.clear();
-  // <driver>_metadata_<uid>_<request>.<ext>: the UID has no '_'.
+  // <driver>_metadata_<uid>_<request>.<ext>: the UID has no '_'. A temp
+  // file a crash left while writing one goes with it.
   const std::string prefix = driver_name_ + "_metadata_";
   for (std::filesystem::directory_iterator it(cdi_dir_.options().path, error), end; !error && it != end;
        it.increment(error)) {
     const std::string name = it->path().filename();
-    if (!absl::StartsWith(name, prefix)) continue;
-    const std::string rest = name.substr(prefix.size());
+    const std::string_view target = dra::internal::AtomicFileTarget(name);
+    if (!target.starts_with(prefix)) continue;
+    const std::string rest(target.substr(prefix.size()));
     if (keep_uids.count(rest.substr(0, rest.find('_'))) > 0) continue;
     if (!std::filesystem::remove(it->path(), error) && error) return fail(it->path());
     removed.push_back(it->path());

@@ -188,10 +188,18 @@ TEST_CASE("device metadata: at start, files of claims the checkpoint does not kn
   testing::WriteFile(orphan_spec, ReadFile(f.SpecPath("gpu")));
   const std::string other_driver = f.cdi_dir + "/nic.example.com_metadata_" + orphan_uid + "_nic.json";
   testing::WriteFile(other_driver, "{}");
+  // Temp files of crashed spec writes: the orphan's goes, the prepared
+  // claim's may be a write in progress and stays (as its CDI spec's would).
+  const std::string orphan_temp = f.cdi_dir + "/.gpu.example.com_metadata_" + orphan_uid + "_gpu.json.tmp-AbC123";
+  testing::WriteFile(orphan_temp, "{");
+  const std::string kept_temp = f.cdi_dir + "/.gpu.example.com_metadata_" + std::string(kUid) + "_gpu.json.tmp-XyZ789";
+  testing::WriteFile(kept_temp, "{");
 
   auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
   CHECK_FALSE(std::filesystem::exists(orphan_dir));
   CHECK_FALSE(std::filesystem::exists(orphan_spec));
+  CHECK_FALSE(std::filesystem::exists(orphan_temp));
+  CHECK(std::filesystem::exists(kept_temp));
   CHECK(std::filesystem::exists(other_driver));
   CHECK(std::filesystem::exists(f.MetadataPath("c", "gpu")));
   CHECK(std::filesystem::exists(f.SpecPath("gpu")));
