@@ -26,6 +26,33 @@ namespace dra::testing {
 
 inline constexpr char kExampleNode[] = "node-1";
 
+// A kubeconfig for `server`'s admin, at `path`.
+inline void WriteExampleKubeconfig(const FakeApiServer& server, const std::string& path) {
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " << server.url()
+                      << "\n    certificate-authority: " << server.ca_file()
+                      << "\nusers:\n- name: u\n  user:\n    token: " << server.admin_token()
+                      << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+                      << "current-context: c\n";
+}
+
+// The command line of example driver `binary` on kExampleNode with
+// <dir>/kubeconfig, its CDI specs in <dir>/cdi, its sockets in
+// <dir>/registry and <dir>/plugins, then `flags`.
+inline std::vector<std::string> ExampleDriverArgv(const std::string& binary, const std::string& driver_name,
+                                                  const TempDir& dir, int http_port,
+                                                  const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {binary,
+                                   "--driver-name=" + driver_name,
+                                   "--node-name=" + std::string(kExampleNode),
+                                   "--kubeconfig=" + dir.Join("kubeconfig"),
+                                   "--cdi-root=" + dir.Join("cdi"),
+                                   "--kubelet-registrar-directory-path=" + dir.Join("registry"),
+                                   "--kubelet-plugins-directory-path=" + dir.Join("plugins"),
+                                   "--http-endpoint=127.0.0.1:" + std::to_string(http_port)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
 struct ExampleDriverProcess {
   TempDir dir;
   std::unique_ptr<FakeApiServer> server;
@@ -42,22 +69,10 @@ struct ExampleDriverProcess {
     client = MakeClient(*server);
     const nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kExampleNode}}}};
     REQUIRE(client->Create(k8s::kNodes, "", node).ok());
-    std::ofstream(dir.Join("kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
-                                          << server->url() << "\n    certificate-authority: " << server->ca_file()
-                                          << "\nusers:\n- name: u\n  user:\n    token: " << server->admin_token()
-                                          << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-                                          << "current-context: c\n";
+    WriteExampleKubeconfig(*server, dir.Join("kubeconfig"));
     for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir.Join(sub));
-    std::vector<std::string> argv = {binary,
-                                     "--driver-name=" + driver_name,
-                                     "--node-name=" + std::string(kExampleNode),
-                                     "--kubeconfig=" + dir.Join("kubeconfig"),
-                                     "--cdi-root=" + dir.Join("cdi"),
-                                     "--kubelet-registrar-directory-path=" + dir.Join("registry"),
-                                     "--kubelet-plugins-directory-path=" + dir.Join("plugins"),
-                                     "--http-endpoint=127.0.0.1:" + std::to_string(port)};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    absl::StatusOr<ChildProcess> spawned = ChildProcess::Spawn(argv, dir.Join("driver.log"));
+    absl::StatusOr<ChildProcess> spawned =
+        ChildProcess::Spawn(ExampleDriverArgv(binary, driver_name, dir, port, flags), dir.Join("driver.log"));
     REQUIRE(spawned.ok());
     driver = *std::move(spawned);
     INFO(Log());

@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "support/poll.h"
@@ -92,19 +94,29 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& args) {
 
 namespace dra::testing {
 
-absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& args, const std::string& log_file) {
+absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& args, const std::string& log_file,
+                                                 const std::vector<std::string>& env) {
   if (args.empty()) return absl::InvalidArgumentError("ChildProcess: empty argv");
   std::vector<std::string> storage = args;
   std::vector<char*> argv;
   for (std::string& arg : storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_storage = env;
+  std::vector<char*> envp;
+  for (std::string& entry : env_storage) envp.push_back(entry.data());
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view name = std::string_view(*entry).substr(0, std::string_view(*entry).find('=') + 1);
+    const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& e) { return e.starts_with(name); });
+    if (!replaced) envp.push_back(*entry);
+  }
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   ChildProcess child;
-  const int spawned = posix_spawn(&child.pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&child.pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     child.pid_ = -1;

@@ -28,8 +28,10 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv);
 // stderr appended to a log file. The destructor stops it.
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with argv[1..] and the current environment.
-  static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv, const std::string& log_file);
+  // Starts argv[0] (a path) with argv[1..] and the current environment,
+  // plus `env` ("NAME=value", replacing a variable of that name).
+  static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv, const std::string& log_file,
+                                            const std::vector<std::string>& env = {});
 
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;

@@ -1,0 +1,828 @@
+// crash_harness: the example GPU and CPU drivers under the kubelet peer,
+// made to die at random crash points (src/crashpoint/crash_point.h) and
+// killed with SIGKILL at random moments of random prepare and unprepare
+// calls of random claims, restarted, and checked (docs/reliability.md,
+// "Crash points"):
+//
+//   - the driver starts again: its checkpoint loads;
+//   - after its start-up clean-up, every claim file in the CDI dir and the
+//     metadata dir belongs to a claim the checkpoint has, and every
+//     prepared claim in the checkpoint has its CDI spec;
+//   - every claim the kubelet was told is prepared can be unprepared, and a
+//     prepare of it returns the devices (and CPUs) of its first prepare;
+//   - no CPU is in two claims at once, neither among the claims the kubelet
+//     holds prepared nor among those the checkpoint holds prepared;
+//   - at the end everything unprepares and nothing is left on disk.
+//
+// Prints a table per driver and per crash point; exits 1 on any violation.
+//
+//   crash_harness [--drivers=gpu,cpu] [--iterations=1000] [--seed=N]
+//                 [--peer=KUBELETPEER] [--list-points]
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "crash/kubelet_peer.h"
+#include "crashpoint/crash_point.h"
+#include "cpu_driver.h"
+#include "cpu_resources.h"
+#include "cpuset.h"
+#include "dra/cdi/spec_dir.h"
+#include "dra/k8s/resource_claim_json.h"
+#include "example_driver_process.h"
+#include "fake_sysfs.h"
+#include "kubeletplugin/checkpoint.h"
+#include "support/poll.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace dra::testing {
+namespace {
+
+using dra::internal::kCrashPoints;
+using nlohmann::json;
+
+constexpr char kNamespace[] = "default";
+constexpr absl::Duration kCallTimeout = absl::Seconds(20);
+constexpr absl::Duration kStartTimeout = absl::Seconds(30);
+// An armed point that has not fired after this many calls is given up: the
+// driver restarts with another.
+constexpr int kMaxCallsArmed = 30;
+constexpr double kArmProbability = 0.6;    // at a restart
+constexpr double kKillProbability = 0.15;  // per call of an instance without an armed point
+constexpr double kPrepareProbability = 0.55;
+constexpr int kMaxClaimsPerCall = 4;
+
+struct Flags {
+  std::vector<std::string> drivers = {"gpu", "cpu"};
+  int iterations = 1000;
+  uint64_t seed = std::random_device()();
+  std::string peer;
+};
+
+// What the kubelet knows of a claim.
+enum class Known {
+  kUnprepared,  // never prepared, or its last unprepare succeeded
+  kPrepared,    // a prepare succeeded and no unprepare was tried since
+  kUncertain,   // a call about it failed because the driver died
+};
+
+struct Claim {
+  k8s::ClaimRef ref;
+  int socket = -1;  // CPU claims: the socket, and how many of its CPUs
+  int cpus = 0;
+  Known known = Known::kUnprepared;
+  // Since the last unprepare: the devices of the first prepare that
+  // succeeded (JSON), and for a CPU claim its CPUs.
+  std::string devices;
+  std::vector<int> cpuset;
+};
+
+// One example driver as the harness runs it.
+struct Scenario {
+  std::string name;  // "gpu", "cpu"
+  std::string binary;
+  std::string driver_name;
+  std::vector<std::string> flags;
+  std::set<std::string> unreachable;  // crash points this driver never reaches
+};
+
+struct Tally {
+  std::string driver;
+  int calls = 0;
+  int restarts = 0;
+  int kills = 0;       // SIGKILL at a random moment of a call
+  int given_up = 0;    // armed points that had not fired after kMaxCallsArmed calls
+  int retries = 0;     // calls the kubelet's side failed (re-registration) and sent again
+  std::map<std::string, int> armed;
+  std::map<std::string, int> hit;
+  std::vector<std::string> violations;
+};
+
+// The last `lines` lines of `text`.
+std::string Tail(const std::string& text, int lines) {
+  size_t start = text.size();
+  for (int i = 0; i <= lines; ++i) {
+    if (start == 0) return text;
+    start = text.rfind('\n', start - 1);
+    if (start == std::string::npos) return text;
+  }
+  return text.substr(start + 1);
+}
+
+// "dra crash point <name> hit <n>: _exit(137)" in a driver's log.
+std::string CrashPointIn(const std::string& log) {
+  constexpr std::string_view kPrefix = "dra crash point ";
+  const size_t at = log.rfind(kPrefix);
+  if (at == std::string::npos) return "";
+  const size_t start = at + kPrefix.size();
+  return log.substr(start, log.find(' ', start) - start);
+}
+
+class Run {
+ public:
+  Run(Scenario scenario, uint64_t seed, std::string peer_binary)
+      : scenario_(std::move(scenario)), rng_(seed), peer_binary_(std::move(peer_binary)) {
+    tally_.driver = scenario_.name;
+    for (std::string_view point : kCrashPoints) {
+      if (!scenario_.unreachable.contains(std::string(point))) points_.emplace_back(point);
+    }
+  }
+
+  Tally Go(int iterations) {
+    if (!SetUp()) return tally_;
+    while (tally_.calls < iterations && !stopped_) Step();
+    if (!stopped_) Finish();
+    if (peer_ != nullptr) peer_.reset();
+    driver_.Stop();
+    return tally_;
+  }
+
+ private:
+  // The API server with a Node and the claims, the dirs, the peer and the
+  // first driver instance.
+  bool SetUp() {
+    FakeApiServer::Options options;
+    options.extra_args = {"--quiet", "--exit-with-parent"};
+    absl::StatusOr<std::unique_ptr<FakeApiServer>> server = FakeApiServer::Start(options);
+    if (!server.ok()) return Fail(absl::StrCat("fake API server: ", server.status().ToString()));
+    server_ = *std::move(server);
+    k8s::ClientConfig config;
+    config.server = server_->url();
+    config.ca_file = server_->ca_file();
+    config.bearer_token = server_->admin_token();
+    config.qps = 0;
+    absl::StatusOr<std::shared_ptr<k8s::Client>> client = k8s::Client::Create(config);
+    if (!client.ok()) return Fail(client.status().ToString());
+    client_ = *client;
+    const json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kExampleNode}}}};
+    if (absl::StatusOr<json> created = client_->Create(k8s::kNodes, "", node); !created.ok()) {
+      return Fail(created.status().ToString());
+    }
+    WriteExampleKubeconfig(*server_, dir_.Join("kubeconfig"));
+    for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir_.Join(sub));
+    if (scenario_.name == "cpu") {
+      // Two sockets of 4 cores with 2 threads: CPUs 0-3 and 8-11 on socket
+      // 0, 4-7 and 12-15 on socket 1; CPU 0 is reserved.
+      FakeMachine machine;
+      machine.sockets = 2;
+      machine.threads_per_core = 2;
+      WriteFakeSysfs(dir_.Join("sysfs"), machine);
+      for (int socket = 0; socket < 2; ++socket) {
+        for (int core = 0; core < 4; ++core) {
+          for (int thread = 0; thread < 2; ++thread) socket_of_[machine.CpuId(socket, core, thread)] = socket;
+        }
+      }
+      capacity_ = {7, 8};
+      scenario_.flags.insert(scenario_.flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--reserved-cpus=0",
+                                                     "--rescan-interval=0"});
+    }
+    if (!CreateClaims()) return false;
+    absl::StatusOr<std::unique_ptr<KubeletPeer>> peer =
+        KubeletPeer::Start(peer_binary_, dir_.Join("registry"), scenario_.driver_name, dir_.Join("peer.log"));
+    if (!peer.ok()) return Fail(peer.status().ToString());
+    peer_ = *std::move(peer);
+    return Start(/*arm=*/false);
+  }
+
+  std::string Uuid() {
+    std::uniform_int_distribution<int> hex(0, 15);
+    std::string uuid;
+    for (int i = 0; i < 32; ++i) {
+      if (i == 8 || i == 12 || i == 16 || i == 20) uuid += '-';
+      const int digit = i == 12 ? 4 : i == 16 ? 8 + hex(rng_) % 4 : hex(rng_);
+      uuid += "0123456789abcdef"[digit];
+    }
+    return uuid;
+  }
+
+  // Claims allocated as the scheduler would: GPU claims of 1-3 GPUs, each
+  // whole (one of gpu-0..3) or a share of one (gpu-4..7); CPU claims of 1-3
+  // CPUs of one socket.
+  bool CreateClaims() {
+    const bool gpu = scenario_.name == "gpu";
+    const int count = gpu ? 12 : 10;
+    int next_whole = 0;
+    for (int i = 0; i < count; ++i) {
+      Claim& claim = claims_.emplace_back();
+      const std::string name = absl::StrCat(scenario_.name, "-claim-", i);
+      std::vector<k8s::DeviceRequestAllocationResult> results;
+      if (gpu) {
+        const int devices = std::uniform_int_distribution<int>(1, 3)(rng_);
+        for (int d = 0; d < devices; ++d) {
+          k8s::DeviceRequestAllocationResult& result = results.emplace_back();
+          result.request = absl::StrCat("gpu-", d);
+          if (Chance(0.5)) {
+            result.device = absl::StrCat("gpu-", next_whole++ % 4);
+          } else {
+            result.device = absl::StrCat("gpu-", std::uniform_int_distribution<int>(4, 7)(rng_));
+            result.share_id = Uuid();
+            result.consumed_capacity["memory"] = k8s::Quantity::FromInt(int64_t{1} << 30);
+          }
+        }
+      } else {
+        claim.socket = std::uniform_int_distribution<int>(0, 1)(rng_);
+        claim.cpus = std::uniform_int_distribution<int>(1, 3)(rng_);
+        k8s::DeviceRequestAllocationResult& result = results.emplace_back();
+        result.request = "cpus";
+        result.device = cpu::GroupDeviceName(cpu::GroupBy::kSocket, claim.socket);
+        result.share_id = Uuid();
+        result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name)] = k8s::Quantity::FromInt(claim.cpus);
+      }
+      json requests = json::array();
+      for (k8s::DeviceRequestAllocationResult& result : results) {
+        result.driver = scenario_.driver_name;
+        result.pool = kExampleNode;
+        requests.push_back({{"name", result.request}, {"exactly", {{"deviceClassName", scenario_.driver_name}}}});
+      }
+      const json object = {{"apiVersion", "resource.k8s.io/v1"},
+                           {"kind", "ResourceClaim"},
+                           {"metadata", {{"namespace", kNamespace}, {"name", name}}},
+                           {"spec", {{"devices", {{"requests", requests}}}}}};
+      absl::StatusOr<json> created = client_->Create(k8s::kResourceClaims, kNamespace, object);
+      if (!created.ok()) return Fail(absl::StrCat("create claim ", name, ": ", created.status().ToString()));
+      absl::StatusOr<k8s::ResourceClaim> typed = k8s::ResourceClaimFromJson(*created);
+      if (!typed.ok()) return Fail(typed.status().ToString());
+      typed->status.allocation.emplace().devices.results = std::move(results);
+      if (absl::StatusOr<k8s::ResourceClaim> updated = client_->UpdateResourceClaimStatus(*typed); !updated.ok()) {
+        return Fail(absl::StrCat("allocate claim ", name, ": ", updated.status().ToString()));
+      }
+      claim.ref = {kNamespace, name, typed->metadata.uid};
+    }
+    return true;
+  }
+
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+
+  template <typename T>
+  const T& Pick(const std::vector<T>& items) {
+    return items[std::uniform_int_distribution<size_t>(0, items.size() - 1)(rng_)];
+  }
+
+  std::string PluginDir() const { return dir_.Join("plugins/" + scenario_.driver_name); }
+
+  // Records a violation with where the run was and the driver's last words.
+  void Violation(const std::string& what) {
+    std::string message = absl::StrCat("[", scenario_.name, "] call ", tally_.calls, ", instance ", instance_,
+                                       armed_.empty() ? "" : absl::StrCat(" (armed: ", armed_, ")"), ": ", what);
+    std::cerr << "VIOLATION " << message << "\n  driver log tail:\n"
+              << Tail(ReadFile(LogFile()), 15) << "\n";
+    if (tally_.violations.size() < 3) {
+      // The temp dir goes with the run: its state at the first violations
+      // stays for a look (cp copies all but the sockets).
+      const std::string kept = absl::StrCat(dir_.path(), "-violation-", tally_.violations.size() + 1);
+      RunProcess({"/bin/cp", "-a", dir_.path(), kept}).IgnoreError();
+      std::cerr << "  the driver's dirs, logs and checkpoint at this point: " << kept << "\n";
+    }
+    tally_.violations.push_back(std::move(message));
+  }
+
+  // A failure of the harness itself, or one after which the run cannot go
+  // on (the driver does not start): a violation that ends the run.
+  bool Fail(const std::string& what) {
+    Violation(what);
+    stopped_ = true;
+    return false;
+  }
+
+  std::string LogFile() const { return dir_.Join(absl::StrCat("driver-", instance_, ".log")); }
+
+  // Starts a driver instance, maybe with a crash point armed, until one is
+  // registered with the peer; then checks what it started from.
+  bool Start(bool arm) {
+    while (true) {
+      ++instance_;
+      armed_.clear();
+      calls_armed_ = 0;
+      std::vector<std::string> env;
+      if (arm && Chance(kArmProbability)) {
+        armed_ = Pick(points_);
+        const int n = Pick(std::vector<int>{1, 1, 1, 2, 2, 3});
+        env.push_back(absl::StrCat("DRA_CRASH_POINT=", armed_, ":", n));
+        ++tally_.armed[armed_];
+      }
+      absl::StatusOr<ChildProcess> spawned =
+          ChildProcess::Spawn(ExampleDriverArgv(scenario_.binary, scenario_.driver_name, dir_, /*http_port=*/0,
+                                                scenario_.flags),
+                              LogFile(), env);
+      if (!spawned.ok()) return Fail(spawned.status().ToString());
+      driver_ = *std::move(spawned);
+      // The Helper logs this once the kubelet's plugin manager (the peer)
+      // has registered the instance.
+      std::string how;
+      bool exited = false;
+      const bool settled = PollUntil(
+          [&] {
+            exited = driver_.Exited(&how);
+            return exited || absl::StrContains(ReadFile(LogFile()), "Registered with the kubelet");
+          },
+          kStartTimeout);
+      if (settled && !exited) break;
+      if (!exited) return Fail(absl::StrCat("the driver did not register within ", absl::FormatDuration(kStartTimeout)));
+      if (!Died(how)) return Fail(absl::StrCat("the driver did not start: it ", how));
+      arm = false;  // it died starting; the next instance must get further
+    }
+    ++tally_.restarts;
+    CheckNode();
+    recheck_ = true;
+    return true;
+  }
+
+  // The driver exited on its own (`how`): true if an armed crash point ended
+  // it, which is then counted; false (a violation) otherwise.
+  bool Died(const std::string& how) {
+    const std::string point = CrashPointIn(ReadFile(LogFile()));
+    if (point.empty() || point != armed_ || how != "exited with status 137") {
+      Violation(absl::StrCat("the driver ", how, " without reaching its armed crash point"));
+      return false;
+    }
+    ++tally_.hit[point];
+    armed_.clear();
+    return true;
+  }
+
+  // After start-up: the checkpoint loads, every claim file belongs to a
+  // claim in it, every prepared claim in it has its spec, no CPU is held
+  // twice.
+  void CheckNode() {
+    absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
+        kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
+    if (!checkpoint.ok()) {
+      Violation(absl::StrCat("the checkpoint does not load: ", checkpoint.status().ToString()));
+      return;
+    }
+    std::map<std::string, kubeletplugin::internal::CheckpointEntry> entries;
+    for (kubeletplugin::internal::CheckpointEntry& entry : (*checkpoint)->Entries()) {
+      entries.emplace(entry.claim.uid, std::move(entry));
+    }
+    for (const auto& file : std::filesystem::directory_iterator(dir_.Join("cdi"))) {
+      const std::string name = file.path().filename();
+      for (const Claim& claim : claims_) {
+        if (absl::StrContains(name, claim.ref.uid) && !entries.contains(claim.ref.uid)) {
+          Violation(absl::StrCat("CDI dir: ", name, " belongs to claim ", claim.ref.ToString(),
+                                 ", which the checkpoint does not have"));
+        }
+      }
+    }
+    std::error_code error;
+    for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
+      const std::string name = file.path().filename();
+      const bool known = std::any_of(entries.begin(), entries.end(), [&](const auto& entry) {
+        return name == entry.second.claim.namespace_ + "_" + entry.second.claim.name;
+      });
+      if (!known) Violation(absl::StrCat("metadata dir: ", name, " belongs to no claim in the checkpoint"));
+    }
+    std::map<int, std::string> holder;
+    for (const auto& [uid, entry] : entries) {
+      if (entry.state != kubeletplugin::internal::ClaimState::kPrepared) continue;
+      if (!entry.cdi_spec.empty() && ReadFile(SpecPath(uid)) != entry.cdi_spec) {
+        Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": its CDI spec ", SpecPath(uid),
+                               " is not the checkpoint's"));
+      }
+      if (scenario_.name != "cpu") continue;
+      const json data = json::parse(entry.driver_data, nullptr, false);
+      absl::StatusOr<std::vector<int>> cpus =
+          data.is_object() && data.value("cpus", json()).is_string() ? cpu::ParseCpuList(data["cpus"].get<std::string>())
+                                                                     : absl::InvalidArgumentError("no cpus");
+      if (!cpus.ok()) {
+        Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": driver data ", entry.driver_data));
+        continue;
+      }
+      for (int id : *cpus) {
+        if (auto [it, fresh] = holder.emplace(id, entry.claim.ToString()); !fresh) {
+          Violation(absl::StrCat("the checkpoint holds CPU ", id, " prepared for both ", it->second, " and ",
+                                 entry.claim.ToString()));
+        }
+      }
+    }
+  }
+
+  std::string SpecPath(const std::string& uid) const {
+    return dir_.Join(absl::StrCat("cdi/", cdi::TransientSpecFileName({scenario_.driver_name, "claim"}, uid), ".json"));
+  }
+
+  // A CPU claim's CPUs, from the CDI spec the kubelet's runtime reads.
+  absl::StatusOr<std::vector<int>> SpecCpus(const Claim& claim) const {
+    const json spec = json::parse(ReadFile(SpecPath(claim.ref.uid)), nullptr, false);
+    const std::string prefix = cpu::CpusetEnvName(claim.ref.uid) + "=";
+    if (spec.is_object() && spec.contains("devices")) {
+      for (const json& device : spec["devices"]) {
+        for (const json& env : device.value("containerEdits", json::object()).value("env", json::array())) {
+          if (env.is_string() && absl::StartsWith(env.get<std::string>(), prefix)) {
+            return cpu::ParseCpuList(env.get<std::string>().substr(prefix.size()));
+          }
+        }
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("no ", prefix, " in ", SpecPath(claim.ref.uid)));
+  }
+
+  // The CDI devices the runtime would find: "<kind>=<name>" of every spec.
+  std::set<std::string> CdiDevices() const {
+    std::set<std::string> ids;
+    for (const auto& file : std::filesystem::directory_iterator(dir_.Join("cdi"))) {
+      if (file.path().extension() != ".json" || file.path().filename().string().starts_with(".")) continue;
+      const json spec = json::parse(ReadFile(file.path()), nullptr, false);
+      if (!spec.is_object()) continue;
+      for (const json& device : spec.value("devices", json::array())) {
+        ids.insert(absl::StrCat(spec.value("kind", ""), "=", device.value("name", "")));
+      }
+    }
+    return ids;
+  }
+
+  // CPUs of each socket the kubelet may find taken: those of claims that
+  // are or may be prepared.
+  std::vector<int> Held() const {
+    std::vector<int> held(capacity_.size(), 0);
+    for (const Claim& claim : claims_) {
+      if (claim.socket >= 0 && claim.known != Known::kUnprepared) held[claim.socket] += claim.cpus;
+    }
+    return held;
+  }
+
+  void Step() {
+    std::string how;
+    if (driver_.Exited(&how)) {  // a crash point in a background thread
+      if (!Died(how)) return void(stopped_ = true);
+      Start(/*arm=*/true);
+      return;
+    }
+    if (absl::StartsWith(armed_, "publisher.")) {
+      // Slices deleted behind the publisher's back get written again.
+      for (int round = 0; round < 3 && !driver_.Exited(); ++round) {
+        const int before = SliceCount();
+        DeleteSlices();
+        PollUntil([&] { return driver_.Exited() || SliceCount() == before; }, absl::Seconds(10), absl::Milliseconds(50));
+      }
+      if (!driver_.Exited()) GiveUp();
+      return;
+    }
+    if (!armed_.empty() && calls_armed_ >= kMaxCallsArmed) return GiveUp();
+
+    std::vector<Claim*> chosen;
+    bool prepare = true;
+    if (recheck_) {
+      // After a restart the kubelet's prepared claims must come back as they were.
+      recheck_ = false;
+      for (Claim& claim : claims_) {
+        if (claim.known == Known::kPrepared) chosen.push_back(&claim);
+      }
+      if (chosen.empty()) return;
+    } else {
+      prepare = Chance(kPrepareProbability);
+      std::vector<Claim*> candidates;
+      for (Claim& claim : claims_) candidates.push_back(&claim);
+      std::shuffle(candidates.begin(), candidates.end(), rng_);
+      const int want = std::uniform_int_distribution<int>(1, kMaxClaimsPerCall)(rng_);
+      std::vector<int> held = Held();
+      for (Claim* claim : candidates) {
+        if (static_cast<int>(chosen.size()) == want) break;
+        // The scheduler never gives out more CPUs than a socket has.
+        if (prepare && claim->socket >= 0 && claim->known == Known::kUnprepared) {
+          if (held[claim->socket] + claim->cpus > capacity_[claim->socket]) continue;
+          held[claim->socket] += claim->cpus;
+        }
+        chosen.push_back(claim);
+      }
+    }
+    Call(prepare, chosen, armed_.empty() && Chance(kKillProbability));
+  }
+
+  // The armed point did not fire: a clean restart arms another.
+  void GiveUp() {
+    ++tally_.given_up;
+    if (const std::string stopped = driver_.Stop(); stopped != "exited with status 0") {
+      Violation(absl::StrCat("SIGTERM: the driver ", stopped));
+    }
+    Start(/*arm=*/true);
+  }
+
+  std::vector<json> Slices() {
+    k8s::ListOptions options;
+    options.field_selector = "spec.driver=" + scenario_.driver_name;
+    absl::StatusOr<k8s::ListResult> slices = client_->ListAll(k8s::kResourceSlices, "", options);
+    return slices.ok() ? slices->items : std::vector<json>();
+  }
+
+  int SliceCount() { return static_cast<int>(Slices().size()); }
+
+  void DeleteSlices() {
+    for (const json& slice : Slices()) {
+      client_->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).IgnoreError();
+    }
+  }
+
+  // A failure on the kubelet's side, before the driver answered: the
+  // plugin manager was re-registering a restarted driver ("not
+  // registered"), or closed or had not yet opened its connection.
+  static bool KubeletSide(const json& answer) {
+    const std::string error = answer.value("error", "");
+    return absl::StrContains(error, "is not registered") || absl::StrContains(error, "code = Unavailable") ||
+           absl::StrContains(error, "code = Canceled");
+  }
+
+  // One kubelet call; with `kill`, the driver gets SIGKILL at a random
+  // moment of it.
+  void Call(bool prepare, const std::vector<Claim*>& claims, bool kill) {
+    ++tally_.calls;
+    if (!armed_.empty()) ++calls_armed_;
+    json command = {{"op", prepare ? "prepare" : "unprepare"},
+                    {"claims", json::array()},
+                    {"timeout", absl::FormatDuration(kCallTimeout)}};
+    for (const Claim* claim : claims) command["claims"].push_back(absl::StrCat(claim->ref.ToString(), "/", claim->ref.uid));
+    absl::StatusOr<int64_t> id = peer_->Send(command);
+    if (!id.ok()) return void(Fail(id.status().ToString()));
+    const absl::Time start = absl::Now();
+    absl::Duration& typical = prepare ? typical_prepare_ : typical_unprepare_;
+    std::string how;
+    bool killed = false;
+    if (kill) {
+      // A random moment of a typical call of this kind, which the call may
+      // outlast or not.
+      absl::SleepFor(typical * std::uniform_real_distribution<double>(0, 1.2)(rng_));
+      killed = !driver_.Exited(&how);
+      if (killed) {
+        driver_.Kill();
+        ++tally_.kills;
+      }
+    }
+    absl::StatusOr<json> answer = peer_->Receive(*id, kCallTimeout + absl::Seconds(10));
+    if (!answer.ok()) return void(Fail(answer.status().ToString()));
+    if (!kill) typical = typical * 0.9 + (absl::Now() - start) * 0.1;
+
+    bool died = killed || driver_.Exited(&how);
+    // The process may take a moment to be reaped after its sockets closed.
+    if (answer->contains("error") && !died) died = PollUntil([&] { return driver_.Exited(&how); }, absl::Seconds(1));
+    if (!died && KubeletSide(*answer)) {
+      // As the kubelet's pod worker would, try again.
+      ++tally_.retries;
+      PollUntil(
+          [&] {
+            answer = peer_->Call(command, kCallTimeout + absl::Seconds(10));
+            return !answer.ok() || !KubeletSide(*answer) || driver_.Exited(&how);
+          },
+          absl::Seconds(20), absl::Milliseconds(100));
+      if (!answer.ok()) return void(Fail(answer.status().ToString()));
+      died = driver_.Exited(&how);
+    }
+    if (answer->contains("error") && !died) {
+      Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " failed while the driver was running: ",
+                             answer->at("error").get<std::string>()));
+    }
+    if (died && !killed && !Died(how)) return void(stopped_ = true);
+
+    const json results = answer->value("response", json::object()).value("claims", json::object());
+    const std::set<std::string> cdi_devices = prepare ? CdiDevices() : std::set<std::string>();
+    for (Claim* claim : claims) {
+      const json result = results.value(claim->ref.uid, json());
+      if (result.is_null()) {
+        // No answer: the driver died during the call.
+        if (prepare && claim->known != Known::kPrepared) claim->known = Known::kUncertain;
+        if (!prepare) Forget(*claim, Known::kUncertain);
+        continue;
+      }
+      if (result.contains("error")) {
+        Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " of ", claim->ref.ToString(), " (",
+                               claim->known == Known::kPrepared ? "prepared" : "not prepared", ") failed: ",
+                               result["error"].get<std::string>()));
+        if (!prepare) Forget(*claim, Known::kUncertain);
+        continue;
+      }
+      if (prepare) {
+        Prepared(*claim, result.value("devices", json::array()), cdi_devices);
+      } else {
+        Forget(*claim, Known::kUnprepared);
+      }
+    }
+    if (died) Start(/*arm=*/true);
+  }
+
+  // An unprepare of `claim` ended as `known`. One that failed leaves a claim
+  // the kubelet never had prepared as it was.
+  void Forget(Claim& claim, Known known) {
+    if (claim.known == Known::kUnprepared) return;
+    claim.known = known;
+    claim.devices.clear();
+    claim.cpuset.clear();
+  }
+
+  // A prepare of `claim` succeeded with `devices`.
+  void Prepared(Claim& claim, const json& devices, const std::set<std::string>& cdi_devices) {
+    for (const json& device : devices) {
+      for (const json& id : device.value("cdi_device_ids", json::array())) {
+        if (!cdi_devices.contains(id.get<std::string>())) {
+          Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), ": CDI device ", id.get<std::string>(),
+                                 " is in no spec file"));
+        }
+      }
+    }
+    const std::string answer = devices.dump();
+    if (!claim.devices.empty() && answer != claim.devices) {
+      Violation(absl::StrCat("prepare of ", claim.ref.ToString(), " returned other devices than before: ", answer,
+                             ", was ", claim.devices));
+    }
+    if (claim.devices.empty()) claim.devices = answer;
+    claim.known = Known::kPrepared;
+    if (claim.socket < 0) return;
+    absl::StatusOr<std::vector<int>> cpus = SpecCpus(claim);
+    if (!cpus.ok()) return Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), ": ", cpus.status().message()));
+    if (!claim.cpuset.empty() && *cpus != claim.cpuset) {
+      Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), " has CPUs ", cpu::FormatCpuList(*cpus),
+                             ", was ", cpu::FormatCpuList(claim.cpuset)));
+    }
+    claim.cpuset = *cpus;
+    if (static_cast<int>(cpus->size()) != claim.cpus) {
+      Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), " got CPUs ", cpu::FormatCpuList(*cpus),
+                             ", wants ", claim.cpus));
+    }
+    for (int id : *cpus) {
+      if (id == 0 || socket_of_.at(id) != claim.socket) {
+        Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), " got CPU ", id, ", not one of socket ",
+                               claim.socket, "'s unreserved CPUs"));
+      }
+      for (const Claim& other : claims_) {
+        if (&other != &claim && other.known == Known::kPrepared &&
+            std::find(other.cpuset.begin(), other.cpuset.end(), id) != other.cpuset.end()) {
+          Violation(absl::StrCat("CPU ", id, " is prepared for both ", other.ref.ToString(), " and ",
+                                 claim.ref.ToString()));
+        }
+      }
+    }
+  }
+
+  // Everything unprepares; after a clean restart nothing is left.
+  void Finish() {
+    std::string how;
+    if (driver_.Exited(&how)) {
+      if (!Died(how) || !Start(/*arm=*/false)) return;
+    } else if (!armed_.empty()) {
+      driver_.Stop();
+      if (!Start(/*arm=*/false)) return;
+    }
+    std::vector<Claim*> all;
+    for (Claim& claim : claims_) all.push_back(&claim);
+    Call(/*prepare=*/false, all, /*kill=*/false);
+    if (const std::string stopped = driver_.Stop(); stopped != "exited with status 0") {
+      Violation(absl::StrCat("SIGTERM: the driver ", stopped));
+    }
+    if (!Start(/*arm=*/false)) return;
+    for (const auto& file : std::filesystem::recursive_directory_iterator(dir_.Join("cdi"))) {
+      const std::string name = file.path().filename();
+      for (const Claim& claim : claims_) {
+        if (absl::StrContains(name, claim.ref.uid)) Violation(absl::StrCat("left after everything unprepared: ", name));
+      }
+    }
+    std::error_code error;
+    for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
+      Violation(absl::StrCat("left after everything unprepared: ", file.path().string()));
+    }
+    absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
+        kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
+    if (checkpoint.ok() && !(*checkpoint)->Entries().empty()) {
+      Violation(absl::StrCat("the checkpoint still has ", (*checkpoint)->Entries().size(),
+                             " claims after everything unprepared"));
+    }
+  }
+
+  Scenario scenario_;
+  std::mt19937_64 rng_;
+  const std::string peer_binary_;
+  std::vector<std::string> points_;  // the crash points this driver can reach
+  TempDir dir_;
+  std::unique_ptr<FakeApiServer> server_;
+  std::shared_ptr<k8s::Client> client_;
+  std::unique_ptr<KubeletPeer> peer_;
+  ChildProcess driver_;
+  std::vector<Claim> claims_;
+  std::map<int, int> socket_of_;  // CPU -> socket
+  std::vector<int> capacity_;     // per socket, unreserved CPUs
+  Tally tally_;
+  int instance_ = 0;
+  std::string armed_;  // the crash point of this instance, until it fires
+  int calls_armed_ = 0;
+  bool recheck_ = false;
+  bool stopped_ = false;
+  absl::Duration typical_prepare_ = absl::Milliseconds(10);
+  absl::Duration typical_unprepare_ = absl::Milliseconds(5);
+};
+
+void PrintTables(const Flags& flags, const std::vector<Tally>& tallies) {
+  std::cout << "\ncrash harness: seed " << flags.seed << ", " << flags.iterations << " iterations per driver\n\n";
+  std::cout << "| driver | iterations | restarts | crash points armed | hit | given up | random kills | kubelet "
+               "retries | violations |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Tally& t : tallies) {
+    int armed = 0;
+    int hit = 0;
+    for (const auto& [point, n] : t.armed) armed += n;
+    for (const auto& [point, n] : t.hit) hit += n;
+    std::cout << "| " << t.driver << " | " << t.calls << " | " << t.restarts << " | " << armed << " | " << hit
+              << " | " << t.given_up << " | " << t.kills << " | " << t.retries << " | " << t.violations.size() << " |\n";
+  }
+  std::cout << "\n| crash point |";
+  for (const Tally& t : tallies) std::cout << " " << t.driver << " armed | " << t.driver << " hit |";
+  std::cout << "\n|---|";
+  for (size_t i = 0; i < tallies.size(); ++i) std::cout << "---:|---:|";
+  std::cout << "\n";
+  for (std::string_view point : kCrashPoints) {
+    std::cout << "| `" << point << "` |";
+    for (const Tally& t : tallies) {
+      const std::string name(point);
+      std::cout << " " << (t.armed.contains(name) ? t.armed.at(name) : 0) << " | "
+                << (t.hit.contains(name) ? t.hit.at(name) : 0) << " |";
+    }
+    std::cout << "\n";
+  }
+  for (const Tally& t : tallies) {
+    for (const std::string& violation : t.violations) std::cout << "\nVIOLATION " << violation;
+  }
+  std::cout << std::endl;
+}
+
+int Usage(const std::string& problem) {
+  std::cerr << "crash_harness: " << problem
+            << "\nusage: crash_harness [--drivers=gpu,cpu] [--iterations=N] [--seed=N] [--peer=KUBELETPEER] "
+               "[--list-points]\n";
+  return 2;
+}
+
+template <typename T>
+bool ParseNumber(std::string_view text, T& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "--list-points") {
+      for (std::string_view point : kCrashPoints) std::cout << point << "\n";
+      return 0;
+    } else if (name == "--drivers") {
+      flags.drivers = absl::StrSplit(value, ',');
+    } else if (name == "--iterations") {
+      if (!ParseNumber(value, flags.iterations) || flags.iterations < 1) return Usage("--iterations: a positive number");
+    } else if (name == "--seed") {
+      if (!ParseNumber(value, flags.seed)) return Usage("--seed: a number");
+    } else if (name == "--peer") {
+      flags.peer = value;
+    } else {
+      return Usage("unknown flag " + arg);
+    }
+  }
+  if (flags.peer.empty()) {
+    absl::StatusOr<ProcessResult> dir = RunProcess({DRA_E2E_BUILD_K8S, "--print-dir", "kubeletpeer"});
+    if (!dir.ok() || dir->exit_code != 0) {
+      std::cerr << "crash_harness: no kubelet peer: " << (dir.ok() ? dir->err : dir.status().ToString()) << "\n";
+      return 1;
+    }
+    flags.peer = std::string(absl::StripTrailingAsciiWhitespace(dir->out)) + "/kubeletpeer";
+  }
+  std::cout << "crash harness: seed " << flags.seed << " (--seed=" << flags.seed << " to run it again)" << std::endl;
+
+  std::vector<Tally> tallies;
+  for (size_t i = 0; i < flags.drivers.size(); ++i) {
+    Scenario scenario;
+    if (flags.drivers[i] == "gpu") {
+      scenario = {"gpu", DRA_GPU_DRIVER, "gpu.example.com",
+                  {"--num-devices=8", "--allow-multiple-allocations", "--device-status", "--device-metadata"},
+                  {}};
+    } else if (flags.drivers[i] == "cpu") {
+      scenario = {"cpu", DRA_CPU_DRIVER, "cpu.example.com", {}, {"prepare.after_metadata_files", "status.before_write",
+                                                                  "status.after_write"}};
+    } else {
+      return Usage("--drivers: gpu and cpu, not " + flags.drivers[i]);
+    }
+    const absl::Time start = absl::Now();
+    tallies.push_back(Run(std::move(scenario), flags.seed + i, flags.peer).Go(flags.iterations));
+    std::cout << "[" << flags.drivers[i] << "] done in " << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100)))
+              << std::endl;
+  }
+  PrintTables(flags, tallies);
+  for (const Tally& t : tallies) {
+    if (!t.violations.empty() || t.calls < flags.iterations) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dra::testing
+
+int main(int argc, char** argv) { return dra::testing::Main(argc, argv); }
