@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include <fcntl.h>
@@ -86,6 +88,24 @@ std::string_view AtomicFileTarget(std::string_view entry) {
   entry.remove_prefix(1);
   const size_t temp = entry.rfind(".tmp-");
   return temp == std::string_view::npos ? std::string_view() : entry.substr(0, temp);
+}
+
+absl::StatusOr<std::vector<std::string>> RemoveAtomicTempFiles(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string_view name = slash == std::string::npos ? path : std::string_view(path).substr(slash + 1);
+  std::vector<std::string> removed;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string entry = it->path().filename();
+    if (entry == name || AtomicFileTarget(entry) != name) continue;
+    if (!std::filesystem::remove(it->path(), error) && error) break;
+    removed.push_back(it->path());
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return absl::ErrnoToStatus(error.value(), absl::StrCat("remove temp files of ", path));
+  }
+  return removed;
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, struct stat* info) {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -31,6 +32,11 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 // while writing) the file <name> it was to replace. Empty for other dot
 // files.
 std::string_view AtomicFileTarget(std::string_view entry);
+
+// Removes the temp files WriteFileAtomically(path, ...) left beside `path`
+// when a crash cut it short; returns their paths. Only while nobody writes
+// `path`: it cannot tell a temp file in use from a left one.
+absl::StatusOr<std::vector<std::string>> RemoveAtomicTempFiles(const std::string& path);
 
 // Reads a whole file. NotFound when it does not exist. With `info`, also
 // fstat()s the file it read (e.g. to learn which inode that was).

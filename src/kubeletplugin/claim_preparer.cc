@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/names.h"
+#include "fileutil/atomic_file.h"
 #include "dra/mutex.h"
 #include "kubeletplugin/claim_uid.h"
 
@@ -397,7 +398,7 @@ absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
 }
 
 absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFiles() {
-  if (cdi_specs_ == nullptr || checkpoint_ == nullptr) return RepairedFiles();
+  if (checkpoint_ == nullptr) return RepairedFiles();
   absl::StatusOr<RepairedFiles> result;
   serializer_.RunAndWait([&](absl::Status locked) {
     absl::Status entered = EnterSerialized(CallContext::Background(), locked);
@@ -408,6 +409,11 @@ absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFiles() {
 
 absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFilesSerialized() {
   RepairedFiles repaired;
+  // Serialized, no other instance is replacing the file.
+  absl::StatusOr<std::vector<std::string>> temps = dra::internal::RemoveAtomicTempFiles(checkpoint_->path());
+  if (!temps.ok()) return temps.status();
+  repaired.removed = *std::move(temps);
+  if (cdi_specs_ == nullptr) return repaired;
   std::set<std::string> known;
   std::vector<k8s::ClaimRef> claims;
   const std::vector<CheckpointEntry> entries = checkpoint_->Entries();
@@ -417,7 +423,7 @@ absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFilesSeri
   }
   absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
   if (!specs.ok()) return specs.status();
-  repaired.removed = *std::move(specs);
+  repaired.removed.insert(repaired.removed.end(), specs->begin(), specs->end());
   if (metadata_files_ != nullptr) {
     absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
     if (!metadata.ok()) return metadata.status();

@@ -87,7 +87,8 @@ class ClaimPreparer {
     std::vector<std::string> removed;    // paths
     std::vector<std::string> rewritten;  // claim UIDs
   };
-  // Under the serializer: removes the per-claim CDI spec files and device
+  // Under the serializer: removes the temp files of checkpoint replacements
+  // that a crash cut short, and the per-claim CDI spec files and device
   // metadata files whose claim the checkpoint does not know (left by a crash
   // between writing them and recording the claim, or by an unprepare that
   // never came), and writes again, with fsync, each prepared claim's CDI

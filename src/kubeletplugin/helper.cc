@@ -247,7 +247,7 @@ absl::Status Helper::Impl::Start() {
     driver_.HandleError(repaired.status(), ErrorSeverity::kRecoverable, "repair claim files");
   } else {
     for (const std::string& path : repaired->removed) {
-      options_.logger.Info("Removed orphaned claim file", {{"path", path}});
+      options_.logger.Info("Removed a file a crash left", {{"path", path}});
     }
     for (const std::string& uid : repaired->rewritten) {
       options_.logger.Info("Wrote a prepared claim's CDI spec again", {{"uid", uid}});

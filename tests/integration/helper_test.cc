@@ -535,6 +535,29 @@ TEST_CASE("a claim whose preparation had only started is prepared again after a 
   CHECK(driver.prepare_calls() == 1);
 }
 
+TEST_CASE("start-up removes the temp file of a checkpoint replacement that a crash cut short", "[helper]") {
+  Fixture f;
+  std::filesystem::create_directories(f.data);
+  const std::string path = f.data + "/checkpoint.json";
+  {
+    auto checkpoint = kubeletplugin::internal::Checkpoint::Open(path);
+    REQUIRE(checkpoint.ok());
+    kubeletplugin::internal::CheckpointEntry started{
+        {"ns", "c", "uid-1"}, kubeletplugin::internal::ClaimState::kPrepareStarted, {}};
+    REQUIRE((*checkpoint)->Commit({{"uid-1", started}}).ok());
+  }
+  // A crash in a compaction after the temp file, before the rename.
+  const std::string temp = f.data + "/.checkpoint.json.tmp-AbC123";
+  testing::WriteFile(temp, testing::ReadFile(path));
+  const std::string other = f.data + "/.notes.tmp-AbC123";
+  testing::WriteFile(other, "");
+  TestDriver driver;
+  auto helper = f.Start(driver);
+  CHECK_FALSE(Exists(temp));
+  CHECK(Exists(other));
+  CHECK(kubeletplugin::internal::Checkpoint::Open(path).value()->Get("uid-1").has_value());
+}
+
 TEST_CASE("a corrupt checkpoint stops start-up, naming the file, and is kept", "[helper]") {
   Fixture f;
   std::filesystem::create_directories(f.data);
@@ -655,6 +678,7 @@ TEST_CASE("the kubelet may drop its connection and come back, the helper may res
   REQUIRE(again.ok());
   CHECK(again->at("uid-1").error.empty());
   CHECK(restarted.prepare_calls() == 1);
+  helper.reset();  // before the driver it calls
 }
 
 TEST_CASE("/metrics counts calls and claims, /healthz follows the registration", "[helper]") {
