@@ -32,17 +32,27 @@ const json* ObjectAt(const json& parent, const std::string& key) {
   return it == parent.end() ? nullptr : &*it;
 }
 
+// A value as an error shows it: a string quoted (a missing one as ""),
+// anything else as JSON.
+std::string Shown(const json* value) {
+  if (value == nullptr) return GoQuote("");
+  return value->is_string() ? GoQuote(value->get<std::string>()) : value->dump();
+}
+
 }  // namespace
 
 absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
   if (!parameters.is_object()) return Invalid(FieldError::Invalid("", parameters.dump(), "must be an object"));
   if (auto stray = UnknownField(parameters, "", {"apiVersion", "kind", "sharing"})) return Invalid(*stray);
-  const std::string api_version = parameters.value("apiVersion", "");
-  if (api_version != kGpuConfigApiVersion) {
-    return Invalid(FieldError::NotSupported("apiVersion", GoQuote(api_version), {kGpuConfigApiVersion}));
+  // Compared as JSON values: json::value("apiVersion", "") throws when it is
+  // not a string.
+  const json* api_version = ObjectAt(parameters, "apiVersion");
+  if (api_version == nullptr || *api_version != kGpuConfigApiVersion) {
+    return Invalid(FieldError::NotSupported("apiVersion", Shown(api_version), {kGpuConfigApiVersion}));
   }
-  if (parameters.value("kind", "") != kGpuConfigKind) {
-    return Invalid(FieldError::NotSupported("kind", GoQuote(parameters.value("kind", "")), {kGpuConfigKind}));
+  const json* kind = ObjectAt(parameters, "kind");
+  if (kind == nullptr || *kind != kGpuConfigKind) {
+    return Invalid(FieldError::NotSupported("kind", Shown(kind), {kGpuConfigKind}));
   }
   GpuConfig config;
   const json* sharing = ObjectAt(parameters, "sharing");

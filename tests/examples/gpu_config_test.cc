@@ -62,6 +62,21 @@ TEST_CASE("GpuConfig decoding is strict and names the field", "[gpu][config]") {
   CHECK(Error(extra) == "spec: Forbidden: unknown field");
 }
 
+// Found by fuzz_gpu_config: an apiVersion or kind that was no string threw
+// nlohmann's type_error out of DecodeGpuConfig.
+TEST_CASE("GpuConfig with an apiVersion or kind of another type fails, naming the value", "[gpu][config]") {
+  json object_version = Config(nullptr);
+  object_version["apiVersion"] = json::object();
+  CHECK(Error(object_version) ==
+        "apiVersion: Unsupported value: {}: supported values: \"gpu.resource.example.com/v1alpha1\"");
+  json number_kind = Config(nullptr);
+  number_kind["kind"] = 1;
+  CHECK(Error(number_kind) == "kind: Unsupported value: 1: supported values: \"GpuConfig\"");
+  json no_kind = Config(nullptr);
+  no_kind.erase("kind");
+  CHECK(Error(no_kind) == "kind: Unsupported value: \"\": supported values: \"GpuConfig\"");
+}
+
 dra::k8s::DeviceAllocationConfiguration Opaque(std::string source, std::vector<std::string> requests, json parameters,
                                                std::string driver = "gpu.example.com") {
   dra::k8s::DeviceAllocationConfiguration config;
