@@ -1,13 +1,14 @@
 // crash_harness: the example GPU and CPU drivers under the kubelet peer,
-// made to die at random crash points (src/crashpoint/crash_point.h) and
-// killed with SIGKILL at random moments of random prepare and unprepare
-// calls of random claims, restarted, and checked (docs/reliability.md,
-// "Crash points"):
+// made to die at random crash points (src/crashpoint/crash_point.h),
+// killed with SIGKILL at random moments of start-ups and of random prepare
+// and unprepare calls of random claims, or stopped with SIGTERM during a
+// call, restarted, and checked (docs/reliability.md, "Crash points"):
 //
 //   - the driver starts again: its checkpoint loads;
 //   - after its start-up clean-up, every claim file in the CDI dir and the
-//     metadata dir belongs to a claim the checkpoint has, and every
-//     prepared claim in the checkpoint has its CDI spec;
+//     metadata dir belongs to a claim the checkpoint has, every prepared
+//     claim in the checkpoint has its CDI spec, and the plugin data and
+//     registry dirs hold nothing but the checkpoint and the sockets;
 //   - every claim the kubelet was told is prepared can be unprepared, and a
 //     prepare of it returns the devices (and CPUs) of its first prepare;
 //   - no CPU is in two claims at once, neither among the claims the kubelet
@@ -62,6 +63,8 @@ constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 constexpr int kMaxCallsArmed = 30;
 constexpr double kArmProbability = 0.6;    // at a restart
 constexpr double kKillProbability = 0.15;  // per call of an instance without an armed point
+constexpr double kStopProbability = 0.25;  // of those: SIGTERM, a clean stop, instead of SIGKILL
+constexpr double kKillAtStartProbability = 0.1;  // per start of an instance without an armed point
 constexpr double kPrepareProbability = 0.55;
 constexpr int kMaxClaimsPerCall = 4;
 
@@ -103,7 +106,8 @@ struct Tally {
   std::string driver;
   int calls = 0;
   int restarts = 0;
-  int kills = 0;       // SIGKILL at a random moment of a call
+  int kills = 0;       // SIGKILL at a random moment of a call or of a start
+  int stops = 0;       // SIGTERM at a random moment of a call
   int given_up = 0;    // armed points that had not fired after kMaxCallsArmed calls
   int retries = 0;     // calls the kubelet's side failed (re-registration) and sent again
   std::map<std::string, int> armed;
@@ -319,6 +323,17 @@ class Run {
                               LogFile(), env);
       if (!spawned.ok()) return Fail(spawned.status().ToString());
       driver_ = *std::move(spawned);
+      const absl::Time spawned_at = absl::Now();
+      if (arm && armed_.empty() && Chance(kKillAtStartProbability)) {
+        // A crash somewhere in start-up: the checkpoint's load, the repair
+        // of the claim files, the first publish.
+        absl::SleepFor(typical_start_ * std::uniform_real_distribution<double>(0, 1)(rng_));
+        if (!driver_.Exited()) {
+          driver_.Kill();
+          ++tally_.kills;
+          continue;
+        }
+      }
       // The Helper logs this once the kubelet's plugin manager (the peer)
       // has registered the instance.
       std::string how;
@@ -329,7 +344,10 @@ class Run {
             return exited || absl::StrContains(ReadFile(LogFile()), "Registered with the kubelet");
           },
           kStartTimeout);
-      if (settled && !exited) break;
+      if (settled && !exited) {
+        typical_start_ = typical_start_ * 0.9 + (absl::Now() - spawned_at) * 0.1;
+        break;
+      }
       if (!exited) return Fail(absl::StrCat("the driver did not register within ", absl::FormatDuration(kStartTimeout)));
       if (!Died(how)) return Fail(absl::StrCat("the driver did not start: it ", how));
       arm = false;  // it died starting; the next instance must get further
@@ -353,9 +371,10 @@ class Run {
     return true;
   }
 
-  // After start-up: the checkpoint loads, every claim file belongs to a
-  // claim in it, every prepared claim in it has its spec, no CPU is held
-  // twice.
+  // After start-up: the checkpoint loads, nothing but it and the sockets is
+  // in the plugin data and registry dirs, every claim file belongs to a
+  // claim in the checkpoint, every prepared claim in it has its spec, no CPU
+  // is held twice.
   void CheckNode() {
     absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
         kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
@@ -375,6 +394,16 @@ class Run {
                                  ", which the checkpoint does not have"));
         }
       }
+    }
+    for (const auto& file : std::filesystem::directory_iterator(PluginDir())) {
+      const std::string name = file.path().filename();
+      if (name != "checkpoint.json" && name != "dra.sock" && name != "dra-device-metadata") {
+        Violation(absl::StrCat("plugin data dir: ", name, " is left over"));
+      }
+    }
+    for (const auto& file : std::filesystem::directory_iterator(dir_.Join("registry"))) {
+      const std::string name = file.path().filename();
+      if (name != scenario_.driver_name + "-reg.sock") Violation(absl::StrCat("registry dir: ", name, " is left over"));
     }
     std::error_code error;
     for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
@@ -554,7 +583,13 @@ class Run {
       // outlast or not.
       absl::SleepFor(typical * std::uniform_real_distribution<double>(0, 1.2)(rng_));
       killed = !driver_.Exited(&how);
-      if (killed) {
+      if (killed && Chance(kStopProbability)) {
+        // In-flight calls get the Helper's shutdown grace, then the driver exits 0.
+        ++tally_.stops;
+        if (const std::string stopped = driver_.Stop(); stopped != "exited with status 0") {
+          Violation(absl::StrCat("SIGTERM during a call: the driver ", stopped));
+        }
+      } else if (killed) {
         driver_.Kill();
         ++tally_.kills;
       }
@@ -717,20 +752,22 @@ class Run {
   bool stopped_ = false;
   absl::Duration typical_prepare_ = absl::Milliseconds(10);
   absl::Duration typical_unprepare_ = absl::Milliseconds(5);
+  absl::Duration typical_start_ = absl::Milliseconds(100);
 };
 
 void PrintTables(const Flags& flags, const std::vector<Tally>& tallies) {
   std::cout << "\ncrash harness: seed " << flags.seed << ", " << flags.iterations << " iterations per driver\n\n";
-  std::cout << "| driver | iterations | restarts | crash points armed | hit | given up | random kills | kubelet "
-               "retries | violations |\n"
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::cout << "| driver | iterations | restarts | crash points armed | hit | given up | random kills | random "
+               "stops | kubelet retries | violations |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Tally& t : tallies) {
     int armed = 0;
     int hit = 0;
     for (const auto& [point, n] : t.armed) armed += n;
     for (const auto& [point, n] : t.hit) hit += n;
     std::cout << "| " << t.driver << " | " << t.calls << " | " << t.restarts << " | " << armed << " | " << hit
-              << " | " << t.given_up << " | " << t.kills << " | " << t.retries << " | " << t.violations.size() << " |\n";
+              << " | " << t.given_up << " | " << t.kills << " | " << t.stops << " | " << t.retries << " | "
+              << t.violations.size() << " |\n";
   }
   std::cout << "\n| crash point |";
   for (const Tally& t : tallies) std::cout << " " << t.driver << " armed | " << t.driver << " hit |";
