@@ -28,6 +28,10 @@ absl::StatusOr<std::unique_ptr<CallSerializer>> CallSerializer::Create(bool enab
 }
 
 CallSerializer::~CallSerializer() {
+  {
+    dra::MutexLock lock(&mu_);
+    while (busy_) idle_.Wait(&mu_);
+  }
   if (fd_ >= 0) close(fd_);
 }
 
@@ -65,6 +69,7 @@ void CallSerializer::RunLocked(Section section) {
     dra::MutexLock lock(&mu_);
     if (queue_.empty()) {
       busy_ = false;
+      idle_.SignalAll();
       return;
     }
     next = std::move(queue_.front());

@@ -32,6 +32,9 @@ class CallSerializer {
   // only. `executor` runs queued sections and must outlive this.
   static absl::StatusOr<std::unique_ptr<CallSerializer>> Create(bool enabled, const std::string& lock_file,
                                                                 Executor& executor);
+  // Waits until the running section and those queued behind it are done:
+  // RunAndWait's caller may destroy this as soon as its section ran, while
+  // the section's thread still hands on to the next.
   ~CallSerializer();
 
   // Runs `section` serialized: on this thread right away when no other
@@ -55,6 +58,7 @@ class CallSerializer {
   Executor& executor_;
   dra::Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  dra::CondVar idle_;  // busy_ became false
   std::deque<Section> queue_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> waiting_{0};
 };

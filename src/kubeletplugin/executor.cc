@@ -35,6 +35,11 @@ size_t Executor::threads() const {
   return running_;
 }
 
+size_t Executor::idle_threads() const {
+  dra::MutexLock lock(&mu_);
+  return spare_ > 0 ? static_cast<size_t>(spare_) : 0;
+}
+
 bool Executor::StartWorkerLocked() {
   try {
     threads_.emplace_back([this] { WorkerLoop(); });

@@ -44,8 +44,9 @@ class Executor {
   // thread can be started and none runs, `work` runs on the caller's thread.
   void Post(absl::AnyInvocable<void() &&> work);
 
-  // Worker threads running now (for tests).
+  // Worker threads running now, and those of them waiting for work (for tests).
   size_t threads() const;
+  size_t idle_threads() const;
 
  private:
   // Starts a worker; false when the system has no thread to give.

@@ -22,10 +22,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "dra-health/v1/api.grpc.pb.h"
 #include "dra-health/v1alpha1/api.grpc.pb.h"
+#include "dra/mutex.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
@@ -182,8 +182,11 @@ class ThreadedHealthStream final : public HealthStream {
   }
 
   absl::StatusOr<std::vector<DeviceHealthEntry>> Next(absl::Duration timeout) override {
-    absl::MutexLock lock(&mu_);
-    if (!mu_.AwaitWithTimeout(absl::Condition(this, &ThreadedHealthStream::HasNews), timeout)) {
+    const absl::Time until = absl::Now() + timeout;
+    dra::MutexLock lock(&mu_);
+    while (!HasNews() && !news_.WaitWithDeadline(&mu_, until)) {
+    }
+    if (!HasNews()) {
       return absl::DeadlineExceededError(absl::StrCat(endpoint_, ": NodeWatchResources: no health list within ",
                                                       absl::FormatDuration(timeout)));
     }
@@ -202,15 +205,17 @@ class ThreadedHealthStream final : public HealthStream {
     Response response;
     while (reader_->Read(&response)) {
       std::vector<DeviceHealthEntry> list = ToHealthEntries(response);
-      absl::MutexLock lock(&mu_);
+      dra::MutexLock lock(&mu_);
       lists_.push_back(std::move(list));
+      news_.Signal();
     }
     const grpc::Status status = reader_->Finish();
-    absl::MutexLock lock(&mu_);
+    dra::MutexLock lock(&mu_);
     end_status_ = status.ok() ? StepError(endpoint_, "NodeWatchResources",
                                           absl::OutOfRangeError("the plugin ended the stream"))
                               : StepError(endpoint_, "NodeWatchResources", status);
     ended_ = true;
+    news_.SignalAll();
   }
 
   const std::string endpoint_;
@@ -218,7 +223,8 @@ class ThreadedHealthStream final : public HealthStream {
   grpc::ClientContext context_;
   const std::unique_ptr<grpc::ClientReader<Response>> reader_;
 
-  absl::Mutex mu_;
+  dra::Mutex mu_;
+  dra::CondVar news_;
   std::deque<std::vector<DeviceHealthEntry>> lists_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
