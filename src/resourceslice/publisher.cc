@@ -539,6 +539,13 @@ class Publisher::Impl {
       state.conflicts = 0;
       return;
     }
+    // Someone deleted a slice while it was being updated (an admin's wipe
+    // in progress): not an error, the next sync creates it again.
+    if (absl::IsNotFound(status) && state.conflicts++ < kImmediateConflictRetries) {
+      options_.logger.InfoV(4, "ResourceSlice deleted under an update; syncing again", {{"pool", pool}});
+      Schedule(pool, absl::Now());
+      return;
+    }
     Report(status, absl::StrCat("sync pool ", k8s::GoQuote(pool)));
     if (k8s::IsConflict(status) && state.conflicts++ < kImmediateConflictRetries) {
       Schedule(pool, absl::Now());
@@ -729,7 +736,9 @@ class Publisher::Impl {
       absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
       DRA_CRASH_POINT("publisher.after_write");
       if (!updated.ok()) {
-        if (k8s::IsConflict(updated.status())) Reread(*matched[i]->scope, stored.metadata.name);
+        if (k8s::IsConflict(updated.status()) || absl::IsNotFound(updated.status())) {
+          Reread(*matched[i]->scope, stored.metadata.name);
+        }
         return updated.status();
       }
       updates_.fetch_add(1);

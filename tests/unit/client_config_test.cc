@@ -1086,13 +1086,13 @@ TEST_CASE("client: ListAll follows continue tokens and falls back on expiry", "[
         return;
       }
       list["metadata"] = {{"resourceVersion", "50"}};
-      list["items"] = {item(2)};
+      list["items"] = json::array({item(2)});  // {x} alone copies x with clang
     } else if (absl::StrContains(request.target, "limit=")) {
       list["metadata"] = {{"resourceVersion", "50"}, {"continue", "page2"}};
-      list["items"] = {item(0), item(1)};
+      list["items"] = json::array({item(0), item(1)});
     } else {
       list["metadata"] = {{"resourceVersion", "60"}};
-      list["items"] = {item(0), item(1), item(2), item(3)};
+      list["items"] = json::array({item(0), item(1), item(2), item(3)});
     }
     conn.Respond(200, list.dump());
   });

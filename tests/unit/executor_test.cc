@@ -111,8 +111,8 @@ TEST_CASE("executor: idle threads exit after the idle timeout and start again on
 TEST_CASE("executor: the destructor runs what is still queued", "[executor]") {
   std::atomic<int> ran{0};
   {
+    dra::testing::Notification release;  // outlives the executor's threads
     Executor executor({.max_threads = 1});
-    dra::testing::Notification release;
     executor.Post([&] { release.WaitForNotification(); });
     for (int i = 0; i < 10; ++i) executor.Post([&] { ++ran; });
     release.Notify();
