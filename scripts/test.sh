@@ -3,9 +3,12 @@
 # unit, integration, packaging and e2e tests (the e2e ones against a real
 # etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubelet,
 # built from the Go module proxy on first use and cached in ~/.cache/dra-cpp:
-# that first build takes 20-30 minutes), then the unit and integration tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer (a tree without
-# the e2e tests, which never run there). Safe to run again.
+# that first build takes 20-30 minutes). Then, with clang: the suite again
+# (without e2e) under AddressSanitizer + UndefinedBehaviorSanitizer in a build
+# that also checks the locking annotations (-Wthread-safety) and holds the
+# libFuzzer targets, each fuzzed for DRA_FUZZ_SECONDS (default 20); and the
+# multi-threaded tests under ThreadSanitizer. DRA_SKIP_SANITIZERS=1 stops
+# after the first pass. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,11 +26,22 @@ echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== build (ASan + UBSan)"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDRA_SANITIZE=ON \
-    -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_EXAMPLES=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
-  cmake --build build-asan -j"$jobs"
-  echo "== tests under sanitizers"
+  clang=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
+  echo "== build (clang: thread-safety analysis, ASan + UBSan, fuzz targets)"
+  cmake -S . -B build-clang -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DDRA_SANITIZE=ON \
+    -DDRA_BUILD_FUZZERS=ON -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
+  cmake --build build-clang -j"$jobs"
+  echo "== tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "packaging|e2e"
+    ctest --test-dir build-clang --output-on-failure -j"$jobs" -LE "packaging|e2e"
+  echo "== fuzzing"
+  DRA_FUZZ_BUILD_DIR=build-clang scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-20}"
+
+  echo "== build (ThreadSanitizer)"
+  cmake -S . -B build-tsan -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_THREAD_SANITIZER=ON \
+    -DDRA_BUILD_EXAMPLES=OFF -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
+  cmake --build build-tsan -j"$jobs" --target tsan_tests
+  echo "== multi-threaded tests under ThreadSanitizer"
+  TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
 fi
