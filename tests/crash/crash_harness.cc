@@ -13,7 +13,8 @@
 //     prepare of it returns the devices (and CPUs) of its first prepare;
 //   - no CPU is in two claims at once, neither among the claims the kubelet
 //     holds prepared nor among those the checkpoint holds prepared;
-//   - at the end everything unprepares and nothing is left on disk.
+//   - at the end everything unprepares, nothing is left on disk, and the
+//     driver's pool is published whole.
 //
 // Prints a table per driver and per crash point; exits 1 on any violation.
 //
@@ -59,8 +60,9 @@ constexpr char kNamespace[] = "default";
 constexpr absl::Duration kCallTimeout = absl::Seconds(20);
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 // An armed point that has not fired after this many calls is given up: the
-// driver restarts with another.
-constexpr int kMaxCallsArmed = 30;
+// driver restarts with another. Compaction, which the checkpoint.*_replace
+// points wait for, comes once in 64 commits or more.
+constexpr int kMaxCallsArmed = 80;
 constexpr double kArmProbability = 0.6;    // at a restart
 constexpr double kKillProbability = 0.15;  // per call of an instance without an armed point
 constexpr double kStopProbability = 0.25;  // of those: SIGTERM, a clean stop, instead of SIGKILL
@@ -100,11 +102,12 @@ struct Scenario {
   std::string driver_name;
   std::vector<std::string> flags;
   std::set<std::string> unreachable;  // crash points this driver never reaches
+  int published_devices = 0;          // in its pool
 };
 
 struct Tally {
   std::string driver;
-  int calls = 0;
+  int calls = 0;       // iterations: the random calls and the re-prepares after restarts
   int restarts = 0;
   int kills = 0;       // SIGKILL at a random moment of a call or of a start
   int stops = 0;       // SIGTERM at a random moment of a call
@@ -527,6 +530,7 @@ class Run {
         chosen.push_back(claim);
       }
     }
+    ++tally_.calls;
     Call(prepare, chosen, armed_.empty() && Chance(kKillProbability));
   }
 
@@ -566,7 +570,6 @@ class Run {
   // One kubelet call; with `kill`, the driver gets SIGKILL at a random
   // moment of it.
   void Call(bool prepare, const std::vector<Claim*>& claims, bool kill) {
-    ++tally_.calls;
     if (!armed_.empty()) ++calls_armed_;
     json command = {{"op", prepare ? "prepare" : "unprepare"},
                     {"claims", json::array()},
@@ -698,7 +701,8 @@ class Run {
     }
   }
 
-  // Everything unprepares; after a clean restart nothing is left.
+  // Everything unprepares; after a clean restart nothing is left and the
+  // pool is published whole, however the publisher's writes were cut short.
   void Finish() {
     std::string how;
     if (driver_.Exited(&how)) {
@@ -723,6 +727,15 @@ class Run {
     std::error_code error;
     for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
       Violation(absl::StrCat("left after everything unprepared: ", file.path().string()));
+    }
+    auto published = [&] {
+      int devices = 0;
+      for (const json& slice : Slices()) devices += static_cast<int>(slice["spec"].value("devices", json::array()).size());
+      return devices;
+    };
+    if (!PollUntil([&] { return published() == scenario_.published_devices; }, absl::Seconds(20),
+                   absl::Milliseconds(100))) {
+      Violation(absl::StrCat("the pool has ", published(), " devices published, want ", scenario_.published_devices));
     }
     absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
         kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
@@ -840,10 +853,12 @@ int Main(int argc, char** argv) {
     if (flags.drivers[i] == "gpu") {
       scenario = {"gpu", DRA_GPU_DRIVER, "gpu.example.com",
                   {"--num-devices=8", "--allow-multiple-allocations", "--device-status", "--device-metadata"},
-                  {}};
+                  {},
+                  8};
     } else if (flags.drivers[i] == "cpu") {
-      scenario = {"cpu", DRA_CPU_DRIVER, "cpu.example.com", {}, {"prepare.after_metadata_files", "status.before_write",
-                                                                  "status.after_write"}};
+      // One device per socket.
+      scenario = {"cpu", DRA_CPU_DRIVER, "cpu.example.com", {},
+                  {"prepare.after_metadata_files", "status.before_write", "status.after_write"}, 2};
     } else {
       return Usage("--drivers: gpu and cpu, not " + flags.drivers[i]);
     }
