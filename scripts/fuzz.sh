@@ -19,7 +19,7 @@ if ! compgen -G "$build/fuzz/fuzz_*" >/dev/null; then
   echo "fuzz.sh: no fuzz_* binaries in $build/fuzz; configure with -DDRA_BUILD_FUZZERS=ON and build" >&2
   exit 2
 fi
-artifacts="$PWD/$build/fuzz-artifacts"
+artifacts="$(cd "$build" && pwd)/fuzz-artifacts"
 
 # The targets that write files (checkpoint, kubeconfig, the DRA service)
 # fsync: on a tmpfs that costs nothing.
