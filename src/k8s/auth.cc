@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -332,6 +333,13 @@ absl::StatusOr<Credentials> Authenticator::Get() {
     creds.bearer_token = cred->token;
     creds.client_cert_pem = cred->client_certificate_data;
     creds.client_key_pem = cred->client_key_data;
+  }
+  // A line break would end the Authorization header and start another one
+  // of the token's choosing; client-go refuses such tokens too.
+  if (std::any_of(creds.bearer_token.begin(), creds.bearer_token.end(),
+                  [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; })) {
+    return absl::InvalidArgumentError(
+        "bearer token: contains a control character (a line break?); refused, as it would be sent as an HTTP header");
   }
   return creds;
 }

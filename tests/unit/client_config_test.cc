@@ -447,6 +447,18 @@ TEST_CASE("the authenticator prefers the token file, then the token, then exec",
   CHECK_FALSE(token_only.Refresh());
 }
 
+TEST_CASE("a bearer token with a line break is refused, never sent as a header", "[auth]") {
+  ClientConfig config;
+  config.bearer_token = "secret\r\nX-Injected: 1";
+  absl::StatusOr<internal::Credentials> creds = internal::Authenticator(config).Get();
+  REQUIRE_FALSE(creds.ok());
+  CHECK(creds.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(creds.status().message(), "bearer token: contains a control character"));
+  CHECK_FALSE(absl::StrContains(creds.status().message(), "secret"));
+  config.bearer_token = "with\ttab";  // a header value may hold a tab
+  CHECK(internal::Authenticator(config).Get().ok());
+}
+
 // A plugin that counts its runs in a file and prints an ExecCredential whose
 // token is "token-<run>" and whose expiry is read from another file.
 struct ExecFixture {
