@@ -80,12 +80,7 @@ TEST_CASE("the CPU driver at -v=10 never logs its bearer token", "[examples][cpu
   // Everything the driver does at start: the kubeconfig read, the client,
   // the list, watch and create of its slice, registration.
   REQUIRE(PollUntil([&] { return !process.Slices().empty(); }, absl::Seconds(20)));
-  CHECK(process.driver.Stop() == "exited with status 0");
-  const std::string log = process.Log();
-  REQUIRE_FALSE(process.server->admin_token().empty());
-  INFO(log);
-  CHECK_THAT(log, Catch::Contains("Registered with the kubelet") && Catch::Contains("Created ResourceSlice"));
-  CHECK_THAT(log, !Catch::Contains(process.server->admin_token()));
+  process.StopAndCheckTokenNotLogged();
 }
 
 }  // namespace

@@ -82,6 +82,16 @@ struct ExampleDriverProcess {
   std::string RegistrarSocket() const { return dir.Join(absl::StrCat("registry/", driver_name, "-reg.sock")); }
   std::string DraSocket() const { return dir.Join(absl::StrCat("plugins/", driver_name, "/dra.sock")); }
   std::string Log() const { return ReadFile(dir.Join("driver.log")); }
+  // Stops the driver, which must exit 0, and checks that its log of a
+  // start-up (registered, slice created) never shows its bearer token.
+  void StopAndCheckTokenNotLogged() {
+    CHECK(driver.Stop() == "exited with status 0");
+    const std::string log = Log();
+    REQUIRE_FALSE(server->admin_token().empty());
+    INFO(log);
+    CHECK_THAT(log, Catch::Contains("Registered with the kubelet") && Catch::Contains("Created ResourceSlice"));
+    CHECK_THAT(log, !Catch::Contains(server->admin_token()));
+  }
   std::string Metrics() const { return HttpGet(port, "/metrics").second; }
 
   // The driver's ResourceSlices in the API server.

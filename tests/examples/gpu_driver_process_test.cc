@@ -74,12 +74,7 @@ TEST_CASE("the GPU driver at -v=10 never logs its bearer token", "[examples][gpu
   // the list, watch and create of its slice, registration.
   REQUIRE(PollUntil([&] { return absl::StrContains(f.Metrics(), "dra_resource_slice_published_devices 2\n"); },
                     absl::Seconds(20)));
-  CHECK(f.driver.Stop() == "exited with status 0");
-  const std::string log = f.Log();
-  REQUIRE_FALSE(f.server->admin_token().empty());
-  INFO(log);
-  CHECK_THAT(log, Catch::Contains("Registered with the kubelet") && Catch::Contains("Created ResourceSlice"));
-  CHECK_THAT(log, !Catch::Contains(f.server->admin_token()));
+  f.StopAndCheckTokenNotLogged();
 }
 
 }  // namespace
