@@ -18,6 +18,13 @@ void PluginFlags::Register(FlagSet& flags) {
   flags.String("pod-uid", &pod_uid, "this pod's UID, for rolling updates with maxSurge (downward API)", "POD_UID");
   flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none",
                "HTTP_ENDPOINT");
+  flags.Bool("serialize", &serialize,
+             "one prepare or unprepare call at a time; false lets calls run side by side (the driver is thread-safe)",
+             "SERIALIZE");
+  flags.Double("kube-api-qps", &kube_api_qps, "API requests per second, sustained (0: no client-side limit)",
+               "KUBE_API_QPS", 0, 1e6);
+  flags.Int("kube-api-burst", &kube_api_burst, "API requests at once above the sustained rate", "KUBE_API_BURST", 1,
+            1 << 20);
   flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
   flags.Custom("log-format", "text|json", "\"text\"", "log format", "LOG_FORMAT", [this](const std::string& text) {
     if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
@@ -30,6 +37,8 @@ absl::StatusOr<std::shared_ptr<dra::k8s::Client>> PluginFlags::MakeClient(const 
   absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
   if (!config.ok()) return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
   config->user_agent = user_agent;
+  config->qps = kube_api_qps;
+  config->burst = kube_api_burst;
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
   if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
   return client;
@@ -50,6 +59,7 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   options.plugin_data_dir = absl::StrCat(plugins_dir, "/", driver_name);
   options.rolling_update_uid = pod_uid;
   options.http_endpoint = http_endpoint;
+  options.serialize = serialize;
   options.cdi.spec_dir = cdi_root;
   options.logger = logger;
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = MakeClient(absl::StrCat(driver_name, "/kubelet-plugin"));

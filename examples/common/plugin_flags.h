@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/flags.h"
 #include "dra/k8s/client.h"
+#include "dra/k8s/client_config.h"
 #include "dra/kubeletplugin/options.h"
 #include "dra/log.h"
 
@@ -24,6 +25,9 @@ struct PluginFlags {
   std::string plugins_dir = "/var/lib/kubelet/plugins";       // --kubelet-plugins-directory-path
   std::string pod_uid;                                        // --pod-uid, POD_UID (rolling updates)
   std::string http_endpoint;                                  // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
+  bool serialize = true;                                      // --serialize, SERIALIZE: Options::serialize
+  double kube_api_qps = dra::k8s::ClientConfig().qps;         // --kube-api-qps, KUBE_API_QPS (0: no limit)
+  int kube_api_burst = dra::k8s::ClientConfig().burst;        // --kube-api-burst, KUBE_API_BURST
   int verbosity = 0;                                          // -v
   std::string log_format = "text";                            // --log-format text|json
 
