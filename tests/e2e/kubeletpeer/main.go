@@ -35,9 +35,13 @@
 //	           00000000-0000-4000-8000-<i as 12 hex digits>) or the --claim
 //	           list. Each goroutine uses its own share of the claims and
 //	           unprepares its last --bench-unprepare-every prepared claims in
-//	           one untimed call, so every prepare is of an unprepared claim
-//	           (a checkpointing driver takes its real path) and unprepare
-//	           costs stay small.
+//	           one call (timed apart: unprepare_p50_us, unprepare_p99_us), so
+//	           every prepare is of an unprepared claim (a checkpointing
+//	           driver takes its real path) and unprepare costs stay small;
+//	           with --bench-unprepare-every 1, each prepare and unprepare is
+//	           one cycle. Errors count failed calls of either kind. With a
+//	           driver pid, driver_{vmrss_kb,threads,fds}_{start,end}: its
+//	           footprint when the timed run starts and ends.
 //	rss        VmRSS, VmHWM, RssAnon, RssFile and Threads of the driver
 //	           process (the spawned one, or --driver-pid) from /proc
 //	serve      kubelet calls on request, while something else restarts the
@@ -295,6 +299,8 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 		firstErr.CompareAndSwap(nil, err.Error())
 	}
 	samples := make([][]float64, c)
+	unprepareSamples := make([][]float64, c)
+	driverStart := driverFootprint(driverPid)
 	driverCPU0, haveDriverCPU := procCPUSeconds(driverPid)
 	driverCS0, _ := procContextSwitches(driverPid)
 	selfCPU0 := selfCPUSeconds()
@@ -324,12 +330,17 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 		go func(g int) {
 			defer wg.Done()
 			local := make([]float64, 0, 4096)
+			var localUnprepare []float64
 			var pending []*drapbv1.Claim
 			flush := func() {
 				if len(pending) == 0 {
 					return
 				}
+				t := time.Now()
 				resp, err := plugin.NodeUnprepareResources(ctx, &drapbv1.NodeUnprepareResourcesRequest{Claims: pending})
+				if record {
+					localUnprepare = append(localUnprepare, float64(time.Since(t).Nanoseconds())/1000)
+				}
 				if err != nil {
 					noteErr(fmt.Errorf("unprepare: %w", err))
 				} else {
@@ -366,8 +377,7 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 				case err != nil:
 					noteErr(err)
 				default:
-					r, ok := resp.Claims[claim.Uid]
-					if !ok || r.Error != "" || len(r.Devices) != 1 || len(r.Devices[0].CdiDeviceIds) != 1 {
+					if r, ok := resp.Claims[claim.Uid]; !ok || !preparedOK(r) {
 						noteErr(fmt.Errorf("claim %s: unexpected answer %v", claim.Uid, r))
 					}
 				}
@@ -378,18 +388,22 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 			}
 			flush()
 			samples[g] = local
+			unprepareSamples[g] = localUnprepare
 		}(g)
 	}
 	wg.Wait()
+	driverEnd := driverFootprint(driverPid)
 	wall := time.Since(start)
 	selfCPU := selfCPUSeconds() - selfCPU0
 	driverCPU1, haveDriverCPU1 := procCPUSeconds(driverPid)
 	driverCS1, _ := procContextSwitches(driverPid)
-	var all []float64
-	for _, s := range samples {
-		all = append(all, s...)
+	var all, allUnprepare []float64
+	for g := range samples {
+		all = append(all, samples[g]...)
+		allUnprepare = append(allUnprepare, unprepareSamples[g]...)
 	}
 	sort.Float64s(all)
+	sort.Float64s(allUnprepare)
 	mean := 0.0
 	for _, v := range all {
 		mean += v
@@ -403,6 +417,14 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 		"p99_us": math.Round(percentile(all, 0.99)*10) / 10, "mean_us": math.Round(mean*10) / 10,
 		"calls_per_s": math.Round(float64(len(all))/wall.Seconds()*10) / 10, "wall_s": math.Round(wall.Seconds()*1000) / 1000,
 		"claims": len(cfg.claims), "unprepare_every": cfg.unprepareEvery,
+		"unprepare_count": len(allUnprepare), "unprepare_p50_us": math.Round(percentile(allUnprepare, 0.50)*10) / 10,
+		"unprepare_p99_us": math.Round(percentile(allUnprepare, 0.99)*10) / 10,
+	}
+	for k, v := range driverStart {
+		ev["driver_"+k+"_start"] = v
+	}
+	for k, v := range driverEnd {
+		ev["driver_"+k+"_end"] = v
 	}
 	if len(all) > 0 {
 		// Includes the untimed unprepare calls (one per unprepare_every prepares).
@@ -416,6 +438,39 @@ func runBench(ctx context.Context, plugin *draplugin.DRAPlugin, cfg benchConfig,
 		ev["first_error"] = e
 	}
 	return ev
+}
+
+// preparedOK: no error, and at least one device, each with a CDI ID.
+func preparedOK(r *drapbv1.NodePrepareResourceResponse) bool {
+	if r == nil || r.Error != "" || len(r.Devices) == 0 {
+		return false
+	}
+	for _, d := range r.Devices {
+		if len(d.CdiDeviceIds) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// driverFootprint is the driver's VmRSS (kB), threads and open files now;
+// empty without a readable driver pid.
+func driverFootprint(pid int) map[string]int64 {
+	if pid <= 0 {
+		return nil
+	}
+	status, err := procStatus(pid)
+	fds, fdErr := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil || fdErr != nil {
+		return nil
+	}
+	fp := map[string]int64{"fds": int64(len(fds))}
+	for _, k := range []string{"vmrss_kb", "threads"} {
+		if v, ok := status[k].(int64); ok {
+			fp[k] = v
+		}
+	}
+	return fp
 }
 
 // procStatus reads the memory lines of /proc/PID/status.
