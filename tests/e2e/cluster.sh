@@ -14,6 +14,9 @@
 #                          eval "$(tests/e2e/cluster.sh env DIR)"
 #   cluster.sh status DIR  exit 0 when every process of DIR is alive and
 #                          /readyz answers ok
+#   cluster.sh apiserver-stop DIR   stop the kube-apiserver alone (an outage)
+#   cluster.sh apiserver-start DIR  start it again, same port and flags; waits
+#                                   until /readyz is ok
 #
 # A node, on request (the tests that need none stay fast), on the cluster of DIR:
 #   cluster.sh node-start DIR       kube-controller-manager, the CRI stand-in
@@ -91,7 +94,7 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,57p' "$0" >&2; exit 2; }
+usage() { sed -n '2,61p' "$0" >&2; exit 2; }
 
 [ $# -eq 2 ] || usage
 cmd="$1"
@@ -308,6 +311,43 @@ admin_api() {
 
 readyz() { admin_api /readyz | grep -qx ok; }
 
+# start_apiserver BIN_DIR: kube-apiserver on $APISERVER_PORT with etcd on
+# $ETCD_PORT; returns once /readyz is ok.
+start_apiserver() {
+  local bin_dir="$1"
+  # shellcheck disable=SC2086
+  start_daemon kube-apiserver "$bin_dir/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+    --endpoint-reconciler-type none \
+    --cert-dir "$dir/pki" \
+    --tls-cert-file "$dir/pki/serving.crt" --tls-private-key-file "$dir/pki/serving.key" \
+    --client-ca-file "$dir/pki/ca.crt" \
+    --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --token-auth-file "$dir/tokens.csv" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --feature-gates "$FEATURE_GATES" \
+    --runtime-config "$RUNTIME_CONFIG" \
+    --profiling=false --v=1 \
+    ${DRA_E2E_APISERVER_ARGS:-}
+  wait_for kube-apiserver 180 readyz
+}
+
+# apiserver-stop / apiserver-start: the kube-apiserver alone, for outages.
+apiserver_stop() {
+  load_cluster_env
+  stop_one kube-apiserver
+}
+apiserver_start() {
+  load_cluster_env
+  ETCD_PORT="${DRA_E2E_ETCD##*:}"
+  pid_alive "$dir/pids/kube-apiserver.pid" && die "kube-apiserver is running"
+  start_apiserver "$DRA_E2E_K8S_BIN"
+  log "kube-apiserver started again"
+}
+
 start() {
   local t0=$SECONDS bin_dir
   if pid_alive "$dir/pids/etcd.pid" || pid_alive "$dir/pids/kube-apiserver.pid" ||
@@ -338,24 +378,7 @@ start() {
   wait_for etcd 60 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
   log "kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
-  # shellcheck disable=SC2086
-  start_daemon kube-apiserver "$bin_dir/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
-    --endpoint-reconciler-type none \
-    --cert-dir "$dir/pki" \
-    --tls-cert-file "$dir/pki/serving.crt" --tls-private-key-file "$dir/pki/serving.key" \
-    --client-ca-file "$dir/pki/ca.crt" \
-    --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --token-auth-file "$dir/tokens.csv" \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --service-cluster-ip-range 10.0.0.0/24 \
-    --feature-gates "$FEATURE_GATES" \
-    --runtime-config "$RUNTIME_CONFIG" \
-    --profiling=false --v=1 \
-    ${DRA_E2E_APISERVER_ARGS:-}
-  wait_for kube-apiserver 180 readyz
+  start_apiserver "$bin_dir"
 
   # No --authentication/authorization-kubeconfig: the scheduler's own endpoint
   # then serves only /healthz, /readyz and /livez (to anyone), which is all the
@@ -632,6 +655,8 @@ case "$cmd" in
   node-start) node_start ;;
   node-stop) node_stop_all ;;
   kubelet-restart) kubelet_restart ;;
+  apiserver-stop) apiserver_stop ;;
+  apiserver-start) apiserver_start ;;
   env)
     [ -f "$dir/cluster.env" ] || die "no cluster started in $dir"
     sed 's/^/export /' "$dir/cluster.env"

@@ -11,13 +11,10 @@
 //
 // Each test has its own node name (and so its own slices); write counts come
 // from the publisher's Stats, since the real server has no request counters.
-#include <signal.h>
-#include <sys/types.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,10 +27,9 @@
 #include "dra/resourceslice/publisher.h"
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
+#include "e2e/private_cluster.h"
 #include "support/poll.h"
 #include "support/published_devices.h"
-#include "support/subprocess.h"
-#include "support/temp_dir.h"
 
 namespace dra::resourceslice {
 namespace {
@@ -220,58 +216,7 @@ TEST_CASE("a field the server drops: one error, no update loop", "[e2e][publishe
   CHECK(h.errors().size() == 1);
 }
 
-// A control plane of its own (cluster.sh, next to this file, in a temp dir),
-// for what the shared one must not see: feature gates off (empty: the
-// defaults), or its kube-apiserver frozen. Stopped when the test ends.
-class PrivateCluster {
- public:
-  explicit PrivateCluster(const std::string& feature_gates = "") {
-    const std::string source = __FILE__;
-    script_ = source.substr(0, source.rfind('/')) + "/cluster.sh";
-    std::vector<std::string> argv = {"/usr/bin/env"};
-    if (!feature_gates.empty()) argv.push_back("DRA_E2E_FEATURE_GATES=" + feature_gates);
-    argv.insert(argv.end(), {script_, "start", dir_.path()});
-    // Up to three attempts: on a loaded machine cluster.sh can take a daemon
-    // that has not exec'd yet for one that exited, or give up on a slow etcd
-    // (a failed start cleans up after itself).
-    absl::StatusOr<dra::testing::ProcessResult> started = dra::testing::RunProcess(argv);
-    for (int attempt = 1; attempt < 3 && started.ok() && started->exit_code != 0; ++attempt) {
-      started = dra::testing::RunProcess(argv);
-    }
-    REQUIRE(started.ok());
-    INFO(started->out << started->err);
-    REQUIRE(started->exit_code == 0);
-  }
-  ~PrivateCluster() {
-    Thaw();
-    (void)dra::testing::RunProcess({script_, "stop", dir_.path()});
-  }
-
-  std::shared_ptr<k8s::Client> Admin(absl::Duration timeout = absl::Seconds(30)) const {
-    absl::StatusOr<k8s::ClientConfig> config = k8s::LoadKubeconfig(dir_.Join("admin.kubeconfig"));
-    REQUIRE(config.ok());
-    config->qps = 0;
-    config->max_retries = 0;  // the publisher's own retries are under test
-    config->timeout = timeout;
-    return e2e::MakeClient(*config);
-  }
-
-  // SIGSTOP / SIGCONT to this cluster's kube-apiserver (its pid file says
-  // which process cluster.sh started): it stops answering without closing
-  // connections, as a hung or unreachable server does.
-  void Freeze() { Signal(SIGSTOP); }
-  void Thaw() { Signal(SIGCONT); }
-
- private:
-  void Signal(int signal) {
-    std::istringstream line(dra::testing::ReadFile(dir_.Join("pids/kube-apiserver.pid")));
-    pid_t pid = 0;
-    if (line >> pid && pid > 0) ::kill(pid, signal);
-  }
-
-  dra::testing::TempDir dir_;
-  std::string script_;
-};
+using e2e::PrivateCluster;
 
 TEST_CASE("feature gates off: one error naming the dropped fields and the gates, no update loop",
           "[e2e][publisher][skew]") {

@@ -1,0 +1,44 @@
+// A control plane of its own (cluster.sh in a temp dir), for what the shared
+// one must not see: feature gates off, or its kube-apiserver hung or
+// stopped. Stopped when the object goes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "dra/k8s/client.h"
+#include "support/temp_dir.h"
+
+namespace dra::e2e {
+
+class PrivateCluster {
+ public:
+  // `feature_gates` empty: the suite's list (cluster.sh); else that list.
+  explicit PrivateCluster(const std::string& feature_gates = "");
+  ~PrivateCluster();
+  PrivateCluster(const PrivateCluster&) = delete;
+  PrivateCluster& operator=(const PrivateCluster&) = delete;
+
+  // An admin client without client-side retries (what retries is under
+  // test) or rate limit.
+  std::shared_ptr<k8s::Client> Admin(absl::Duration timeout = absl::Seconds(30)) const;
+
+  // SIGSTOP / SIGCONT to the kube-apiserver: it stops answering without
+  // closing connections, as a hung or unreachable server does.
+  void Freeze();
+  void Thaw();
+  // cluster.sh apiserver-stop / apiserver-start: connections are refused
+  // until it is back (Start returns once /readyz is ok).
+  void StopApiServer();
+  void StartApiServer();
+
+ private:
+  void Signal(int signal);
+  void Script(const std::string& command);
+
+  testing::TempDir dir_;
+  std::string script_;
+};
+
+}  // namespace dra::e2e
