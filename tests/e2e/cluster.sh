@@ -17,6 +17,8 @@
 #   cluster.sh apiserver-stop DIR   stop the kube-apiserver alone (an outage)
 #   cluster.sh apiserver-start DIR  start it again, same port and flags; waits
 #                                   until /readyz is ok
+#   cluster.sh etcd-compact DIR     move etcd's revision on and compact its
+#                                   history (watches resuming from before get 410)
 #
 # A node, on request (the tests that need none stay fast), on the cluster of DIR:
 #   cluster.sh node-start DIR       kube-controller-manager, the CRI stand-in
@@ -94,7 +96,7 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,61p' "$0" >&2; exit 2; }
+usage() { sed -n '2,63p' "$0" >&2; exit 2; }
 
 [ $# -eq 2 ] || usage
 cmd="$1"
@@ -346,6 +348,26 @@ apiserver_start() {
   pid_alive "$dir/pids/kube-apiserver.pid" && die "kube-apiserver is running"
   start_apiserver "$DRA_E2E_K8S_BIN"
   log "kube-apiserver started again"
+}
+
+# etcd-compact: moves etcd's revision on (puts outside /registry) and
+# compacts its history up to the new revision, so that a watch resuming from
+# an older resourceVersion gets 410 Gone once the kube-apiserver (re)starts.
+etcd_compact() {
+  load_cluster_env
+  local key rev i
+  key="$(printf '/dra-e2e/compaction' | base64 -w0)"
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    curl -sf --max-time 5 -X POST "$DRA_E2E_ETCD/v3/kv/put" \
+      -d "{\"key\":\"$key\",\"value\":\"$(printf '%s' "$i" | base64 -w0)\"}" >/dev/null ||
+      die "etcd put failed"
+  done
+  rev="$(curl -sf --max-time 5 -X POST "$DRA_E2E_ETCD/v3/kv/range" -d "{\"key\":\"$key\"}" |
+    sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')"
+  [ -n "$rev" ] || die "no etcd revision"
+  curl -sf --max-time 30 -X POST "$DRA_E2E_ETCD/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" \
+    >/dev/null || die "etcd compaction failed"
+  log "etcd compacted at revision $rev"
 }
 
 start() {
@@ -657,6 +679,7 @@ case "$cmd" in
   kubelet-restart) kubelet_restart ;;
   apiserver-stop) apiserver_stop ;;
   apiserver-start) apiserver_start ;;
+  etcd-compact) etcd_compact ;;
   env)
     [ -f "$dir/cluster.env" ] || die "no cluster started in $dir"
     sed 's/^/export /' "$dir/cluster.env"

@@ -98,68 +98,103 @@ bool ConditionTrue(k8s::Client& admin, const k8s::ClaimRef& ref, const std::stri
   return false;
 }
 
-TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a binding answer pending: all converge "
-          "after it returns, nothing lost, with backoff",
-          "[e2e][down]") {
+// A private cluster with a Node, and the driver's writers on it: the
+// publisher (its pool of 8 devices published) and the binding reconciler
+// with their own clients, so that each one's requests can be counted, and a
+// ClaimStatusWriter on the publisher's.
+struct Writers {
   e2e::PrivateCluster cluster;
   std::shared_ptr<k8s::Client> admin = cluster.Admin();
   const std::string node = "outage-node";
-  REQUIRE(admin->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
-              .ok());
-  // The driver's writers share one client, as in a driver process.
-  std::shared_ptr<k8s::Client> driver = cluster.Admin(absl::Seconds(5));
-
-  resourceslice::Options publisher_options;
-  publisher_options.driver_name = kDriver;
-  publisher_options.node_name = node;
-  publisher_options.backoff_initial = absl::Milliseconds(100);
-  publisher_options.backoff_max = absl::Seconds(2);
+  std::shared_ptr<k8s::Client> publisher_client = cluster.Admin(absl::Seconds(5));
+  std::shared_ptr<k8s::Client> reconciler_client = cluster.Admin(absl::Seconds(5));
   std::atomic<int> publish_errors{0};
-  auto publisher = resourceslice::Publisher::Start(driver, publisher_options,
-                                                   [&](const absl::Status&, std::string_view) { publish_errors++; });
-  REQUIRE(publisher.ok());
-  (*publisher)->Update(testing::GpuPool(node, 8));
-  REQUIRE(testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
-
-  kubeletplugin::ClaimStatusWriterOptions writer_options;
-  writer_options.driver_name = kDriver;
-  writer_options.backoff_max = absl::Seconds(2);
-  auto writer = kubeletplugin::ClaimStatusWriter::Create(driver, writer_options);
-  REQUIRE(writer.ok());
-
-  auto sink = std::make_shared<testing::CapturingSink>();
+  std::unique_ptr<resourceslice::Publisher> publisher;
+  std::unique_ptr<kubeletplugin::ClaimStatusWriter> writer;
+  std::shared_ptr<testing::CapturingSink> sink = std::make_shared<testing::CapturingSink>();
   Attacher attacher;
-  kubeletplugin::BindingConditionReconcilerOptions reconciler_options;
-  reconciler_options.driver_name = kDriver;
-  reconciler_options.node_name = node;
-  reconciler_options.backoff_max = absl::Seconds(2);
-  reconciler_options.logger = Logger(sink, 4);
-  auto reconciler = BindingConditionReconciler::Start(driver, reconciler_options, attacher);
-  REQUIRE(reconciler.ok());
+  std::unique_ptr<BindingConditionReconciler> reconciler;
 
+  Writers() {
+    REQUIRE(admin->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
+                .ok());
+    resourceslice::Options publisher_options;
+    publisher_options.driver_name = kDriver;
+    publisher_options.node_name = node;
+    publisher_options.backoff_initial = absl::Milliseconds(100);
+    publisher_options.backoff_max = absl::Seconds(2);
+    auto started = resourceslice::Publisher::Start(publisher_client, publisher_options,
+                                                   [this](const absl::Status&, std::string_view) { publish_errors++; });
+    REQUIRE(started.ok());
+    publisher = *std::move(started);
+    publisher->Update(testing::GpuPool(node, 8));
+    REQUIRE(testing::PollUntil([&] { return publisher->Idle(); }, absl::Seconds(30)));
+
+    kubeletplugin::ClaimStatusWriterOptions writer_options;
+    writer_options.driver_name = kDriver;
+    writer_options.backoff_max = absl::Seconds(2);
+    auto created = kubeletplugin::ClaimStatusWriter::Create(publisher_client, writer_options);
+    REQUIRE(created.ok());
+    writer = *std::move(created);
+
+    kubeletplugin::BindingConditionReconcilerOptions reconciler_options;
+    reconciler_options.driver_name = kDriver;
+    reconciler_options.node_name = node;
+    reconciler_options.backoff_max = absl::Seconds(2);
+    reconciler_options.logger = Logger(sink, 4);
+    auto reconciling = BindingConditionReconciler::Start(reconciler_client, reconciler_options, attacher);
+    REQUIRE(reconciling.ok());
+    reconciler = *std::move(reconciling);
+  }
+  ~Writers() {
+    reconciler->Stop();
+    publisher->Stop();
+  }
+
+  int64_t PublisherWrites() const {
+    const resourceslice::Stats stats = publisher->Stats();
+    return stats.creates + stats.updates + stats.deletes;
+  }
+};
+
+uint64_t Requests(const k8s::Client& client, const std::string& verb) {
+  uint64_t n = 0;
+  for (const k8s::RequestCount& count : client.RequestCounts()) {
+    if (count.verb == verb) n += count.count;
+  }
+  return n;
+}
+
+TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a binding answer pending: all converge "
+          "after it returns, nothing lost, with backoff",
+          "[e2e][down]") {
+  Writers w;
+  e2e::PrivateCluster& cluster = w.cluster;
+  k8s::Client* admin = w.admin.get();
+  const std::string& node = w.node;
   const k8s::ClaimRef prepared = CreateAllocated(*admin, node, "prepared", "gpu-0", /*binding=*/false);
   const k8s::ClaimRef fabric = CreateAllocated(*admin, node, "fabric", "gpu-1", /*binding=*/true);
   // The reconciler has seen the fabric claim and asks again every 100 ms.
-  REQUIRE(testing::PollUntil([&] { return (*reconciler)->stats().pending > 0; }, absl::Seconds(30)));
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().pending > 0; }, absl::Seconds(30)));
 
   cluster.StopApiServer();
   const absl::Time stopped = absl::Now();
-  const uint64_t failed_before = FailedRequests(*driver);
+  const uint64_t failed_before = FailedRequests(*w.publisher_client) + FailedRequests(*w.reconciler_client);
   // Work for each writer while the server is gone: a new pool, a status
   // write in a kubelet call, an answer to write.
   const resourceslice::DriverResources grown = testing::GpuPool(node, 300);
-  (*publisher)->Update(grown);
-  attacher.attached = true;
+  w.publisher->Update(grown);
+  w.attacher.attached = true;
   absl::Status status_written = absl::UnknownError("not written");
   absl::Duration status_took;
   std::thread call([&] {
     const absl::Time start = absl::Now();
-    status_written = (*writer)->Apply(CallContext::Background(start + absl::Seconds(45)), prepared,
+    status_written = w.writer->Apply(CallContext::Background(start + absl::Seconds(45)), prepared,
                                       {testing::ReadyEntry(kDriver, node, "gpu-0")});
     status_took = absl::Now() - start;
   });
-  REQUIRE(testing::PollUntil([&] { return publish_errors >= 2; }, absl::Seconds(30)));
-  CHECK_FALSE((*publisher)->Idle());
+  REQUIRE(testing::PollUntil([&] { return w.publish_errors >= 2; }, absl::Seconds(30)));
+  CHECK_FALSE(w.publisher->Idle());
   absl::SleepFor(absl::Seconds(30) - (absl::Now() - stopped));  // the outage's length is the test's subject
   cluster.StartApiServer();
   call.join();
@@ -167,7 +202,7 @@ TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a 
   INFO(status_written.ToString());
   CHECK(status_written.ok());
   CHECK(status_took < absl::Seconds(45));
-  REQUIRE(testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(60)));
+  REQUIRE(testing::PollUntil([&] { return w.publisher->Idle(); }, absl::Seconds(60)));
   CHECK(testing::PollUntil([&] { return ConditionTrue(*admin, fabric, "gpu-1", kAttached); }, absl::Seconds(60),
                            absl::Milliseconds(200)));
   CHECK(ConditionTrue(*admin, prepared, "gpu-0", "Ready"));
@@ -181,15 +216,43 @@ TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a 
   // Backoff: over 30 s the three writers and the reconciler's watch failed
   // a bounded number of requests (a loop without backoff makes thousands of
   // refused connections a second), and the reconciler logged its retries.
-  const uint64_t failed = FailedRequests(*driver) - failed_before;
+  const uint64_t failed = FailedRequests(*w.publisher_client) + FailedRequests(*w.reconciler_client) - failed_before;
   INFO("failed requests during the outage: " << failed);
   CHECK(failed >= 3);
   CHECK(failed <= 200);
-  CHECK_FALSE(sink->Matching("Binding condition reconciler failed").empty());
-  CHECK((*reconciler)->stats().lists >= 2);  // relisted after its watch broke
+  CHECK_FALSE(w.sink->Matching("Binding condition reconciler failed").empty());
+  CHECK(w.reconciler->stats().lists >= 2);  // relisted after its watch broke
+}
 
-  (*reconciler)->Stop();
-  (*publisher)->Stop();
+TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, and nothing is written twice",
+          "[e2e][down]") {
+  Writers w;
+  const k8s::ClaimRef fabric = CreateAllocated(*w.admin, w.node, "fabric", "gpu-1", /*binding=*/true);
+  w.attacher.attached = true;
+  REQUIRE(testing::PollUntil([&] { return ConditionTrue(*w.admin, fabric, "gpu-1", kAttached); }, absl::Seconds(30),
+                             absl::Milliseconds(100)));
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().writes == 1; }, absl::Seconds(30)));
+  const int64_t publisher_writes = w.PublisherWrites();
+  const kubeletplugin::BindingConditionReconcilerStats before = w.reconciler->stats();
+  const uint64_t publisher_gets = Requests(*w.publisher_client, "GET");
+
+  // The watches' resourceVersions are compacted away while the server is
+  // down; the restarted server's watch cache starts after them.
+  w.cluster.StopApiServer();
+  w.cluster.CompactEtcd();
+  w.cluster.StartApiServer();
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().lists > before.lists; }, absl::Seconds(60)));
+  REQUIRE(testing::PollUntil([&] { return Requests(*w.publisher_client, "GET") > publisher_gets; }, absl::Seconds(60)));
+  // The same pool again: the relisted cache matches it, so no write.
+  w.publisher->Update(testing::GpuPool(w.node, 8));
+  REQUIRE(testing::PollUntil([&] { return w.publisher->Idle(); }, absl::Seconds(30)));
+  CHECK(w.PublisherWrites() == publisher_writes);
+  // The reconciler's device is finished: its handler is not asked again and
+  // its conditions are not written again.
+  const kubeletplugin::BindingConditionReconcilerStats after = w.reconciler->stats();
+  CHECK(after.handler_calls == before.handler_calls);
+  CHECK(after.writes == before.writes);
+  CHECK(ConditionTrue(*w.admin, fabric, "gpu-1", kAttached));
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ void PrivateCluster::Freeze() { Signal(SIGSTOP); }
 void PrivateCluster::Thaw() { Signal(SIGCONT); }
 void PrivateCluster::StopApiServer() { Script("apiserver-stop"); }
 void PrivateCluster::StartApiServer() { Script("apiserver-start"); }
+void PrivateCluster::CompactEtcd() { Script("etcd-compact"); }
 
 // The pid file says which process cluster.sh started.
 void PrivateCluster::Signal(int signal) {

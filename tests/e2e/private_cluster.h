@@ -32,6 +32,9 @@ class PrivateCluster {
   // until it is back (Start returns once /readyz is ok).
   void StopApiServer();
   void StartApiServer();
+  // cluster.sh etcd-compact: etcd's history up to now is gone, so a watch
+  // resuming from an older resourceVersion gets 410 Gone.
+  void CompactEtcd();
 
  private:
   void Signal(int signal);
