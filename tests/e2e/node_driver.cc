@@ -74,8 +74,8 @@ std::set<std::string> SliceUids(Client& admin, const std::string& node, const st
 
 std::string DriverProcess::HttpEndpoint() const { return absl::StrCat("127.0.0.1:", port_); }
 
-void DriverProcess::Start(const std::vector<std::string>& argv) {
-  absl::StatusOr<testing::ChildProcess> child = testing::ChildProcess::Spawn(argv, log_file());
+void DriverProcess::Start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  absl::StatusOr<testing::ChildProcess> child = testing::ChildProcess::Spawn(argv, log_file(), env);
   INFO(child.status().ToString());
   REQUIRE(child.ok());
   process_ = *std::move(child);

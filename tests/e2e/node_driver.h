@@ -46,9 +46,11 @@ class DriverProcess {
   const std::string& name() const { return name_; }
   std::string HttpEndpoint() const;
 
-  // Spawns `argv` and waits until the kubelet accepted its registration
-  // (dra_registered 1 on /metrics).
-  void Start(const std::vector<std::string>& argv);
+  // Spawns `argv` with `env` ("NAME=value") added and waits until the
+  // kubelet accepted its registration (dra_registered 1 on /metrics).
+  void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+  // Whether the process has exited, and how ("exited with status 137").
+  bool Exited(std::string* how = nullptr) { return process_.Exited(how); }
   // SIGTERM; the driver must exit 0.
   void Stop();
 

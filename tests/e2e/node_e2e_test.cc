@@ -54,11 +54,12 @@ class MinimalDriver : public DriverProcess {
  public:
   MinimalDriver(const NodeEnv& node, std::string name) : DriverProcess(node, std::move(name)), node_(node) {}
 
-  void Start() {
+  void Start(const std::vector<std::string>& env = {}) {
     DriverProcess::Start({DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
                           node_.plugins_dir + "/" + name(), "--cdi-dir", node_.cdi_dir, "--driver-name", name(),
                           "--kubeconfig", DriverKubeconfig(), "--node-name", node_.name, "--http-endpoint",
-                          HttpEndpoint()});
+                          HttpEndpoint()},
+                         env);
   }
 
  private:
@@ -84,9 +85,10 @@ bool Gone(Client& admin, const k8s::ResourceRef& ref, const std::string& ns, con
   return absl::IsNotFound(admin.Get(ref, ns, name).status());
 }
 
-// A namespace with the minimal driver on the node, a DeviceClass of its
-// devices and a template for `devices` of them; then a pod using one claim
-// from that template, Running.
+// A namespace with the minimal driver on the node (with `driver_env`), a
+// DeviceClass of its devices and a template for `devices` of them; then a
+// pod using one claim from that template, Running (with `wait`; else
+// WaitRunning() waits).
 struct RunningPod {
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   NodeEnv node = Node();
@@ -97,9 +99,9 @@ struct RunningPod {
   std::string claim_name;
   std::string claim_uid;
 
-  explicit RunningPod(int devices) {
+  explicit RunningPod(int devices, const std::vector<std::string>& driver_env = {}, bool wait = true) {
     GrantDriverRights(*admin, ns, node.name);
-    driver.Start();
+    driver.Start(driver_env);
     REQUIRE(Eventually([&] { return !SliceUids(*admin, node.name, driver.name()).empty(); }));
     const std::string device_class = UniqueName("minimal");
     REQUIRE(admin->Create(kDeviceClasses, "", DriverDeviceClass(device_class, driver.name())).ok());
@@ -108,6 +110,10 @@ struct RunningPod {
     INFO(created.status().ToString());
     REQUIRE(created.ok());
     pod_uid = (*created)["metadata"]["uid"].get<std::string>();
+    if (wait) WaitRunning();
+  }
+
+  void WaitRunning() {
     const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
     INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n"
                                   << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n") << "\nthe driver's log:\n"
@@ -170,15 +176,34 @@ TEST_CASE("a pod with a ResourceClaimTemplate runs on the node with the driver's
   CHECK(run.driver.LoggedFor("Prepared claim", run.claim_uid) == 1);
 }
 
-TEST_CASE("the kubelet restarted under a running pod: the node's slices are wiped and restored, no claim is "
+TEST_CASE("the kubelet restarted under a running pod: the driver is registered again, the node's slices are "
+          "wiped and restored, no claim is "
           "prepared twice, and the claim is unprepared from the kubelet's checkpoint",
           "[e2e][node]") {
   RunningPod run(/*devices=*/1);
   const std::set<std::string> slices_before = SliceUids(*run.admin, run.node.name, run.driver.name());
   const size_t containers_before = CriContainers(run.node, run.pod_uid).size();
 
+  auto registrations = [&] {
+    const std::string log = run.driver.Log();
+    int n = 0;
+    for (size_t at = log.find("Registered with the kubelet"); at != std::string::npos;
+         at = log.find("Registered with the kubelet", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const int registered_before = registrations();
+  const absl::Time restart_began = absl::Now();
   RestartKubelet();
   const absl::Time restarted = absl::Now();
+  // The restarted kubelet's plugin manager finds the registration socket
+  // and registers the driver again (its reconciler runs every second),
+  // usually before its /healthz answers.
+  REQUIRE(Eventually([&] { return registrations() > registered_before; }, absl::Seconds(30)));
+  WARN("the driver was registered again " << absl::FormatDuration(absl::Now() - restart_began)
+                                          << " after the kubelet's restart began (stop, start, /healthz: "
+                                          << absl::FormatDuration(restarted - restart_began) << ")");
   // The kubelet deletes every slice of its node when it starts; the driver's
   // publisher sees them go and creates them again.
   std::set<std::string> slices_after;
@@ -204,6 +229,24 @@ TEST_CASE("the kubelet restarted under a running pod: the node's slices are wipe
 
   // The claim survived the restart in the kubelet's dra_manager_state: the
   // restarted kubelet unprepares it when the pod goes.
+  run.DeleteAndWaitForCleanUp();
+}
+
+TEST_CASE("the driver dies in the kubelet's prepare call and is started again: the kubelet's retry prepares the "
+          "claim and the pod runs",
+          "[e2e][node]") {
+  // The driver dies (_exit) after its own prepare of the claim, before the
+  // Helper wrote the claim's CDI spec and recorded it prepared.
+  RunningPod run(/*devices=*/1, {"DRA_CRASH_POINT=prepare.after_driver:1"}, /*wait=*/false);
+  std::string how;
+  REQUIRE(Eventually([&] { return run.driver.Exited(&how); }, absl::Seconds(90)));
+  INFO(run.driver.Log());
+  REQUIRE(how == "exited with status 137");
+  REQUIRE_THAT(run.driver.Log(), Catch::Contains("dra crash point prepare.after_driver hit 1"));
+
+  run.driver.Start();
+  run.WaitRunning();
+  CHECK(std::filesystem::exists(run.driver.CdiSpecFile(run.claim_uid)));
   run.DeleteAndWaitForCleanUp();
 }
 
