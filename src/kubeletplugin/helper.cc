@@ -166,18 +166,19 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
-  // Destroyed after the servers and before what the calls use.
+  // Used by the registration callback, which runs on the executor.
+  mutable dra::Mutex mu_;
+  mutable dra::CondVar registration_cv_;
+  RegistrationStatus registration_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Destroyed after the servers and before what the calls use: its threads
+  // are joined before the members above go.
   internal::Executor executor_{{.max_threads = kMaxCallThreads}};
   std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
   std::unique_ptr<grpc::Server> dra_server_;
   std::unique_ptr<grpc::Server> registration_server_;
-
-  mutable dra::Mutex mu_;
-  mutable dra::CondVar registration_cv_;
-  RegistrationStatus registration_ ABSL_GUARDED_BY(mu_);
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 
   // Started by the first PublishResources; gone after Stop().
   mutable dra::Mutex publisher_mu_;
