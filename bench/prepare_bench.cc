@@ -592,7 +592,7 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   const int reps = 5000;
   for (int i = 0; i < reps; ++i) claims.Put(AllocatedClaim(Ref(series, i)));
   const Stats get = TimeIt(reps, [&](int i) {
-    if (!claims.GetClaim(Ref(series, i)).ok()) Die("GetClaim");
+    if (!claims.GetClaim(Ref(series, i), absl::InfiniteFuture()).ok()) Die("GetClaim");
   });
   rows.push_back({"InMemoryClaimSource::GetClaim (" + std::to_string(reps) + " claims held)", "memory", get});
   kp::Executor executor({});

@@ -40,7 +40,7 @@ using dra::kubeletplugin::ClaimSource;
 // driver, except those whose name starts with "gone", which are NotFound.
 class AnyClaimSource : public ClaimSource {
  public:
-  absl::StatusOr<dra::k8s::ResourceClaim> GetClaim(const dra::k8s::ClaimRef& ref) override {
+  absl::StatusOr<dra::k8s::ResourceClaim> GetClaim(const dra::k8s::ClaimRef& ref, absl::Time) override {
     if (ref.name.starts_with("gone")) return absl::NotFoundError("resourceclaims \"" + ref.name + "\" not found");
     std::vector<std::string> devices;
     for (size_t i = 0; i < ref.name.size() % 3; ++i) devices.push_back("gpu-" + std::to_string(i));

@@ -67,6 +67,9 @@ struct HttpRequest {
   bool protobuf = false;
   // Ask for PartialObjectMetadata instead of the objects.
   bool metadata_only = false;
+  // The caller's deadline (a kubelet call's): the request is not throttled,
+  // sent or retried past it, and each attempt's timeout ends by then.
+  absl::Time deadline = absl::InfiniteFuture();
 
   std::string Context() const { return absl::StrCat(method, " ", path); }
 };
@@ -81,6 +84,7 @@ struct HttpResponse {
   std::string retry_after;
   std::string content_type;
   bool request_sent = false;
+  absl::Duration timeout;  // of this transfer
 };
 
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
@@ -264,11 +268,20 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // Sets every option but the write target for one request.
   void Configure(CURL* handle, const HttpRequest& request, const internal::Credentials& creds, curl_slist** headers,
                  curl_slist** connect_to, absl::Duration timeout);
-  HttpResponse Perform(const HttpRequest& request, const internal::Credentials& creds);
+  HttpResponse Perform(const HttpRequest& request, const internal::Credentials& creds, absl::Duration timeout);
   absl::Status TransportError(const HttpResponse& response, const std::string& context) const;
-  void Throttle() {
-    absl::Duration wait = limiter.Reserve(absl::Now());
-    if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+  // Waits for the client-side rate limit; DeadlineExceeded when the wait
+  // would end past `deadline`.
+  absl::Status Throttle(absl::Time deadline) {
+    const absl::Time now = absl::Now();
+    const absl::Duration wait = limiter.Reserve(now);
+    if (wait <= absl::ZeroDuration()) return absl::OkStatus();
+    if (now + wait >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("client-side rate limit (qps ", config.qps, "): the next request ",
+                                                      "would be sent after the call's deadline"));
+    }
+    absl::SleepFor(wait);
+    return absl::OkStatus();
   }
 
   struct Result {
@@ -578,8 +591,10 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   }
 }
 
-HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::Credentials& creds) {
+HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::Credentials& creds,
+                                   absl::Duration timeout) {
   HttpResponse response;
+  response.timeout = timeout;
   CURL* h = Acquire();
   if (h == nullptr) {
     response.curl_code = CURLE_OUT_OF_MEMORY;
@@ -588,7 +603,7 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   curl_slist* headers = nullptr;
   curl_slist* connect_to_list = nullptr;
   char error[CURL_ERROR_SIZE] = {0};
-  Configure(h, request, creds, &headers, &connect_to_list, config.timeout);
+  Configure(h, request, creds, &headers, &connect_to_list, timeout);
   internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &AppendBody);
   response.max_body = config.max_response_bytes;
@@ -638,7 +653,7 @@ absl::Status Client::Impl::TransportError(const HttpResponse& response, const st
           absl::StrCat("cannot use the client certificate: ", response.curl_error, where));
     case CURLE_OPERATION_TIMEDOUT:
       return absl::DeadlineExceededError(absl::StrCat("request timed out (timeout ",
-                                                      absl::FormatDuration(config.timeout), "): ",
+                                                      absl::FormatDuration(response.timeout), "): ",
                                                       response.curl_error, where));
     case CURLE_SSL_CONNECT_ERROR:
       return absl::UnavailableError(absl::StrCat("TLS handshake with the API server failed: ", response.curl_error,
@@ -653,19 +668,41 @@ absl::Status Client::Impl::TransportError(const HttpResponse& response, const st
   }
 }
 
+namespace {
+
+// The last attempt's error, when waiting `wait` for the next would pass the
+// call's deadline.
+absl::Status NotRetried(const absl::Status& status, absl::Duration wait) {
+  return internal::Rewrap(status, status.code(),
+                          absl::StrCat(status.message(), " (not retried: the retry in ", absl::FormatDuration(wait),
+                                       " would come after the call's deadline)"));
+}
+
+}  // namespace
+
 Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
   const bool is_post = request.method == "POST";
   const std::string context = request.Context();
   bool refreshed = false;
   for (int attempt = 0;; ++attempt) {
-    Throttle();
+    if (absl::Status throttled = Throttle(request.deadline); !throttled.ok()) {
+      return {internal::Rewrap(throttled, throttled.code(), absl::StrCat(throttled.message(), " [", context, "]")),
+              false};
+    }
     absl::StatusOr<internal::Credentials> creds = auth.Get();
     if (!creds.ok()) {
       return {internal::Rewrap(creds.status(), creds.status().code(),
                      absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")),
               false};
     }
-    HttpResponse response = Perform(request, *creds);
+    const absl::Duration left = request.deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return {absl::DeadlineExceededError(absl::StrCat("the call's deadline passed before the request [", context, "]")),
+              false};
+    }
+    absl::Duration timeout = config.timeout;
+    if (left != absl::InfiniteDuration() && (timeout <= absl::ZeroDuration() || left < timeout)) timeout = left;
+    HttpResponse response = Perform(request, *creds, timeout);
     const bool more = attempt < config.max_retries;
 
     if (response.curl_code != CURLE_OK) {
@@ -673,7 +710,9 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
       if (!RetriableTransport(response.curl_code, response.curl_error)) return {status, false};
       if (is_post && !NotSent(response.curl_code) && response.request_sent) return {status, true};
       if (!more) return {status, false};
-      absl::SleepFor(internal::Backoff(attempt));
+      const absl::Duration wait = internal::Backoff(attempt);
+      if (absl::Now() + wait >= request.deadline) return {NotRetried(status, wait), false};
+      absl::SleepFor(wait);
       continue;
     }
     const long code = response.http_code;
@@ -705,7 +744,9 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
       if (is_post && code != 429) return {status, true};
       if (!more) return {status, false};
       std::optional<absl::Duration> after = internal::ParseRetryAfter(response.retry_after, absl::Now());
-      absl::SleepFor(after.has_value() ? std::min(*after, kMaxRetryAfter) : internal::Backoff(attempt));
+      const absl::Duration wait = after.has_value() ? std::min(*after, kMaxRetryAfter) : internal::Backoff(attempt);
+      if (absl::Now() + wait >= request.deadline) return {NotRetried(status, wait), false};
+      absl::SleepFor(wait);
       continue;
     }
     return {status, false};
@@ -948,10 +989,13 @@ std::vector<RequestCount> Client::RequestCounts() const {
   return counts;
 }
 
-absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name) {
+absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name,
+                                 absl::Time deadline) {
   if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
-  return impl_->Run(impl_->Request(ref, "GET", internal::ResourcePath(ref, ns, name)));
+  HttpRequest request = impl_->Request(ref, "GET", internal::ResourcePath(ref, ns, name));
+  request.deadline = deadline;
+  return impl_->Run(request);
 }
 
 absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::string& ns, const ListOptions& options) {
@@ -1063,6 +1107,7 @@ absl::StatusOr<json> Client::Patch(const ResourceRef& ref, const std::string& ns
   HttpRequest request = impl_->Request(ref, "PATCH", internal::ResourcePath(ref, ns, name, options.subresource), query);
   request.body = body.dump();
   request.content_type = std::move(content_type);
+  request.deadline = options.deadline;
   return impl_->Run(request);
 }
 
@@ -1113,8 +1158,9 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
   return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::move(thread)));
 }
 
-absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, const std::string& name) {
-  absl::StatusOr<json> doc = Get(kResourceClaims, ns, name);
+absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, const std::string& name,
+                                                       absl::Time deadline) {
+  absl::StatusOr<json> doc = Get(kResourceClaims, ns, name, deadline);
   if (!doc.ok()) return doc.status();
   absl::StatusOr<ResourceClaim> claim = ResourceClaimFromJson(*doc);
   if (!claim.ok()) {

@@ -8,11 +8,11 @@ namespace dra::kubeletplugin {
 
 ApiClaimSource::ApiClaimSource(std::shared_ptr<k8s::Client> client) : client_(std::move(client)) {}
 
-absl::StatusOr<k8s::ResourceClaim> ApiClaimSource::GetClaim(const k8s::ClaimRef& ref) {
+absl::StatusOr<k8s::ResourceClaim> ApiClaimSource::GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) {
   if (client_ == nullptr) return absl::FailedPreconditionError("ApiClaimSource: no API client");
   // GetResourceClaim keeps the client's status and names the claim when the
   // object does not decode.
-  return client_->GetResourceClaim(ref.namespace_, ref.name);
+  return client_->GetResourceClaim(ref.namespace_, ref.name, deadline);
 }
 
 }  // namespace dra::kubeletplugin

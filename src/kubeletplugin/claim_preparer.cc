@@ -119,8 +119,8 @@ absl::Status ClaimPreparer::EnterSerialized(const CallContext& ctx, const absl::
   return absl::OkStatus();
 }
 
-absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref) {
-  absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref);
+absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref, absl::Time deadline) {
+  absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, deadline);
   if (!claim.ok()) return Annotate(claim.status(), absl::StrCat("retrieve claim ", ref.ToString()));
   if (claim->metadata.uid != ref.uid) {
     return absl::FailedPreconditionError(absl::StrCat("claim ", ref.ToString(), " got replaced"));
@@ -236,8 +236,9 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   }
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError(""));
+  const absl::Time deadline = pending_call.call.context().deadline();
   fetch_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
-                          [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i]); });
+                          [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], deadline); });
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {
       outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());

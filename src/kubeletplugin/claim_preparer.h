@@ -117,7 +117,7 @@ class ClaimPreparer {
 
   // Fetches a claim and checks it is the allocated claim the kubelet means;
   // keeps only this driver's results and configs.
-  absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref);
+  absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref, absl::Time deadline);
   // Answers `ref` into `outcomes` if the checkpoint records it as prepared.
   // Before serialization (`restore` set) a claim whose CDI or metadata
   // files are gone is only noted there; once serialized they are written

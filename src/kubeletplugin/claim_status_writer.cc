@@ -72,7 +72,7 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
                                       std::vector<AllocatedDeviceStatus> devices) const {
   const std::string what = absl::StrCat("write device status of claim ", claim.ToString());
   for (int attempt = 0;; ++attempt) {
-    absl::Status status = ApplyOnce(claim, devices);
+    absl::Status status = ApplyOnce(claim, devices, ctx.deadline());
     if (status.ok()) return status;
     if (!Retryable(status)) {
       return k8s::internal::Rewrap(status, status.code(), absl::StrCat(what, ": ", status.message()));
@@ -88,8 +88,9 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
   }
 }
 
-absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<AllocatedDeviceStatus> devices) const {
-  absl::StatusOr<k8s::ResourceClaim> live = client_->GetResourceClaim(ref.namespace_, ref.name);
+absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<AllocatedDeviceStatus> devices,
+                                          absl::Time deadline) const {
+  absl::StatusOr<k8s::ResourceClaim> live = client_->GetResourceClaim(ref.namespace_, ref.name, deadline);
   if (!live.ok()) return live.status();
   if (live->metadata.uid != ref.uid) {
     return absl::FailedPreconditionError(
@@ -151,6 +152,7 @@ absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<
   options.field_manager = options_.field_manager;
   options.force = true;  // this driver's entries are its own, whoever wrote them before
   options.subresource = "status";
+  options.deadline = deadline;
   DRA_CRASH_POINT("status.before_write");
   absl::StatusOr<nlohmann::json> patched =
       client_->Patch(k8s::kResourceClaims, ref.namespace_, ref.name, k8s::PatchType::kApply, body, options);

@@ -99,7 +99,7 @@ std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {
   std::vector<std::string> unprepared;
   for (const k8s::ClaimRef& ref : due) {
     if (stopping()) break;
-    absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref);
+    absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, absl::InfiniteFuture());
     std::string reason;
     if (claim.ok()) {
       if (claim->metadata.uid == ref.uid) {

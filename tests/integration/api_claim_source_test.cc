@@ -128,14 +128,14 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
   const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
   ApiClaimSource source(client);
 
-  absl::StatusOr<k8s::ResourceClaim> claim = source.GetClaim(ref);
+  absl::StatusOr<k8s::ResourceClaim> claim = source.GetClaim(ref, absl::InfiniteFuture());
   INFO(claim.status().ToString());
   REQUIRE(claim.ok());
   CHECK(claim->metadata.uid == ref.uid);
   REQUIRE(claim->status.allocation.has_value());
   CHECK(claim->status.allocation->devices.results.size() == 3);  // ours two, and the NIC
 
-  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({kNamespace, "missing", "uid-x"});
+  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({kNamespace, "missing", "uid-x"}, absl::InfiniteFuture());
   REQUIRE_FALSE(missing.ok());
   CHECK(absl::IsNotFound(missing.status()));
   CHECK(k8s::HttpStatusCode(missing.status()) == 404);
@@ -144,7 +144,7 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
              Catch::Contains("\"missing\" not found") &&
                  Catch::Contains("GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/missing"));
 
-  CHECK(absl::IsFailedPrecondition(ApiClaimSource(nullptr).GetClaim(ref).status()));
+  CHECK(absl::IsFailedPrecondition(ApiClaimSource(nullptr).GetClaim(ref, absl::InfiniteFuture()).status()));
 }
 
 TEST_CASE("the Helper prepares claims it reads from the API server", "[api_claim_source]") {
@@ -265,6 +265,46 @@ TEST_CASE("with the API server down every claim is answered with a clear error",
   CHECK(driver.prepare_calls() == 0);
 }
 
+TEST_CASE("a 429 storm: the kubelet's call is answered before its deadline with each claim's error, not after "
+          "the Retry-After",
+          "[api_claim_source]") {
+  auto server = StartServer();
+  auto client = MakeClient(*server);
+  const k8s::ClaimRef a = CreateAllocatedClaim(*client, "a");
+  const k8s::ClaimRef b = CreateAllocatedClaim(*client, "b");
+  Fixture f;
+  TestDriver driver;
+  auto helper = f.Start(driver, f.MakeOptions(client));
+  REQUIRE(server->Admin("POST", "/fake/fail",
+                        json{{"verb", "GET"}, {"resource", "resourceclaims"}, {"status", 429}, {"count", 1000},
+                             {"retryAfterSeconds", 60}}
+                            .dump())
+              .ok());
+
+  // The kubelet's own limit is 45 s; a call answered at all (not gRPC
+  // DEADLINE_EXCEEDED) was answered before its deadline.
+  auto prepared = DraClient::Create(helper->dra_socket_path())
+                      ->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{a, b}, absl::Seconds(45));
+  INFO(prepared.status().ToString());
+  REQUIRE(prepared.ok());
+  for (const k8s::ClaimRef& ref : {a, b}) {
+    INFO(prepared->at(ref.uid).error);
+    CHECK_THAT(prepared->at(ref.uid).error,
+               Catch::StartsWith(absl::StrCat("retrieve claim ns/", ref.name, ": ")) &&
+                   Catch::Contains("not retried: the retry in 1m would come after the call's deadline"));
+  }
+  CHECK(ClaimGets(*server, "a") == 1);
+  CHECK(driver.prepare_calls() == 0);
+
+  // The storm over, the kubelet's retry prepares them.
+  REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
+  prepared = DraClient::Create(helper->dra_socket_path())
+                 ->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{a, b}, absl::Seconds(45));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at(a.uid).error.empty());
+  CHECK(prepared->at(b.uid).error.empty());
+}
+
 TEST_CASE("orphans: a started claim gone from the API is unprepared, one still there is not", "[orphans]") {
   auto server = StartServer();
   auto client = MakeClient(*server);
@@ -337,13 +377,13 @@ TEST_CASE("orphans: checks are off with a zero interval, a negative one is refus
 // Counts GetClaim calls; answers from memory or with a set error.
 class CountingSource : public kubeletplugin::ClaimSource {
  public:
-  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) override {
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) override {
     ++calls;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!error.ok()) return error;
     }
-    return claims.GetClaim(ref);
+    return claims.GetClaim(ref, deadline);
   }
   void SetError(absl::Status status) {
     std::lock_guard<std::mutex> lock(mu);

@@ -613,6 +613,59 @@ TEST_CASE("retries honour Retry-After and give up with the server's message", "[
   REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
 }
 
+TEST_CASE("a request with a deadline is not retried, throttled or left running past it", "[client][retry]") {
+  auto server = StartServer();
+  ClientConfig config = BaseConfig(*server);
+  auto client = MakeClient(config);
+  REQUIRE(client->Create(kResourceClaims, "ns", NewClaim("ns", "c1")).ok());
+
+  SECTION("a 429 whose Retry-After ends after the deadline: the 429 at once, saying why") {
+    ResetCounts(*server);
+    Fail(*server, "GET", "resourceclaims", 429, 100, 30);
+    absl::StatusOr<ResourceClaim> claim = client->GetResourceClaim("ns", "c1", absl::Now() + absl::Seconds(20));
+    INFO(claim.status().ToString());
+    REQUIRE_FALSE(claim.ok());
+    CHECK(HttpStatusCode(claim.status()) == 429);
+    CHECK_THAT(std::string(claim.status().message()),
+               Catch::Contains("not retried: the retry in 30s would come after the call's deadline"));
+    CHECK(Count(*server, "GET resourceclaims") == 1);
+    REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
+  }
+  SECTION("a slow server: the attempt's timeout ends at the deadline") {
+    config.timeout = absl::Seconds(30);
+    auto patient = MakeClient(config);
+    REQUIRE(server->Admin("POST", "/fake/delay", json{{"milliseconds", 5000}}.dump()).ok());
+    absl::StatusOr<json> got = patient->Get(kResourceClaims, "ns", "c1", absl::Now() + absl::Milliseconds(300));
+    INFO(got.status().ToString());
+    REQUIRE_FALSE(got.ok());
+    CHECK(absl::IsDeadlineExceeded(got.status()));
+    // The time left when it was sent, not the configured 30 s.
+    CHECK_THAT(std::string(got.status().message()),
+               Catch::StartsWith("request timed out (timeout ") && Catch::Contains("ms)"));
+    REQUIRE(server->Admin("POST", "/fake/delay", json{{"milliseconds", 0}}.dump()).ok());
+  }
+  SECTION("a deadline already passed: nothing is sent") {
+    ResetCounts(*server);
+    absl::StatusOr<json> got = client->Get(kResourceClaims, "ns", "c1", absl::Now() - absl::Seconds(1));
+    REQUIRE_FALSE(got.ok());
+    CHECK(absl::IsDeadlineExceeded(got.status()));
+    CHECK_THAT(std::string(got.status().message()), Catch::StartsWith("the call's deadline passed before the request"));
+    CHECK(Count(*server, "GET resourceclaims") == 0);
+  }
+  SECTION("the client-side rate limit's next slot after the deadline: DeadlineExceeded, nothing sent") {
+    config.qps = 0.1;
+    config.burst = 1;
+    auto slow = MakeClient(config);
+    REQUIRE(slow->Get(kResourceClaims, "ns", "c1").ok());  // takes the one token
+    ResetCounts(*server);
+    absl::StatusOr<json> got = slow->Get(kResourceClaims, "ns", "c1", absl::Now() + absl::Seconds(1));
+    REQUIRE_FALSE(got.ok());
+    CHECK(absl::IsDeadlineExceeded(got.status()));
+    CHECK_THAT(std::string(got.status().message()), Catch::StartsWith("client-side rate limit (qps 0.1)"));
+    CHECK(Count(*server, "GET resourceclaims") == 0);
+  }
+}
+
 TEST_CASE("the rate limiter paces requests: qps 20, burst 1", "[client][ratelimit]") {
   auto server = StartServer();
   ClientConfig config = BaseConfig(*server);

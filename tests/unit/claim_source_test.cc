@@ -18,14 +18,14 @@ TEST_CASE("in-memory claims are found by namespace and name, replaced and remove
   InMemoryClaimSource source;
   source.Put(Claim("ns", "a", "uid-1"));
   source.Put(Claim("other", "a", "uid-2"));
-  CHECK(source.GetClaim({"ns", "a", "uid-1"})->metadata.uid == "uid-1");
-  CHECK(source.GetClaim({"other", "a", "ignored"})->metadata.uid == "uid-2");
+  CHECK(source.GetClaim({"ns", "a", "uid-1"}, absl::InfiniteFuture())->metadata.uid == "uid-1");
+  CHECK(source.GetClaim({"other", "a", "ignored"}, absl::InfiniteFuture())->metadata.uid == "uid-2");
 
   source.Put(Claim("ns", "a", "uid-3"));
-  CHECK(source.GetClaim({"ns", "a", "uid-1"})->metadata.uid == "uid-3");
+  CHECK(source.GetClaim({"ns", "a", "uid-1"}, absl::InfiniteFuture())->metadata.uid == "uid-3");
 
   source.Remove("ns", "a");
-  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({"ns", "a", "uid-3"});
+  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({"ns", "a", "uid-3"}, absl::InfiniteFuture());
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(missing.status().message() == "resourceclaims.resource.k8s.io \"a\" not found in namespace \"ns\"");

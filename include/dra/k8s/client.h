@@ -105,6 +105,8 @@ struct PatchOptions {
   std::string field_manager;  // required for kApply
   bool force = false;         // kApply only: take over conflicting fields
   std::string subresource;    // e.g. "status"; default: the object itself
+  // Not throttled, sent or retried past it (see Get).
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 // Delete preconditions: the object is deleted only if it still has this UID
@@ -195,7 +197,11 @@ class Client {
   // empty. Create and Update take the namespace from the object when `ns` is
   // empty.
 
-  absl::StatusOr<nlohmann::json> Get(const ResourceRef& ref, const std::string& ns, const std::string& name);
+  // With a `deadline` (a kubelet call's), the request is not throttled,
+  // sent or retried past it (the last error then says so) and its timeout
+  // ends by then.
+  absl::StatusOr<nlohmann::json> Get(const ResourceRef& ref, const std::string& ns, const std::string& name,
+                                     absl::Time deadline = absl::InfiniteFuture());
   // One page (or everything, with limit 0).
   absl::StatusOr<ListResult> List(const ResourceRef& ref, const std::string& ns, const ListOptions& options = {});
   // All pages, following continue tokens (page size options.limit, default
@@ -226,7 +232,8 @@ class Client {
                                      std::function<void(const WatchEvent&)> on_event);
 
   // Typed helpers.
-  absl::StatusOr<ResourceClaim> GetResourceClaim(const std::string& ns, const std::string& name);
+  absl::StatusOr<ResourceClaim> GetResourceClaim(const std::string& ns, const std::string& name,
+                                                 absl::Time deadline = absl::InfiniteFuture());
   // PUT to resourceclaims/<name>/status; the claim's resourceVersion is the
   // precondition.
   absl::StatusOr<ResourceClaim> UpdateResourceClaimStatus(const ResourceClaim& claim);

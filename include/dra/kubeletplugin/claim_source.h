@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/mutex.h"
@@ -13,11 +14,13 @@ namespace dra::kubeletplugin {
 
 // Fetches the current ResourceClaim named by a kubelet request. Called
 // concurrently from gRPC threads; implementations must be thread-safe.
-// NotFound and other errors fail only the claim they concern.
+// NotFound and other errors fail only the claim they concern. `deadline` is
+// the kubelet call's: a source that waits (for the API server) gives up by
+// then, so that the call answers before the kubelet stops listening.
 class ClaimSource {
  public:
   virtual ~ClaimSource() = default;
-  virtual absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) = 0;
+  virtual absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) = 0;
 };
 
 // Claims held in memory, keyed by namespace and name: for tests, demos and
@@ -28,7 +31,7 @@ class InMemoryClaimSource : public ClaimSource {
   void Put(k8s::ResourceClaim claim);
   void Remove(const std::string& namespace_, const std::string& name);
 
-  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref) override;
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) override;
 
  private:
   dra::Mutex mu_;

@@ -88,7 +88,8 @@ class ClaimStatusWriter {
       : client_(std::move(client)), options_(std::move(options)) {}
   // One attempt: read the claim, check and complete the entries, apply.
   // Errors are the client's, unannotated, so that Apply can classify them.
-  absl::Status ApplyOnce(const k8s::ClaimRef& claim, std::vector<k8s::AllocatedDeviceStatus> devices) const;
+  absl::Status ApplyOnce(const k8s::ClaimRef& claim, std::vector<k8s::AllocatedDeviceStatus> devices,
+                         absl::Time deadline) const;
 
   const std::shared_ptr<k8s::Client> client_;
   const ClaimStatusWriterOptions options_;
