@@ -31,11 +31,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "crash/example_node.h"
 #include "crash/kubelet_peer.h"
 #include "crashpoint/crash_point.h"
 #include "cpu_driver.h"
@@ -56,7 +56,6 @@ namespace {
 using dra::internal::kCrashPoints;
 using nlohmann::json;
 
-constexpr char kNamespace[] = "default";
 constexpr absl::Duration kCallTimeout = absl::Seconds(20);
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 // An armed point that has not fired after this many calls is given up: the
@@ -158,28 +157,12 @@ class Run {
   }
 
  private:
-  // The API server with a Node and the claims, the dirs, the peer and the
+  // The node (API server, Node, dirs), the claims, the peer and the
   // first driver instance.
   bool SetUp() {
-    FakeApiServer::Options options;
-    options.extra_args = {"--quiet", "--exit-with-parent"};
-    absl::StatusOr<std::unique_ptr<FakeApiServer>> server = FakeApiServer::Start(options);
-    if (!server.ok()) return Fail(absl::StrCat("fake API server: ", server.status().ToString()));
-    server_ = *std::move(server);
-    k8s::ClientConfig config;
-    config.server = server_->url();
-    config.ca_file = server_->ca_file();
-    config.bearer_token = server_->admin_token();
-    config.qps = 0;
-    absl::StatusOr<std::shared_ptr<k8s::Client>> client = k8s::Client::Create(config);
-    if (!client.ok()) return Fail(client.status().ToString());
-    client_ = *client;
-    const json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kExampleNode}}}};
-    if (absl::StatusOr<json> created = client_->Create(k8s::kNodes, "", node); !created.ok()) {
-      return Fail(created.status().ToString());
-    }
-    WriteExampleKubeconfig(*server_, dir_.Join("kubeconfig"));
-    for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir_.Join(sub));
+    absl::StatusOr<ExampleNode> node = StartExampleNode(dir_);
+    if (!node.ok()) return Fail(node.status().ToString());
+    node_ = *std::move(node);
     if (scenario_.name == "cpu") {
       // Two sockets of 4 cores with 2 threads: CPUs 0-3 and 8-11 on socket
       // 0, 4-7 and 12-15 on socket 1; CPU 0 is reserved.
@@ -248,25 +231,9 @@ class Run {
         result.share_id = Uuid();
         result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name)] = k8s::Quantity::FromInt(claim.cpus);
       }
-      json requests = json::array();
-      for (k8s::DeviceRequestAllocationResult& result : results) {
-        result.driver = scenario_.driver_name;
-        result.pool = kExampleNode;
-        requests.push_back({{"name", result.request}, {"exactly", {{"deviceClassName", scenario_.driver_name}}}});
-      }
-      const json object = {{"apiVersion", "resource.k8s.io/v1"},
-                           {"kind", "ResourceClaim"},
-                           {"metadata", {{"namespace", kNamespace}, {"name", name}}},
-                           {"spec", {{"devices", {{"requests", requests}}}}}};
-      absl::StatusOr<json> created = client_->Create(k8s::kResourceClaims, kNamespace, object);
-      if (!created.ok()) return Fail(absl::StrCat("create claim ", name, ": ", created.status().ToString()));
-      absl::StatusOr<k8s::ResourceClaim> typed = k8s::ResourceClaimFromJson(*created);
-      if (!typed.ok()) return Fail(typed.status().ToString());
-      typed->status.allocation.emplace().devices.results = std::move(results);
-      if (absl::StatusOr<k8s::ResourceClaim> updated = client_->UpdateResourceClaimStatus(*typed); !updated.ok()) {
-        return Fail(absl::StrCat("allocate claim ", name, ": ", updated.status().ToString()));
-      }
-      claim.ref = {kNamespace, name, typed->metadata.uid};
+      absl::StatusOr<k8s::ClaimRef> ref = CreateAllocatedClaim(*node_.client, scenario_.driver_name, name, std::move(results));
+      if (!ref.ok()) return Fail(ref.status().ToString());
+      claim.ref = *ref;
     }
     return true;
   }
@@ -546,7 +513,7 @@ class Run {
   std::vector<json> Slices() {
     k8s::ListOptions options;
     options.field_selector = "spec.driver=" + scenario_.driver_name;
-    absl::StatusOr<k8s::ListResult> slices = client_->ListAll(k8s::kResourceSlices, "", options);
+    absl::StatusOr<k8s::ListResult> slices = node_.client->ListAll(k8s::kResourceSlices, "", options);
     return slices.ok() ? slices->items : std::vector<json>();
   }
 
@@ -554,7 +521,7 @@ class Run {
 
   void DeleteSlices() {
     for (const json& slice : Slices()) {
-      client_->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).IgnoreError();
+      node_.client->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).IgnoreError();
     }
   }
 
@@ -718,15 +685,10 @@ class Run {
       Violation(absl::StrCat("SIGTERM: the driver ", stopped));
     }
     if (!Start(/*arm=*/false)) return;
-    for (const auto& file : std::filesystem::recursive_directory_iterator(dir_.Join("cdi"))) {
-      const std::string name = file.path().filename();
-      for (const Claim& claim : claims_) {
-        if (absl::StrContains(name, claim.ref.uid)) Violation(absl::StrCat("left after everything unprepared: ", name));
-      }
-    }
-    std::error_code error;
-    for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
-      Violation(absl::StrCat("left after everything unprepared: ", file.path().string()));
+    std::vector<k8s::ClaimRef> refs;
+    for (const Claim& claim : claims_) refs.push_back(claim.ref);
+    for (const std::string& left : LeftAfterUnprepare(dir_, scenario_.driver_name, refs)) {
+      Violation(absl::StrCat("left after everything unprepared: ", left));
     }
     auto published = [&] {
       int devices = 0;
@@ -737,12 +699,6 @@ class Run {
                    absl::Milliseconds(100))) {
       Violation(absl::StrCat("the pool has ", published(), " devices published, want ", scenario_.published_devices));
     }
-    absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
-        kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
-    if (checkpoint.ok() && !(*checkpoint)->Entries().empty()) {
-      Violation(absl::StrCat("the checkpoint still has ", (*checkpoint)->Entries().size(),
-                             " claims after everything unprepared"));
-    }
   }
 
   Scenario scenario_;
@@ -750,8 +706,7 @@ class Run {
   const std::string peer_binary_;
   std::vector<std::string> points_;  // the crash points this driver can reach
   TempDir dir_;
-  std::unique_ptr<FakeApiServer> server_;
-  std::shared_ptr<k8s::Client> client_;
+  ExampleNode node_;
   std::unique_ptr<KubeletPeer> peer_;
   ChildProcess driver_;
   std::vector<Claim> claims_;
@@ -837,14 +792,12 @@ int Main(int argc, char** argv) {
       return Usage("unknown flag " + arg);
     }
   }
-  if (flags.peer.empty()) {
-    absl::StatusOr<ProcessResult> dir = RunProcess({DRA_E2E_BUILD_K8S, "--print-dir", "kubeletpeer"});
-    if (!dir.ok() || dir->exit_code != 0) {
-      std::cerr << "crash_harness: no kubelet peer: " << (dir.ok() ? dir->err : dir.status().ToString()) << "\n";
-      return 1;
-    }
-    flags.peer = std::string(absl::StripTrailingAsciiWhitespace(dir->out)) + "/kubeletpeer";
+  absl::StatusOr<std::string> peer = KubeletPeerBinary(flags.peer);
+  if (!peer.ok()) {
+    std::cerr << "crash_harness: " << peer.status() << "\n";
+    return 1;
   }
+  flags.peer = *peer;
   std::cout << "crash harness: seed " << flags.seed << " (--seed=" << flags.seed << " to run it again)" << std::endl;
 
   std::vector<Tally> tallies;
