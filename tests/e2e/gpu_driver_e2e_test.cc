@@ -120,6 +120,61 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   CHECK_FALSE(SliceUids(*gpu.admin, gpu.node.name, gpu.driver.name()).empty());
 }
 
+// The sockets a driver instance logged at start ("DRA plugin started").
+std::pair<std::string, std::string> Sockets(const DriverProcess& process) {
+  const std::string log = process.Log();
+  const size_t registrar = log.find("registrar=\"");
+  const size_t endpoint = log.find("endpoint=\"", registrar);
+  REQUIRE(registrar != std::string::npos);
+  REQUIRE(endpoint != std::string::npos);
+  auto value = [&](size_t at, size_t key_length) {
+    const size_t begin = at + key_length;
+    return log.substr(begin, log.find('"', begin) - begin);
+  };
+  return {value(registrar, 11), value(endpoint, 10)};
+}
+
+TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve side by side, no claim is prepared "
+          "by both, and the old one's sockets go with it",
+          "[e2e][node][gpu]") {
+  GpuDriver gpu({"--num-devices=4", "--pod-uid=11111111-1111-4111-8111-111111111111"});
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class));
+  auto claim_uid = [&](const json& pod) {
+    return gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>();
+  };
+  const std::string before = claim_uid(gpu.RunPod("before", {{"gpu", "gpu"}}, true));
+
+  // The DaemonSet's new pod starts beside the old one, with the same driver
+  // name and dirs; the kubelet calls the instance registered last.
+  DriverProcess surge(gpu.node, gpu.driver.name());
+  surge.Start(gpu.Argv(surge, {"--num-devices=4", "--pod-uid=22222222-2222-4222-8222-222222222222"}));
+  const std::pair<std::string, std::string> old_sockets = Sockets(gpu.driver);
+  const std::pair<std::string, std::string> new_sockets = Sockets(surge);
+  CHECK(old_sockets.first != new_sockets.first);
+  CHECK(old_sockets.second != new_sockets.second);
+  const std::string during = claim_uid(gpu.RunPod("during", {{"gpu", "gpu"}}, true));
+  for (const std::string& uid : {before, during}) {
+    INFO("claim " << uid << "\nthe old instance's log:\n" << gpu.driver.Log() << "\nthe new one's:\n" << surge.Log());
+    CHECK(gpu.driver.LoggedFor("Prepared claim", uid) + surge.LoggedFor("Prepared claim", uid) == 1);
+  }
+  CHECK(surge.LoggedFor("Prepared claim", during) == 1);
+
+  // The old one goes (SIGTERM, exit 0) and takes its sockets; the new one
+  // unprepares what the old one prepared (one checkpoint).
+  gpu.driver.Stop();
+  CHECK_FALSE(std::filesystem::exists(old_sockets.first));
+  CHECK_FALSE(std::filesystem::exists(old_sockets.second));
+  CHECK(std::filesystem::exists(new_sockets.first));
+  CHECK(std::filesystem::exists(new_sockets.second));
+  for (const char* pod : {"before", "during"}) gpu.DeletePod(pod);
+  for (const std::string& uid : {before, during}) {
+    CHECK(Eventually([&] { return !std::filesystem::exists(gpu.driver.CdiSpecFile(uid)); }, absl::Seconds(60)));
+    CHECK(surge.LoggedFor("Unprepared claim", uid) == 1);
+  }
+  surge.Stop();
+}
+
 TEST_CASE("the GPU driver: a bad GpuConfig fails only its claim, and the pod's event names the field",
           "[e2e][node][gpu]") {
   GpuDriver gpu({"--num-devices=2"});

@@ -125,20 +125,26 @@ ExampleDriverOnNode::ExampleDriverOnNode(const std::string& binary, const std::s
     : admin(MakeClient(AdminConfig())),
       node(Node()),
       ns(CreateNamespace(*admin, "e2e-" + prefix)),
-      driver(node, UniqueName(prefix) + ".example.com") {
+      driver(node, UniqueName(prefix) + ".example.com"),
+      binary(binary) {
   GrantDriverRights(*admin, ns, node.name);
   GrantClaimStatusRights(*admin, ns, driver.name());
+  driver.Start(Argv(driver, flags));
+}
+
+std::vector<std::string> ExampleDriverOnNode::Argv(const DriverProcess& process,
+                                                   const std::vector<std::string>& flags) const {
   std::vector<std::string> argv = {binary,
-                                   "--driver-name=" + driver.name(),
+                                   "--driver-name=" + process.name(),
                                    "--node-name=" + node.name,
                                    "--kubeconfig=" + DriverKubeconfig(),
                                    "--cdi-root=" + node.cdi_dir,
                                    "--kubelet-registrar-directory-path=" + node.plugins_registry,
                                    "--kubelet-plugins-directory-path=" + node.plugins_dir,
-                                   "--http-endpoint=" + driver.HttpEndpoint(),
+                                   "--http-endpoint=" + process.HttpEndpoint(),
                                    "-v=2"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  driver.Start(argv);
+  return argv;
 }
 
 std::string ExampleDriverOnNode::Attributes() const {

@@ -83,9 +83,14 @@ struct ExampleDriverOnNode {
   NodeEnv node;
   std::string ns;
   DriverProcess driver;
+  const std::string binary;
 
   // Starts `binary` with the node's flags and `flags`.
   ExampleDriverOnNode(const std::string& binary, const std::string& prefix, const std::vector<std::string>& flags);
+
+  // The command line of this driver for `process` (its /metrics port) with
+  // `flags`: for a second instance of it, as in a rolling update.
+  std::vector<std::string> Argv(const DriverProcess& process, const std::vector<std::string>& flags) const;
 
   // The driver's attributes in CEL: device.attributes["<driver>"].
   std::string Attributes() const;
