@@ -24,6 +24,7 @@
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
 #include "e2e/node_driver.h"
+#include "kubeletplugin/checkpoint.h"
 #include "support/http_get.h"
 #include "support/temp_dir.h"
 
@@ -173,6 +174,89 @@ TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve si
     CHECK(surge.LoggedFor("Unprepared claim", uid) == 1);
   }
   surge.Stop();
+}
+
+TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and unprepare calls on the real node: "
+          "every pod runs, every claim is cleaned up",
+          "[e2e][node][gpu][crash]") {
+  // A shorter run of the crash harness (tests/crash) under the real kubelet:
+  // one point per instance, hit by the next kubelet call; the kubelet's
+  // retry then meets a restarted instance.
+  const std::vector<std::string> points = {
+      "prepare.before_driver", "prepare.after_driver",    "prepare.after_metadata_files", "prepare.after_cdi_spec",
+      "status.before_write",   "prepare.after_checkpoint", "unprepare.before_driver",     "unprepare.after_driver",
+      "status.after_write",    "unprepare.after_files_removed", "unprepare.after_checkpoint"};
+  const std::vector<std::string> flags = {"--num-devices=4", "--device-status", "--device-metadata"};
+  GpuDriver gpu(flags);
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class));
+  gpu.driver.Stop();
+  std::vector<std::string> uids;
+  int pods = 0;  // pod i is "app-<i>"; pods below `pods - 1` are deleted
+  auto run_pod = [&] {
+    const json pod = gpu.RunPod(absl::StrCat("app-", pods++), {{"gpu", "gpu"}}, true);
+    uids.push_back(gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>());
+  };
+  auto create_pod = [&] {
+    REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, absl::StrCat("app-", pods), {{"gpu", "gpu"}}))
+                .ok());
+  };
+  std::string table = "| crash point | hit | pod running after the restart | claim cleaned up |\n|---|---|---|---|\n";
+  gpu.driver.Start(gpu.Argv(gpu.driver, flags));
+  run_pod();
+  gpu.driver.Stop();
+  for (const std::string& point : points) {
+    INFO("crash point " << point << "; the driver's log:\n" << gpu.driver.Log());
+    gpu.driver.Start(gpu.Argv(gpu.driver, flags), {absl::StrCat("DRA_CRASH_POINT=", point, ":1")});
+    const bool unprepare = absl::StartsWith(point, "unprepare.");
+    const std::string previous = absl::StrCat("app-", pods - 1);
+    // Unprepare points die in the previous pod's unprepare, the others
+    // (the device status is written while preparing) in the next pod's
+    // prepare.
+    if (unprepare) {
+      REQUIRE(gpu.admin->Delete(kPods, gpu.ns, previous).ok());
+    } else {
+      create_pod();
+    }
+    std::string how;
+    REQUIRE(Eventually([&] { return gpu.driver.Exited(&how); }, absl::Seconds(90)));
+    REQUIRE(how == "exited with status 137");
+    REQUIRE_THAT(gpu.driver.Log(), Catch::Contains(absl::StrCat("dra crash point ", point, " hit 1")));
+    gpu.driver.Start(gpu.Argv(gpu.driver, flags));
+    if (unprepare) {
+      CHECK(Eventually([&] { return absl::IsNotFound(gpu.admin->Get(kPods, gpu.ns, previous).status()); },
+                       absl::Seconds(90)));
+      run_pod();
+    } else {
+      json pod;
+      REQUIRE(WaitForPod(*gpu.admin, gpu.ns, absl::StrCat("app-", pods), PodRunning, &pod));
+      uids.push_back(gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>());
+      ++pods;
+      gpu.DeletePod(previous);
+    }
+    // The previous pod's claim is unprepared, its files gone.
+    const std::string cleaned = uids[uids.size() - 2];
+    const bool gone =
+        Eventually([&] { return !std::filesystem::exists(gpu.driver.CdiSpecFile(cleaned)); }, absl::Seconds(60));
+    CHECK(gone);
+    table += absl::StrCat("| `", point, "` | yes | yes | ", gone ? "yes" : "NO", " |\n");
+    gpu.driver.Stop();
+  }
+  gpu.driver.Start(gpu.Argv(gpu.driver, flags));
+  gpu.DeletePod(absl::StrCat("app-", pods - 1));
+  CHECK(Eventually([&] { return !std::filesystem::exists(gpu.driver.CdiSpecFile(uids.back())); }, absl::Seconds(60)));
+  gpu.driver.Stop();
+  // Nothing of any claim is left: no CDI spec, no metadata, no checkpoint entry.
+  for (const std::string& uid : uids) CHECK_FALSE(std::filesystem::exists(gpu.driver.CdiSpecFile(uid)));
+  const std::string data = absl::StrCat(gpu.node.plugins_dir, "/", gpu.driver.name());
+  absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
+      kubeletplugin::internal::Checkpoint::Open(data + "/checkpoint.json");
+  REQUIRE(checkpoint.ok());
+  CHECK((*checkpoint)->Entries().empty());
+  std::error_code error;
+  CHECK(std::filesystem::directory_iterator(data + "/dra-device-metadata", error) ==
+        std::filesystem::directory_iterator());
+  WARN(table);
 }
 
 TEST_CASE("the GPU driver: a bad GpuConfig fails only its claim, and the pod's event names the field",
