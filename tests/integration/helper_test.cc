@@ -211,6 +211,25 @@ TEST_CASE("each bad claim fails only itself", "[helper]") {
   CHECK(driver.prepare_calls() == 1);
 }
 
+TEST_CASE("a request over gRPC's 4 MiB limit is refused before any handler, and the next call is served",
+          "[helper]") {
+  Fixture f;
+  TestDriver driver;
+  auto helper = f.Start(driver);
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  std::vector<k8s::ClaimRef> huge;
+  for (int i = 0; i < 20000; ++i) huge.push_back({"ns", std::string(253, 'n'), absl::StrCat("uid-", i)});
+  auto client = DraClient::Create(helper->dra_socket_path());
+  auto refused = client->NodePrepareResources(DraApi::kV1, huge);
+  INFO(refused.status().ToString());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(absl::IsResourceExhausted(refused.status()));
+  CHECK(driver.prepare_calls() == 0);
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at("uid-1").error.empty());
+}
+
 TEST_CASE("a claim reference that could escape a directory fails before any file or the driver is touched",
           "[helper]") {
   Fixture f;
