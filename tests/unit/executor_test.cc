@@ -17,10 +17,10 @@ namespace {
 using dra::testing::PollUntil;
 
 TEST_CASE("executor: no thread before the first work, the work runs on one of its own", "[executor]") {
+  dra::testing::Notification ran;  // outlives the executor's threads
+  std::thread::id on;
   Executor executor({.max_threads = 4});
   CHECK(executor.threads() == 0);
-  dra::testing::Notification ran;
-  std::thread::id on;
   executor.Post([&] {
     on = std::this_thread::get_id();
     ran.Notify();
@@ -31,9 +31,12 @@ TEST_CASE("executor: no thread before the first work, the work runs on one of it
 }
 
 TEST_CASE("executor: a thread per busy one up to the bound, then the work queues", "[executor]") {
-  Executor executor({.max_threads = 2, .parallelism = 2});
+  // These outlive the executor's threads.
   dra::testing::Notification release;
   std::atomic<int> started{0};
+  std::mutex mu;
+  std::vector<int> order;
+  Executor executor({.max_threads = 2, .parallelism = 2});
   for (int i = 0; i < 2; ++i) {
     executor.Post([&] {
       ++started;
@@ -42,8 +45,6 @@ TEST_CASE("executor: a thread per busy one up to the bound, then the work queues
   }
   REQUIRE(PollUntil([&] { return started == 2; }));
   CHECK(executor.threads() == 2);
-  std::mutex mu;
-  std::vector<int> order;
   for (int i = 0; i < 5; ++i) {
     executor.Post([&, i] {
       std::lock_guard<std::mutex> lock(mu);
@@ -76,9 +77,10 @@ TEST_CASE("executor: an idle thread is reused, not joined by another", "[executo
 }
 
 TEST_CASE("executor: past its parallelism, a thread is added only when queued work stalls", "[executor]") {
-  Executor executor({.max_threads = 3, .parallelism = 1, .stall = absl::Milliseconds(5)});
-  dra::testing::Notification release;
+  dra::testing::Notification release;  // these outlive the executor's threads
+  dra::testing::Notification fourth;
   std::atomic<int> blocked{0};
+  Executor executor({.max_threads = 3, .parallelism = 1, .stall = absl::Milliseconds(5)});
   // Each blocks until released: the queue behind them only moves on new threads.
   for (int i = 0; i < 3; ++i) {
     executor.Post([&] {
@@ -88,7 +90,6 @@ TEST_CASE("executor: past its parallelism, a thread is added only when queued wo
   }
   REQUIRE(PollUntil([&] { return blocked == 3; }));
   CHECK(executor.threads() == 3);
-  dra::testing::Notification fourth;
   executor.Post([&] { fourth.Notify(); });  // at the bound: waits for one of them
   CHECK_FALSE(fourth.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
   CHECK(executor.threads() == 3);
@@ -97,12 +98,12 @@ TEST_CASE("executor: past its parallelism, a thread is added only when queued wo
 }
 
 TEST_CASE("executor: idle threads exit after the idle timeout and start again on demand", "[executor]") {
+  dra::testing::Notification first;  // these outlive the executor's threads
+  dra::testing::Notification second;
   Executor executor({.max_threads = 4, .idle_timeout = absl::Milliseconds(20)});
-  dra::testing::Notification first;
   executor.Post([&] { first.Notify(); });
   first.WaitForNotification();
   REQUIRE(PollUntil([&] { return executor.threads() == 0; }));
-  dra::testing::Notification second;
   executor.Post([&] { second.Notify(); });
   second.WaitForNotification();
   CHECK(executor.threads() == 1);
