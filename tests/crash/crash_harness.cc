@@ -21,7 +21,6 @@
 //   crash_harness [--drivers=gpu,cpu] [--iterations=1000] [--seed=N]
 //                 [--peer=KUBELETPEER] [--list-points]
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -762,12 +761,6 @@ int Usage(const std::string& problem) {
             << "\nusage: crash_harness [--drivers=gpu,cpu] [--iterations=N] [--seed=N] [--peer=KUBELETPEER] "
                "[--list-points]\n";
   return 2;
-}
-
-template <typename T>
-bool ParseNumber(std::string_view text, T& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc() && end == text.data() + text.size();
 }
 
 int Main(int argc, char** argv) {

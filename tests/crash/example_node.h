@@ -4,8 +4,11 @@
 // allocated as the scheduler would, and where the kubelet peer is.
 #pragma once
 
+#include <charconv>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +43,13 @@ absl::StatusOr<k8s::ClaimRef> CreateAllocatedClaim(k8s::Client& client, const st
 // entries; one line each.
 std::vector<std::string> LeftAfterUnprepare(const TempDir& dir, const std::string& driver_name,
                                             const std::vector<k8s::ClaimRef>& claims);
+
+// A flag's value as a whole number: false if anything else is in it.
+template <typename T>
+bool ParseNumber(std::string_view text, T& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
 
 // `peer` if not empty, else the kubelet peer build-k8s.sh built (the
 // e2e_kubeletpeer fixture).

@@ -16,7 +16,6 @@
 //
 //   load_harness [--drivers=gpu,cpu] [--callers=16] [--cycles=10000 | --duration=1h]
 //                [--warmup=3s] [--max-rss-growth-kb=8192] [--peer=KUBELETPEER]
-#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -263,12 +262,6 @@ int Usage(const std::string& problem) {
             << "\nusage: load_harness [--drivers=gpu,cpu] [--callers=16] [--cycles=10000 | --duration=1h] "
                "[--warmup=3s] [--max-rss-growth-kb=8192] [--peer=KUBELETPEER]\n";
   return 2;
-}
-
-template <typename T>
-bool ParseNumber(std::string_view text, T& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc() && end == text.data() + text.size();
 }
 
 int Main(int argc, char** argv) {

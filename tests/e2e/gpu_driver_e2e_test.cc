@@ -122,6 +122,11 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   CHECK_FALSE(SliceUids(*gpu.admin, gpu.node.name, gpu.driver.name()).empty());
 }
 
+// The UID of the claim generated for the pod's claim "gpu".
+std::string GpuClaimUid(GpuDriver& gpu, const json& pod) {
+  return gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>();
+}
+
 // The sockets a driver instance logged at start ("DRA plugin started").
 std::pair<std::string, std::string> Sockets(const DriverProcess& process) {
   const std::string log = process.Log();
@@ -142,10 +147,7 @@ TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve si
   GpuDriver gpu({"--num-devices=4", "--pod-uid=11111111-1111-4111-8111-111111111111"});
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class));
-  auto claim_uid = [&](const json& pod) {
-    return gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>();
-  };
-  const std::string before = claim_uid(gpu.RunPod("before", {{"gpu", "gpu"}}, true));
+  const std::string before = GpuClaimUid(gpu, gpu.RunPod("before", {{"gpu", "gpu"}}, true));
 
   // The DaemonSet's new pod starts beside the old one, with the same driver
   // name and dirs; the kubelet calls the instance registered last.
@@ -155,7 +157,7 @@ TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve si
   const std::pair<std::string, std::string> new_sockets = Sockets(surge);
   CHECK(old_sockets.first != new_sockets.first);
   CHECK(old_sockets.second != new_sockets.second);
-  const std::string during = claim_uid(gpu.RunPod("during", {{"gpu", "gpu"}}, true));
+  const std::string during = GpuClaimUid(gpu, gpu.RunPod("during", {{"gpu", "gpu"}}, true));
   for (const std::string& uid : {before, during}) {
     INFO("claim " << uid << "\nthe old instance's log:\n" << gpu.driver.Log() << "\nthe new one's:\n" << surge.Log());
     CHECK(gpu.driver.LoggedFor("Prepared claim", uid) + surge.LoggedFor("Prepared claim", uid) == 1);
@@ -195,8 +197,7 @@ TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and un
   std::vector<std::string> uids;
   int pods = 0;  // pod i is "app-<i>"; pods below `pods - 1` are deleted
   auto run_pod = [&] {
-    const json pod = gpu.RunPod(absl::StrCat("app-", pods++), {{"gpu", "gpu"}}, true);
-    uids.push_back(gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>());
+    uids.push_back(GpuClaimUid(gpu, gpu.RunPod(absl::StrCat("app-", pods++), {{"gpu", "gpu"}}, true)));
   };
   auto create_pod = [&] {
     REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, absl::StrCat("app-", pods), {{"gpu", "gpu"}}))
@@ -231,7 +232,7 @@ TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and un
     } else {
       json pod;
       REQUIRE(WaitForPod(*gpu.admin, gpu.ns, absl::StrCat("app-", pods), PodRunning, &pod));
-      uids.push_back(gpu.Claim(GeneratedClaimName(pod, "gpu"))["metadata"]["uid"].get<std::string>());
+      uids.push_back(GpuClaimUid(gpu, pod));
       ++pods;
       gpu.DeletePod(previous);
     }
