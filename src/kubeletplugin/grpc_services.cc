@@ -64,12 +64,16 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
 // cancels the driver's CallContext at once.
 class KubeletCall final : public grpc::ServerUnaryReactor {
  public:
-  explicit KubeletCall(std::shared_ptr<CallState> state) : state_(std::move(state)) {}
-  void OnCancel() override { state_->CallerCancelled(); }
+  KubeletCall(std::shared_ptr<CallState> state, Logger logger) : state_(std::move(state)), logger_(std::move(logger)) {}
+  void OnCancel() override {
+    state_->CallerCancelled();
+    logger_.InfoV(2, "Caller cancelled the call", {{"reason", std::string(state_->status().message())}});
+  }
   void OnDone() override { delete this; }
 
  private:
   const std::shared_ptr<CallState> state_;
+  const Logger logger_;  // carries the method and request ID
 };
 
 // The v1 and v1beta1 DRA APIs have the same messages in different packages;
@@ -107,7 +111,7 @@ class DraService final : public Api::Service {
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const char* method, Run run,
                                   const Claims& claims, Answer answer) {
     CallTracker::Call call = preparer_.BeginCall(method, DeadlineOf(context));
-    auto* reactor = new KubeletCall(call.state());
+    auto* reactor = new KubeletCall(call.state(), call.context().logger());
     executor_.Post([this, run, refs = ToRefs(claims), answer, reactor, call = std::move(call)]() mutable {
       Done done = [answer, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
         if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));

@@ -171,14 +171,17 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   mutable dra::CondVar registration_cv_;
   RegistrationStatus registration_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // Destroyed after the servers and before what the calls use: its threads
-  // are joined before the members above go.
-  internal::Executor executor_{{.max_threads = kMaxCallThreads}};
   std::unique_ptr<internal::HttpServer> http_server_;
   std::vector<std::unique_ptr<grpc::Service>> dra_services_;
   std::unique_ptr<grpc::Service> registration_service_;
   std::unique_ptr<grpc::Server> dra_server_;
   std::unique_ptr<grpc::Server> registration_server_;
+  // Destroyed first: its threads are joined before anything they use goes,
+  // the servers included. A reactor's Finish on an executor thread may still
+  // be inside gRPC when the server's Shutdown() has returned (the answer is
+  // sent and the call done), so a server deleted before the join is deleted
+  // under it.
+  internal::Executor executor_{{.max_threads = kMaxCallThreads}};
 
   // Started by the first PublishResources; gone after Stop().
   mutable dra::Mutex publisher_mu_;

@@ -2,17 +2,24 @@
 // kubelet-like client: the kubelet's deadline, cancellation by the deadline,
 // by the serializer queue and by Stop(), request IDs in the logs, and a
 // hung driver call that Stop() leaves behind after shutdown_grace.
+#include <grpcpp/grpcpp.h>
+
 #include <catch2/catch.hpp>
 #include <future>
+#include <list>
 #include <thread>
 
 #include "absl/time/clock.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
+#include "dra/v1/api.grpc.pb.h"
 #include "support/capturing_logger.h"
 #include "support/helper_dirs.h"
+#include "support/http_get.h"
 #include "support/poll.h"
 #include "support/test_driver.h"
+
+namespace drapb = ::k8s::io::kubelet::pkg::apis::dra::v1;
 
 namespace dra {
 namespace {
@@ -26,6 +33,10 @@ using testing::AllocatedClaim;
 using testing::CapturingSink;
 using testing::PollUntil;
 using testing::TestDriver;
+
+// How long a wait for an event may take before the test gives up: generous,
+// so that only a lost event (a bug) ends it, never a slow machine (TSan).
+constexpr absl::Duration kEventWait = absl::Minutes(2);
 
 struct Fixture : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
@@ -78,18 +89,24 @@ TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails 
   auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
   auto client = DraClient::Create(helper->dra_socket_path());
 
-  auto answer = client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Milliseconds(300));
-  // The driver answers at the deadline: a slow client (ASan) may read that
-  // answer before its own deadline fires.
-  if (answer.ok()) {
-    CHECK_THAT(answer->at("uid-1").error, Catch::Contains("the call's deadline"));
-  } else {
-    CHECK(answer.status().code() == absl::StatusCode::kDeadlineExceeded);
+  // The deadline must pass while the driver waits, not before the call
+  // reached it (on a loaded machine it may not get there in time: the call
+  // then fails without the driver): until the driver saw a call, again with
+  // twice the time.
+  for (absl::Duration timeout = absl::Milliseconds(300); driver.cancellations().empty(); timeout *= 2) {
+    auto answer = client->NodePrepareResources(DraApi::kV1, Claim("1"), timeout);
+    // The driver answers at the deadline: a slow client (ASan) may read that
+    // answer before its own deadline fires.
+    if (answer.ok()) {
+      CHECK_THAT(answer->at("uid-1").error, Catch::Contains("the call's deadline"));
+    } else {
+      CHECK(answer.status().code() == absl::StatusCode::kDeadlineExceeded);
+    }
+    REQUIRE(PollUntil([&] { return driver.calls_inside() == 0; }, kEventWait));
   }
-  REQUIRE(PollUntil([&] { return driver.cancellations().size() == 1; }));
   CHECK(driver.cancellations()[0].code() == absl::StatusCode::kDeadlineExceeded);
   CHECK_THAT(std::string(driver.cancellations()[0].message()),
-             Catch::StartsWith("NodePrepareResources requestID=1: the call's deadline"));
+             Catch::StartsWith("NodePrepareResources requestID=") && Catch::Contains(": the call's deadline"));
   // The failed claim was not recorded as prepared: the next call prepares it.
   CHECK(driver.prepared_uids().empty());
 }
@@ -99,23 +116,48 @@ TEST_CASE("a call cancelled while it waits for the previous one never reaches th
   Fixture f;
   TestDriver driver;
   driver.HoldCalls();
-  auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  auto helper = testing::HelperDirs::Start(driver, options);
   auto client = DraClient::Create(helper->dra_socket_path());
 
   auto first = std::async(std::launch::async, [&] {
     return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
   });
-  REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }));
-  // Long enough for the call to reach the Helper under TSan on a loaded
-  // machine: a call whose deadline passes before that never has a handler.
-  auto second = client->NodePrepareResources(DraApi::kV1, Claim("2"), absl::Seconds(2));
-  REQUIRE_FALSE(second.ok());
-  CHECK(second.status().code() == absl::StatusCode::kDeadlineExceeded);
+  REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }, kEventWait));
+  // The second call, cancelled by its caller once it waits in the Helper's
+  // queue and not before: a deadline could pass before it got there.
+  auto stub = drapb::DRAPlugin::NewStub(
+      grpc::CreateChannel("unix:" + helper->dra_socket_path(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext second_context;
+  drapb::NodePrepareResourcesRequest request;
+  drapb::Claim* claim = request.add_claims();
+  claim->set_namespace_("ns");
+  claim->set_name("c-2");
+  claim->set_uid("uid-2");
+  auto second = std::async(std::launch::async, [&] {
+    drapb::NodePrepareResourcesResponse response;
+    return stub->NodePrepareResources(&second_context, request, &response);
+  });
+  REQUIRE(PollUntil(
+      [&] {
+        return testing::HttpGet(helper->http_port(), "/metrics").second.find("dra_serialization_waiting_calls 1\n") !=
+               std::string::npos;
+      },
+      kEventWait, absl::Milliseconds(20)));
+  second_context.TryCancel();
+  CHECK(second.get().error_code() == grpc::StatusCode::CANCELLED);
+  REQUIRE(PollUntil(
+      [&] { return !f.log->Matching("\"Caller cancelled the call\" method=\"NodePrepareResources\" requestID=\"2\"").empty(); },
+      kEventWait));
   driver.ReleaseCalls();
   REQUIRE(first.get().ok());
   // The second call's handler runs once the first left the serializer.
-  REQUIRE(PollUntil([&] { return !f.log->Matching("cancelled while waiting for the previous call").empty(); }));
-  CHECK(f.log->Matching("\"Call failed\" method=\"NodePrepareResources\" requestID=\"2\"").size() == 1);
+  REQUIRE(PollUntil([&] { return !f.log->Matching("cancelled while waiting for the previous call").empty(); },
+                    kEventWait));
+  const std::vector<std::string> failed = f.log->Matching("\"Call failed\" method=\"NodePrepareResources\" requestID=\"2\"");
+  REQUIRE(failed.size() == 1);
+  CHECK_THAT(failed[0], Catch::Contains("the caller cancelled the call"));
   CHECK(driver.prepare_calls() == 1);
   CHECK(driver.prepared_uids() == std::vector<std::string>{"uid-1"});
 }
@@ -172,6 +214,33 @@ TEST_CASE("Stop with a hung driver call returns after shutdown_grace and names t
   REQUIRE(answer.ok());
   CHECK(answer->at("uid-1").error.empty());
   helper.reset();
+}
+
+TEST_CASE("a Helper destroyed right after a hung call's answer went out", "[helper][call_context]") {
+  // The answer is sent from an executor thread inside gRPC's Finish, which
+  // may still run when the Helper's last owner (the thread Stop() left to
+  // shut the DRA server down, or the driver) destroys it: the server must
+  // not be deleted before the executor's threads are joined. ThreadSanitizer
+  // sees it when it happens; each round is a chance.
+  Fixture f;
+  std::list<TestDriver> drivers;  // outlive the Helpers, which end on their own threads
+  for (int round = 0; round < 10; ++round) {
+    TestDriver& driver = drivers.emplace_back();
+    driver.HoldCalls();
+    Options options = f.MakeOptions();
+    options.shutdown_grace = absl::ZeroDuration();
+    options.plugin_data_dir += "/" + std::to_string(round);
+    auto helper = testing::HelperDirs::Start(driver, options);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    auto call = std::async(std::launch::async, [&] {
+      return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
+    });
+    REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }, kEventWait));
+    helper->Stop();
+    driver.ReleaseCalls();
+    REQUIRE(call.get().ok());
+    helper.reset();
+  }
 }
 
 }  // namespace
