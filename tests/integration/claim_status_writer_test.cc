@@ -51,11 +51,13 @@ k8s::ResourceClaim Get(k8s::Client& client, const k8s::ClaimRef& ref) {
 
 constexpr auto Find = testing::FindDeviceStatus;
 
-int Patches(const FakeApiServer& server) {
+// Requests the fake API server received, by "VERB resource".
+int Requests(const FakeApiServer& server, const std::string& key) {
   absl::StatusOr<std::string> body = server.Admin("GET", "/fake/requests");
   REQUIRE(body.ok());
-  return json::parse(*body)["counts"].value("PATCH resourceclaims/status", 0);
+  return json::parse(*body)["counts"].value(key, 0);
 }
+int Patches(const FakeApiServer& server) { return Requests(server, "PATCH resourceclaims/status"); }
 
 TEST_CASE("entries are applied, changed and removed, another driver's entry stays", "[claim_status]") {
   auto server = testing::StartServer();
@@ -172,8 +174,14 @@ TEST_CASE("outages and conflicts are retried, an outage longer than the context 
   CHECK(Find(Get(*client, ref), kTestDriverName, "gpu-0") != nullptr);
 
   REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":503,"count":100000})").ok());
-  absl::Status outage =
-      writer->Apply(CallContext::Background(absl::Now() + absl::Milliseconds(300)), ref, {Entry("gpu-0", "False")});
+  // The deadline must pass in the retries, not before the first request (a
+  // loaded machine): until the server saw one, again with twice the time.
+  absl::Status outage;
+  for (absl::Duration timeout = absl::Milliseconds(300);; timeout *= 2) {
+    const int gets_before = Requests(*server, "GET resourceclaims");
+    outage = writer->Apply(CallContext::Background(absl::Now() + timeout), ref, {Entry("gpu-0", "False")});
+    if (Requests(*server, "GET resourceclaims") > gets_before) break;
+  }
   CHECK(outage.code() == absl::StatusCode::kDeadlineExceeded);
   CHECK_THAT(std::string(outage.message()), Catch::StartsWith("write device status of claim ns/c") &&
                                                 Catch::Contains("last error: "));
