@@ -35,19 +35,15 @@ std::string DeviceVariable(const std::string& device_name) {
   return name;
 }
 
-absl::StatusOr<std::string> WriteCommonCdiSpec(const std::string& cdi_root, const std::string& driver_name,
-                                               const std::string& node_name) {
+CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name) {
   const dra::cdi::Kind kind{driver_name, kCommonCdiClass};
-  dra::cdi::Spec spec;
-  spec.kind = kind.ToString();
-  dra::cdi::Device& device = spec.devices.emplace_back();
+  CommonCdiSpec common;
+  common.spec.kind = kind.ToString();
+  dra::cdi::Device& device = common.spec.devices.emplace_back();
   device.name = kCommonCdiDevice;
   device.container_edits.env = {"DRA_DRIVER_NAME=" + driver_name, "DRA_NODE_NAME=" + node_name};
-  dra::cdi::SpecDirOptions options;
-  options.path = cdi_root;
-  absl::StatusOr<std::string> written = dra::cdi::SpecDir(options).Write(dra::cdi::SpecFileName(kind), spec);
-  if (!written.ok()) return written.status();
-  return absl::StrCat(kind.ToString(), "=", kCommonCdiDevice);
+  common.id = absl::StrCat(kind.ToString(), "=", kCommonCdiDevice);
+  return common;
 }
 
 absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,

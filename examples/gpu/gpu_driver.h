@@ -30,10 +30,14 @@ namespace gpu {
 inline constexpr char kCommonCdiClass[] = "gpu";
 inline constexpr char kCommonCdiDevice[] = "common";
 
-// Writes <cdi_root>/<driver>-gpu.json: device "common" with env
-// DRA_DRIVER_NAME and DRA_NODE_NAME. Returns its CDI ID.
-absl::StatusOr<std::string> WriteCommonCdiSpec(const std::string& cdi_root, const std::string& driver_name,
-                                               const std::string& node_name);
+// The node-wide spec <driver>-gpu (CdiOptions::node_specs, which the Helper
+// keeps in the spec dir): device "common" with env DRA_DRIVER_NAME and
+// DRA_NODE_NAME, and its CDI ID.
+struct CommonCdiSpec {
+  dra::cdi::Spec spec;
+  std::string id;
+};
+CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name);
 
 // What a published device name stands for.
 struct PublishedGpu {

@@ -264,12 +264,12 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
   if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
-  absl::StatusOr<std::string> common = gpu::WriteCommonCdiSpec(plugin.cdi_root, gpu_flags.driver_name, plugin.node_name);
-  if (!common.ok()) return Fail("write the common CDI spec", common.status());
+  gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, plugin.node_name);
+  options->cdi.node_specs.push_back(std::move(common.spec));
 
   gpu::GpuDriver::Options driver_options;
   driver_options.driver_name = gpu_flags.driver_name;
-  driver_options.common_cdi_id = *common;
+  driver_options.common_cdi_id = common.id;
   driver_options.logger = logger;
   for (const gpu::GpuInfo& gpu : *gpus) {
     driver_options.devices[gpu::GpuDeviceName(gpu.index)] = {gpu, 0};

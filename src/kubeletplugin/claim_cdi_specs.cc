@@ -5,10 +5,43 @@
 
 #include "absl/strings/str_cat.h"
 #include "dra/cdi/codec.h"
+#include "dra/cdi/validation.h"
 
 namespace dra::kubeletplugin::internal {
 
-ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir) : kind_(std::move(kind)), dir_(std::move(dir)) {}
+absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind kind, cdi::SpecDirOptions dir,
+                                                                      std::vector<cdi::Spec> node_specs) {
+  std::vector<std::pair<std::string, cdi::Spec>> named;
+  for (size_t i = 0; i < node_specs.size(); ++i) {
+    const std::string field = absl::StrCat("options.cdi.node_specs[", i, "]");
+    if (absl::Status status = cdi::ValidateSpec(node_specs[i]); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", status.message()));
+    }
+    absl::StatusOr<cdi::Kind> node_kind = cdi::ParseKind(node_specs[i].kind);
+    if (!node_kind.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", node_kind.status().message()));
+    if (node_kind->ToString() == kind.ToString()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".kind: \"", kind.ToString(),
+                                                     "\" is the per-claim specs' kind (options.cdi.class_name)"));
+    }
+    named.emplace_back(cdi::SpecFileName(*node_kind), std::move(node_specs[i]));
+  }
+  return std::unique_ptr<ClaimCdiSpecs>(new ClaimCdiSpecs(std::move(kind), std::move(dir), std::move(named)));
+}
+
+ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir,
+                             std::vector<std::pair<std::string, cdi::Spec>> node_specs)
+    : kind_(std::move(kind)), dir_(std::move(dir)), node_specs_(std::move(node_specs)) {}
+
+absl::Status ClaimCdiSpecs::WriteNodeSpecs(bool only_missing) const {
+  for (const auto& [name, spec] : node_specs_) {
+    if (only_missing && dir_.Exists(name)) continue;
+    if (absl::StatusOr<std::string> path = dir_.Write(name, spec); !path.ok()) {
+      return absl::Status(path.status().code(),
+                          absl::StrCat("write node-wide CDI spec ", dir_.PathOf(name), ": ", path.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string ClaimCdiSpecs::FileName(const std::string& claim_uid) const {
   return cdi::TransientSpecFileName(kind_, claim_uid);

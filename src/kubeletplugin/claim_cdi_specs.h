@@ -1,10 +1,13 @@
-// The Helper's per-claim CDI spec files: one transient spec per claim,
-// holding the devices for which the driver returned CDI edits.
+// The Helper's CDI spec files: one transient spec per claim, holding the
+// devices for which the driver returned CDI edits, and the node-wide specs
+// the driver gave (Options::cdi.node_specs).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,7 +21,14 @@ namespace dra::kubeletplugin::internal {
 
 class ClaimCdiSpecs {
  public:
-  ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir);
+  // Fails, naming the spec, when a node-wide spec does not validate or has
+  // the per-claim kind.
+  static absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> Create(cdi::Kind kind, cdi::SpecDirOptions dir,
+                                                                std::vector<cdi::Spec> node_specs);
+
+  // Writes every node-wide spec (Start), or with `only_missing` those whose
+  // file is gone (before a prepare call is answered).
+  absl::Status WriteNodeSpecs(bool only_missing) const;
 
   // Moves the edits out of `devices` into the claim's spec, as CDI devices
   // "<claim UID>-<device name>" (with "-2", "-3", ... for a name seen twice),
@@ -44,10 +54,12 @@ class ClaimCdiSpecs {
   absl::StatusOr<std::vector<std::string>> RemoveAllExcept(const std::set<std::string>& keep) const;
 
  private:
+  ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, std::vector<std::pair<std::string, cdi::Spec>> node_specs);
   std::string FileName(const std::string& claim_uid) const;
 
   const cdi::Kind kind_;
   const cdi::SpecDir dir_;
+  const std::vector<std::pair<std::string, cdi::Spec>> node_specs_;  // by file name
 };
 
 }  // namespace dra::kubeletplugin::internal

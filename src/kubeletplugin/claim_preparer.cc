@@ -228,6 +228,17 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   PendingCall pending_call{HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}};
   ClaimOutcomes& outcomes = pending_call.outcomes;
   PrepareWork work;
+  // Every answer may name the node-wide specs: a container cannot start
+  // without them.
+  if (cdi_specs_ != nullptr) {
+    if (absl::Status status = cdi_specs_->WriteNodeSpecs(/*only_missing=*/true); !status.ok()) {
+      for (const k8s::ClaimRef& ref : UsableRefs(pending_call.requested, outcomes)) {
+        outcomes[ref.uid].error = std::string(status.message());
+      }
+      Complete(std::move(pending_call), absl::OkStatus());
+      return;
+    }
+  }
   // Slow fetches happen before serializing, as in the Go helper, and
   // concurrently: the call costs about one round trip, not one per claim.
   std::vector<k8s::ClaimRef> to_fetch;

@@ -227,7 +227,11 @@ absl::Status Helper::Impl::Start() {
     dir.path = options_.cdi.spec_dir;
     dir.format = options_.cdi.format;
     dir.file_mode = options_.cdi.file_mode;
-    cdi_specs_ = std::make_unique<internal::ClaimCdiSpecs>(*std::move(kind), dir);
+    absl::StatusOr<std::unique_ptr<internal::ClaimCdiSpecs>> specs =
+        internal::ClaimCdiSpecs::Create(*std::move(kind), dir, options_.cdi.node_specs);
+    if (!specs.ok()) return specs.status();
+    cdi_specs_ = *std::move(specs);
+    if (absl::Status status = cdi_specs_->WriteNodeSpecs(/*only_missing=*/false); !status.ok()) return status;
     if (options_.device_metadata.enabled) {
       metadata_files_ = std::make_unique<internal::ClaimMetadataFiles>(
           options_.driver_name, options_.plugin_data_dir, std::move(dir), options_.device_metadata.versions);

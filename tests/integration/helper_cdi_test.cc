@@ -122,6 +122,66 @@ TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its sp
   CheckSchema(path);
 }
 
+cdi::Spec CommonSpec(const std::string& kind) {
+  cdi::Spec spec;
+  spec.kind = kind;
+  cdi::Device& device = spec.devices.emplace_back();
+  device.name = "common";
+  device.container_edits.env = {"DRA_DRIVER_NAME=gpu.example.com"};
+  return spec;
+}
+
+TEST_CASE("a node-wide spec is written at start and again before a prepare is answered when it is gone",
+          "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  Options options = f.MakeOptions();
+  options.cdi.node_specs = {CommonSpec("gpu.example.com/gpu")};
+  const std::string path = f.cdi_dir + "/gpu.example.com-gpu.json";
+  auto helper = Fixture::Start(driver, options);
+  CheckSchema(path);
+  const std::string written = ReadFile(path);
+  CHECK(cdi::DecodeSpec(written, cdi::Format::kJson)->devices.at(0).name == "common");
+
+  // The tmpfs emptied while the driver ran on (containerd and the kubelet
+  // restarted after it): the spec comes back with the answer, for a new
+  // claim and for one answered from the checkpoint.
+  auto client = DraClient::Create(helper->dra_socket_path());
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}))->at("uid-1").error.empty());
+  for (const auto& entry : std::filesystem::directory_iterator(f.cdi_dir)) std::filesystem::remove(entry.path());
+  auto again = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  REQUIRE(again.ok());
+  CHECK(again->at("uid-1").error.empty());
+  CHECK(ReadFile(path) == written);
+  CHECK(std::filesystem::exists(f.SpecPath("uid-1")));
+  CHECK(driver.prepare_calls() == 1);
+}
+
+TEST_CASE("a node-wide spec that is invalid or has the per-claim kind stops Start, naming it", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  SECTION("the per-claim kind") {
+    options.cdi.node_specs = {CommonSpec("gpu.example.com/gpu"), CommonSpec("gpu.example.com/claim")};
+    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, options);
+    REQUIRE_FALSE(helper.ok());
+    CHECK(helper.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(helper.status().message()),
+               Catch::StartsWith("options.cdi.node_specs[1].kind: \"gpu.example.com/claim\" is the per-claim"));
+  }
+  SECTION("no devices") {
+    cdi::Spec empty = CommonSpec("gpu.example.com/gpu");
+    empty.devices.clear();
+    options.cdi.node_specs = {empty};
+    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, options);
+    REQUIRE_FALSE(helper.ok());
+    CHECK_THAT(std::string(helper.status().message()), Catch::StartsWith("options.cdi.node_specs[0]: "));
+  }
+  CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-gpu.json"));
+}
+
 TEST_CASE("the claim spec's ID comes first, before IDs of specs the driver writes itself", "[helper][cdi]") {
   // The kubelet reports a device's health under its first CDI ID.
   Fixture f;

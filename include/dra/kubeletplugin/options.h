@@ -46,6 +46,13 @@ struct CdiOptions {
   cdi::Format format = cdi::Format::kJson;
   // Mode of the files. Default: 0600, as the CDI reference library.
   mode_t file_mode = 0600;
+  // Node-wide specs that prepared devices name in Device::cdi_device_ids
+  // (a device "common" with the env every container of the driver gets,
+  // say), one file "<vendor>-<class>" each: written by Start, and written
+  // again before a prepare call is answered when one is gone (the tmpfs was
+  // emptied while the driver ran on, or someone removed it). Their kinds
+  // must differ from the per-claim kind.
+  std::vector<cdi::Spec> node_specs;
 };
 
 struct Options {
