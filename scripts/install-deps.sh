@@ -11,13 +11,18 @@ set -euo pipefail
 # iproute2 (ip: the node's address), procps (sysctl: the kubelet's sysctls),
 # unzip (the Go toolchain, below). clang-14 and its runtime libraries: the
 # build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
-# targets (gcc has neither of the first and last).
+# targets (gcc has neither of the first and last). The real node of the e2e
+# suite (tests/e2e/cluster.sh with containerd, build-images.sh): runc, and
+# what builds images without a registry or a Docker engine: mmdebstrap (the
+# Debian base), buildah (examples/Dockerfile), umoci and busybox-static (the
+# pause and workload images).
 packages=(
   build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev
   python3 openssl curl ca-certificates util-linux mount iproute2 procps unzip
+  runc mmdebstrap buildah umoci busybox-static
 )
 
 missing=()

@@ -10,8 +10,11 @@
 # the kubelet runs on) and the Go SDK benchmark driver (bench/gosdk, the trivial
 # driver of bench/go_vs_cpp.sh on k8s.io/dynamic-resource-allocation/kubeletplugin,
 # pinned by bench/gosdk/go.mod), the Go resourceslice controller publisher of
-# bench/publisher_go_vs_cpp.sh (bench/gosdk/cmd/publisher, same module), and
-# helm (pinned by tests/e2e/helm/go.mod) for the example drivers' charts.
+# bench/publisher_go_vs_cpp.sh (bench/gosdk/cmd/publisher, same module),
+# helm (pinned by tests/e2e/helm/go.mod) for the example drivers' charts, and
+# the real node's container runtime (pinned by tests/e2e/runtime/go.mod):
+# containerd, ctr, containerd-shim-runc-v2, crictl and the CNI plugins bridge
+# and host-local (into cni/ beside the binaries).
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -21,6 +24,8 @@
 # Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
 #              kubeletpeer cri gosdk-driver gosdk-publisher helm
+#              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
+#              cni-host-local (runtime: all six)
 #              (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
@@ -39,8 +44,12 @@ pinned() {
 K8S_VERSION="$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(pinned "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 HELM_VERSION="$(pinned "$here/helm/go.mod" helm.sh/helm/v3)"
-if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ]; then
-  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm}/go.mod" >&2
+CONTAINERD_VERSION="$(pinned "$here/runtime/go.mod" github.com/containerd/containerd/v2)"
+CNI_VERSION="$(pinned "$here/runtime/go.mod" github.com/containernetworking/plugins)"
+CRICTL_VERSION="$(pinned "$here/runtime/go.mod" sigs.k8s.io/cri-tools)"
+if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
+   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime}/go.mod" >&2
   exit 1
 fi
 cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
@@ -53,9 +62,11 @@ for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
     --go-test) go_test=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm)
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local)
       components+=("$arg") ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -80,11 +91,15 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 
 mkdir -p "$bin_dir"
 
-# A binary counts as built when it exists and answers --version; the kubelet
-# peer, the CRI stand-in and the Go SDK driver and publisher (our own sources)
-# when they answer -h and are newer than their sources.
+# Where component $1 is built to: CNI plugins go by their own names into cni/,
+# the directory the node's containerd is given.
+output_of() { case "$1" in cni-*) echo "$bin_dir/cni/${1#cni-}" ;; *) echo "$bin_dir/$1" ;; esac; }
+# A binary counts as built when it exists and answers --version (the runtime's
+# with its pinned version); the kubelet peer, the CRI stand-in and the Go SDK
+# driver and publisher (our own sources) when they answer -h and are newer than
+# their sources; a CNI plugin when it answers CNI's VERSION command.
 binary_ok() {
-  local bin="$bin_dir/$1"
+  local bin; bin="$(output_of "$1")"
   [ -x "$bin" ] || return 1
   case "$1" in
     kubeletpeer|cri|gosdk-driver|gosdk-publisher)
@@ -93,6 +108,10 @@ binary_ok() {
       return
       ;;
     helm) "$bin" version --short 2>/dev/null | grep -qx "$HELM_VERSION"; return ;;
+    cni-*) CNI_COMMAND=VERSION "$bin" </dev/null 2>/dev/null | grep -q cniVersion; return ;;
+    containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
+    containerd|ctr) "$bin" --version 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
+    crictl) "$bin" --version 2>/dev/null | grep -q "$CRICTL_VERSION"; return ;;
   esac
   "$bin" --version >/dev/null 2>&1
 }
@@ -103,6 +122,8 @@ version_line() {
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     gosdk-publisher) echo "resourceslice controller publisher on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-publisher)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
+    cni-*) echo "CNI plugins $CNI_VERSION" ;;
+    containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
 }
@@ -115,6 +136,7 @@ module_dir() {
     cri) echo "$here/cri" ;;
     gosdk-driver|gosdk-publisher) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
     *) echo "$here/k8s" ;;
   esac
 }
@@ -124,10 +146,26 @@ package_of() {
     kubeletpeer|cri|gosdk-driver) echo "." ;;
     gosdk-publisher) echo "./cmd/publisher" ;;
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
+    containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
+    crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
+    cni-host-local) echo "github.com/containernetworking/plugins/plugins/ipam/host-local" ;;
+    cni-*) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
-version_of() { case "$1" in etcd) echo "$ETCD_VERSION" ;; helm) echo "$HELM_VERSION" ;; *) echo "$K8S_VERSION" ;; esac; }
+version_of() {
+  case "$1" in
+    etcd) echo "$ETCD_VERSION" ;;
+    helm) echo "$HELM_VERSION" ;;
+    containerd|ctr|containerd-shim-runc-v2) echo "$CONTAINERD_VERSION" ;;
+    cni-*) echo "$CNI_VERSION" ;;
+    crictl) echo "$CRICTL_VERSION" ;;
+    *) echo "$K8S_VERSION" ;;
+  esac
+}
+# containerd without the snapshotters that need cgo or host tools the node
+# does not use (overlayfs and native stay).
+tags_of() { case "$1" in containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;; esac; }
 
 # The Kubernetes build stamps its version through -ldflags (hack/lib/version.sh);
 # without it the binaries report v0.0.0 and the apiserver's /version is empty.
@@ -136,6 +174,10 @@ ldflags_of() {
   case "$c" in
     etcd|cri|gosdk-driver|gosdk-publisher) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    containerd|ctr|containerd-shim-runc-v2)
+      echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
+    cni-*) echo "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_VERSION" ;;
+    crictl) echo "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" ;;
     *)
       local v="$K8S_VERSION" major minor
       major="$(echo "${v#v}" | cut -d. -f1)"; minor="$(echo "${v#v}" | cut -d. -f2)"
@@ -179,10 +221,12 @@ for c in "${components[@]}"; do
   fi
   t=$SECONDS
   log "compiling $c $(version_of "$c") ($(package_of "$c")); the first time this takes minutes ..."
-  tmp="$bin_dir/.$c.tmp.$$"
-  (cd "$dir" && nice -n 10 "$GO" build -p "$jobs" -trimpath -ldflags "$(ldflags_of "$c")" \
+  out="$(output_of "$c")"
+  mkdir -p "$(dirname "$out")"
+  tmp="$(dirname "$out")/.$c.tmp.$$"
+  (cd "$dir" && nice -n 10 "$GO" build -p "$jobs" -trimpath -tags "$(tags_of "$c")" -ldflags "$(ldflags_of "$c")" \
       -o "$tmp" "$(package_of "$c")") >&2 || { rm -f "$tmp"; log "$c: go build failed"; exit 1; }
-  mv -f "$tmp" "$bin_dir/$c"
+  mv -f "$tmp" "$out"
   if ! binary_ok "$c"; then log "$c: built, but it does not run ('$c --version' or '-h' fails)"; exit 1; fi
   log "  $c built in $((SECONDS - t)) s: $(version_line "$c")"
 done

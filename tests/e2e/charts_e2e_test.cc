@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "e2e/e2e_cluster.h"
+#include "e2e/helm.h"
 #include "e2e/manifests.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -43,22 +44,6 @@ const Chart kGpuChart{"gpu-example-driver",
 const Chart kCpuChart{
     "cpu-example-driver", "dra-cpu-example", {"rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"}, 8};
 const std::vector<Chart> kCharts = {kGpuChart, kCpuChart};
-
-// The helm binary the e2e_build_helm fixture built.
-std::string HelmPath() {
-  absl::StatusOr<testing::ProcessResult> dir = testing::RunProcess({DRA_E2E_BUILD_K8S, "--print-dir", "helm"});
-  REQUIRE(dir.ok());
-  INFO(dir->err);
-  REQUIRE(dir->exit_code == 0);
-  return dir->out.substr(0, dir->out.find('\n')) + "/helm";
-}
-
-testing::ProcessResult Helm(std::vector<std::string> args) {
-  args.insert(args.begin(), HelmPath());
-  absl::StatusOr<testing::ProcessResult> result = testing::RunProcess(args);
-  REQUIRE(result.ok());
-  return *std::move(result);
-}
 
 // `helm template <release> <chart> -n <ns>` with `sets` (--set each, or
 // --set-json for "key=[...]", a list that --set cannot make empty).

@@ -21,21 +21,44 @@
 #                                   history (watches resuming from before get 410)
 #
 # A node, on request (the tests that need none stay fast), on the cluster of DIR:
-#   cluster.sh node-start DIR       kube-controller-manager, the CRI stand-in
-#                                   (tests/e2e/cri) and a real kubelet (node
-#                                   $DRA_E2E_NODE_NAME, default e2e-node) in its
-#                                   own mount namespace, root dir NODE/kubelet
-#                                   (NODE: /tmp/dra-node.*, named in DIR/node-dir);
-#                                   waits until the Node is Ready. Needs root
-#                                   (or sudo without a password)
+#   cluster.sh node-start DIR       kube-controller-manager, a container runtime
+#                                   and a real kubelet (node $DRA_E2E_NODE_NAME,
+#                                   default e2e-node) in a mount namespace of the
+#                                   node's own, root dir NODE/kubelet (NODE:
+#                                   /tmp/dra-node.*, named in DIR/node-dir); waits
+#                                   until the Node is Ready. Needs root (or sudo
+#                                   without a password). The runtime is
+#                                   $DRA_E2E_RUNTIME:
+#                                   stand-in (default) the CRI stand-in
+#                                     (tests/e2e/cri): no container runs, it
+#                                     records what CRI asked for
+#                                   containerd  containerd 2.x with runc and a CNI
+#                                     bridge network (dra-e2e0, 10.244.7.0/24),
+#                                     the pause and busybox images of
+#                                     build-images.sh imported; pods reach the
+#                                     kube-apiserver as the kubernetes Service
+#                                     (10.0.0.1:443 on lo, service_proxy.py)
 #   cluster.sh kubelet-restart DIR  stop the kubelet and start it again (same
 #                                   root dir, checkpoints kept)
-#   cluster.sh node-stop DIR        stop the three, restore the sysctls the
-#                                   kubelet changed (`stop` does this too)
-#   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_PLUGINS_REGISTRY,
-#   DRA_E2E_PLUGINS_DIR, DRA_E2E_CDI_DIR (the CRI stand-in's spec dir),
-#   DRA_E2E_CRI_RECORD (what the runtime saw, tests/e2e/cri/README.md) and
-#   DRA_E2E_KUBELET_URL (its HTTPS API: /metrics with pki/admin.crt).
+#   cluster.sh runtime-restart DIR  containerd node: stop the kubelet and
+#                                   containerd, empty the CDI spec dir (what a
+#                                   reboot does to /var/run/cdi), start both again
+#   cluster.sh image-import DIR TAR NAME
+#                                   containerd node: import the OCI archive TAR
+#                                   as image NAME (build-images.sh makes them)
+#   cluster.sh crictl DIR ARGS...   containerd node: crictl ARGS against it, in
+#                                   the node's mount namespace
+#   cluster.sh node-stop DIR        stop them, remove every pod, network device,
+#                                   address and mount of the node, restore the
+#                                   sysctls the kubelet and CNI changed (`stop`
+#                                   does this too)
+#   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_NODE_DIR,
+#   DRA_E2E_RUNTIME, DRA_E2E_PLUGINS_REGISTRY, DRA_E2E_PLUGINS_DIR,
+#   DRA_E2E_CDI_DIR (the runtime's CDI spec dir), DRA_E2E_CRI_RECORD (stand-in:
+#   what the runtime saw, tests/e2e/cri/README.md), DRA_E2E_CRI_ENDPOINT
+#   (containerd: its CRI socket, for crictl), DRA_E2E_KUBELET_URL (its HTTPS
+#   API: /metrics with pki/admin.crt) and DRA_E2E_NODE_BIN (the binaries,
+#   crictl and ctr among them with containerd).
 #
 # What DIR holds after start:
 #   admin.kubeconfig           user "admin" (group system:masters)
@@ -84,21 +107,47 @@ DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 NODE_NAME="${DRA_E2E_NODE_NAME:-e2e-node}"
 # What the node's flows need of kube-controller-manager: claims from
 # templates, pod claim status, deallocation and deletion of generated claims;
-# evictions for device taints; the default ServiceAccount of new namespaces.
+# evictions for device taints; the default ServiceAccount of new namespaces;
+# the drivers' DaemonSets (pods, rolling updates) and the kube-root-ca.crt
+# ConfigMap that every projected service account token volume holds.
 # Nothing that acts on every Node or object (node-lifecycle-controller,
 # garbage-collector-controller): the tests that run beside the node's keep
 # objects of their own that such a controller would change.
-CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-eviction-controller,serviceaccount-controller}"
-# Written by the kubelet's container manager at start (setupKernelTunables);
-# node-start saves them and node-stop puts them back.
-KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-eviction-controller,serviceaccount-controller,daemonset-controller,root-ca-certificate-publisher-controller}"
+# Written by the kubelet's container manager at start (setupKernelTunables),
+# and by the CNI bridge plugin (a gateway turns on forwarding); node-start
+# saves them and node-stop puts them back.
+NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
+# The machine's values while any node runs, for all of them (two clusters'
+# nodes may overlap): saved by the first to start, restored by the last to
+# stop. holders/ has a file per running node, named after its directory.
+SYSCTL_STATE=/tmp/dra-e2e-sysctls
+RUNTIME="${DRA_E2E_RUNTIME:-stand-in}"
+case "$RUNTIME" in stand-in|containerd) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in or containerd" >&2; exit 2 ;; esac
+# Where pods really run, what owns them must be collected too (a DaemonSet's
+# pods after helm uninstall, a namespace's objects): the cluster of the
+# containerd node runs only its own tests.
+if [ "$RUNTIME" = containerd ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
+  CONTROLLERS="$CONTROLLERS,garbage-collector-controller,namespace-controller"
+fi
+# The containerd node's pod network and the Service address its pods use.
+POD_BRIDGE=dra-e2e0
+POD_SUBNET=10.244.7.0/24
+SERVICE_IP=10.0.0.1
+# Images of build-images.sh, under these names in the node's containerd.
+PAUSE_IMAGE=localhost/dra-e2e/pause:1
+BUSYBOX_IMAGE=localhost/dra-e2e/busybox:1
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,63p' "$0" >&2; exit 2; }
+usage() { sed -n '2,86p' "$0" >&2; exit 2; }
 
-[ $# -eq 2 ] || usage
+case "$1" in
+  image-import) [ $# -eq 4 ] || usage ;;
+  crictl) [ $# -ge 2 ] || usage ;;
+  *) [ $# -eq 2 ] || usage ;;
+esac
 cmd="$1"
 mkdir -p "$2"
 dir="$(cd "$2" && pwd)"
@@ -204,6 +253,7 @@ binaries() {
   local d b
   if [ -n "${DRA_K8S_BIN:-}" ]; then d="$DRA_K8S_BIN"; else d="$("$here/build-k8s.sh" --print-dir "$@")"; fi
   for b in "$@"; do
+    case "$b" in cni-*) b="cni/${b#cni-}" ;; esac
     [ -x "$d/$b" ] || die "$d/$b is missing: run tests/e2e/build-k8s.sh $b"
   done
   echo "$d"
@@ -328,6 +378,8 @@ start_apiserver() {
     --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --token-auth-file "$dir/tokens.csv" \
+    --kubelet-client-certificate "$dir/pki/admin.crt" --kubelet-client-key "$dir/pki/admin.key" \
+    --kubelet-preferred-address-types InternalIP \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-cluster-ip-range 10.0.0.0/24 \
     --feature-gates "$FEATURE_GATES" \
@@ -432,9 +484,9 @@ EOF
 }
 
 
-# --- the node: CRI stand-in, kubelet, kube-controller-manager ------------
+# --- the node: container runtime, kubelet, kube-controller-manager -------
 
-# The node's files (the kubelet's root dir, CDI specs, the runtime's record)
+# The node's files (the kubelet's root dir, CDI specs, the runtime's state)
 # live in a short directory of their own, named in DIR/node-dir: a driver's
 # registration socket is <root dir>/plugins_registry/<driver>-reg.sock, and a
 # Unix socket path may not exceed 107 bytes, which DIR (in a build tree, say)
@@ -442,17 +494,44 @@ EOF
 node=""
 [ ! -f "$dir/node-dir" ] || node="$(cat "$dir/node-dir")"
 
-# The kubelet needs root (a mount namespace of its own, the sysctls it
-# writes); a user with sudo gets it through sudo. An array, not a function:
-# `function &` would record the pid of a subshell.
+# The node needs root (a mount namespace of its own, the sysctls the kubelet
+# writes, containers); a user with sudo gets it through sudo. An array, not
+# a function: `function &` would record the pid of a subshell.
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo -n)
 
-# Stops the node and removes its directory; the runtime's record stays
+# The node's mount namespace: a process that holds it (its pid in
+# NODE/node-ns.pid), with NODE/var-log over /var/log (the kubelet creates
+# /var/log/containers) and, for containerd, NODE/run-containerd over
+# /run/containerd (its shims put their sockets there, whatever its state
+# dir). The kubelet and containerd run inside it, so that they see each
+# other's mounts (the kubelet's volumes, containerd's network namespaces)
+# and none of them outlives the node.
+start_node_namespace() {
+  mkdir -p "$node/var-log" "$node/run-containerd" "$dir/pids"
+  "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c '
+    node="$1"
+    mount --bind "$node/var-log" /var/log || exit 1
+    if [ "$2" = containerd ]; then
+      mkdir -p /run/containerd && mount --bind "$node/run-containerd" /run/containerd || exit 1
+    fi
+    echo $$ > "$node/node-ns.pid.tmp" && mv "$node/node-ns.pid.tmp" "$node/node-ns.pid" && exec sleep infinity' \
+    sh "$node" "$NODE_RUNTIME" < /dev/null >> "$dir/logs/node-ns.log" 2>&1 &
+  echo "$! sleep infinity" > "$dir/pids/node-ns.pid"
+  wait_for node-ns 30 test -s "$node/node-ns.pid"
+}
+
+# in_node_namespace CMD...: CMD in the node's mount namespace, as root.
+in_node_namespace() { "${as_root[@]}" nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- "$@"; }
+
+# Stops the node and removes its directory; the CRI stand-in's record stays
 # beside the logs (DIR/logs/cri-containers.json).
 node_stop_all() {
   local n
-  for n in kubelet kube-controller-manager cri; do stop_one "$n"; done
+  [ -z "$node" ] || load_node_env_if_any
+  stop_one kubelet
+  [ "${NODE_RUNTIME:-stand-in}" != containerd ] || stop_containerd_node
+  for n in kube-controller-manager cri node-ns; do stop_one "$n"; done
   [ -n "$node" ] || return 0
   restore_sysctls
   if [ -f "$node/cri-containers.json" ]; then mkdir -p "$dir/logs" && cp "$node/cri-containers.json" "$dir/logs/"; fi
@@ -462,23 +541,30 @@ node_stop_all() {
 }
 
 save_sysctls() {
-  # Kept across kubelet restarts: the first save holds the machine's values.
-  [ ! -f "$node/sysctls.saved" ] || return 0
-  local k
-  for k in $KUBELET_SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done > "$node/sysctls.saved.tmp"
-  mv "$node/sysctls.saved.tmp" "$node/sysctls.saved"
+  "${as_root[@]}" mkdir -p "$SYSCTL_STATE/holders"
+  "${as_root[@]}" flock "$SYSCTL_STATE/lock" /bin/sh -c '
+    state="$1"; holder="$2"; shift 2
+    if [ ! -f "$state/saved" ]; then
+      for k in "$@"; do echo "$k=$(sysctl -n "$k")"; done > "$state/saved.tmp" && mv "$state/saved.tmp" "$state/saved"
+    fi
+    touch "$state/holders/$holder"' sh "$SYSCTL_STATE" "$(basename "$node")" $NODE_SYSCTLS
 }
 
+# The last node to stop puts the machine's values back; nodes whose
+# directory is gone (a run that was killed) no longer count.
 restore_sysctls() {
-  [ -f "$node/sysctls.saved" ] || return 0
-  local kv changed=""
-  while read -r kv; do
-    [ "$(sysctl -n "${kv%%=*}")" != "${kv#*=}" ] || continue
-    "${as_root[@]}" sysctl -q -w "$kv" >/dev/null
-    changed="$changed ${kv%%=*}"
-  done < "$node/sysctls.saved"
-  [ -z "$changed" ] || log "restored the sysctls the kubelet changed:$changed"
-  rm -f "$node/sysctls.saved"
+  [ -f "$SYSCTL_STATE/holders/$(basename "$node")" ] || return 0
+  local changed
+  changed="$("${as_root[@]}" flock "$SYSCTL_STATE/lock" /bin/sh -c '
+    state="$1"; rm -f "$state/holders/$2"
+    for h in "$state"/holders/*; do [ ! -e "$h" ] || [ -d "/tmp/${h##*/}" ] || rm -f "$h"; done
+    [ -z "$(ls -A "$state/holders")" ] && [ -f "$state/saved" ] || exit 0
+    while read -r kv; do
+      [ "$(sysctl -n "${kv%%=*}")" != "${kv#*=}" ] || continue
+      sysctl -q -w "$kv" >/dev/null && printf " %s" "${kv%%=*}"
+    done < "$state/saved"
+    rm -f "$state/saved"' sh "$SYSCTL_STATE" "$(basename "$node")")"
+  [ -z "$changed" ] || log "restored the sysctls the node changed:$changed"
 }
 
 # The node's address: the first global IPv4 address, not loopback, as on a
@@ -487,20 +573,27 @@ node_ip() {
   ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}'
 }
 
+runtime_endpoint() {
+  case "$NODE_RUNTIME" in
+    containerd) echo "unix://$node/containerd/containerd.sock" ;;
+    *) echo "unix://$node/cri.sock" ;;
+  esac
+}
+
 write_kubelet_config() {
   local gates_yaml="" kv
   for kv in ${FEATURE_GATES//,/ }; do
     gates_yaml="$gates_yaml  ${kv%%=*}: ${kv#*=}"$'\n'
   done
   cat > "$node/kubelet-config.yaml" <<EOF
-# A kubelet on a machine without a container runtime or a writable cgroup
-# tree: the CRI stand-in (tests/e2e/cri) is the runtime; no QoS or
+# A kubelet on a machine whose cgroup tree it does not own: no QoS or
 # node-allocatable cgroups; no refusal of swap or cgroup v1; free ports and
 # no read-only port; nothing outside NODE but the sysctls (restored by
-# node-stop) and /var/log (a bind mount inside the kubelet's mount namespace).
+# node-stop) and what the node's mount namespace covers. It listens on every
+# address: the kube-apiserver reaches it at the node's IP (logs, exec).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: 0.0.0.0
 port: $KUBELET_PORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -521,8 +614,8 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failCgroupV1: false
 failSwapOn: false
-containerRuntimeEndpoint: unix://$node/cri.sock
-imageServiceEndpoint: unix://$node/cri.sock
+containerRuntimeEndpoint: $(runtime_endpoint)
+imageServiceEndpoint: $(runtime_endpoint)
 podLogsDir: $node/pod-logs
 resolvConf: ""
 syncFrequency: 10s
@@ -539,8 +632,8 @@ EOF
 make_kubelet_cert() {
   (
     cd "$node"
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:%s\n' \
-      "$NODE_NAME" > kubelet.ext
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:%s,DNS:%s\n' \
+      "$NODE_IP" "$NODE_NAME" > kubelet.ext
     openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr -subj "/CN=$NODE_NAME" 2>/dev/null
     openssl x509 -req -in kubelet.csr -CA "$dir/pki/ca.crt" -CAkey "$dir/pki/ca.key" -CAcreateserial \
       -out kubelet.crt -days 30 -extfile kubelet.ext 2>/dev/null
@@ -551,14 +644,10 @@ make_kubelet_cert() {
 
 kubelet_healthz() { curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" | grep -qx ok; }
 
-# The kubelet in a mount namespace of its own, so that the mounts it makes
-# (its root dir made rshared, for one) vanish with it, and with
-# NODE/var-log over /var/log (it creates /var/log/containers).
 start_kubelet() {
   save_sysctls
-  mkdir -p "$node/var-log" "$dir/logs" "$dir/pids"
-  "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c \
-    'mount --bind "$1" /var/log && shift && exec "$@"' sh "$node/var-log" \
+  mkdir -p "$dir/logs" "$dir/pids"
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- \
     "$NODE_BIN/kubelet" \
     --config "$node/kubelet-config.yaml" \
     --kubeconfig "$dir/kubelet.kubeconfig" \
@@ -571,6 +660,156 @@ start_kubelet() {
   echo "$! $NODE_BIN/kubelet" > "$dir/pids/kubelet.pid"
   wait_for kubelet 60 kubelet_healthz
 }
+
+# --- the containerd node -------------------------------------------------
+
+write_containerd_config() {
+  mkdir -p "$node/containerd" "$node/cni/net.d"
+  cat > "$node/containerd/config.toml" <<EOF
+# containerd for the suite's node: everything it keeps under NODE/containerd;
+# CDI specs from NODE/cdi; pods on the CNI bridge $POD_BRIDGE; NRI on, its
+# socket inside NODE.
+version = 3
+root = "$node/containerd/root"
+state = "$node/containerd/state"
+[grpc]
+  address = "$node/containerd/containerd.sock"
+[ttrpc]
+  address = "$node/containerd/containerd.sock.ttrpc"
+[plugins.'io.containerd.internal.v1.opt']
+  path = "$node/containerd/opt"
+[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = "$node/containerd/nri.sock"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_cdi = true
+  # Root without CAP_SYS_RESOURCE (a sandboxed machine) may not lower a
+  # process's oom_score_adj; sandboxes ask for -998.
+  restrict_oom_score_adj = true
+  cdi_spec_dirs = ["$node/cdi"]
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["$NODE_BIN/cni"]
+    conf_dir = "$node/cni/net.d"
+    use_internal_loopback = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+    BinaryName = "$(command -v runc)"
+    Root = "$node/containerd/runc"
+EOF
+  # No masquerade and no port maps: nothing of the network leaves the
+  # machine, and no iptables rule is made. The gateway lets the kubelet
+  # reach pod IPs (probes) and pods reach the Service address on lo.
+  cat > "$node/cni/net.d/10-dra-e2e.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "dra-e2e",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$POD_BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$node/cni/ipam"
+      }
+    }
+  ]
+}
+EOF
+}
+
+node_ctr() { in_node_namespace "$NODE_BIN/ctr" --address "$node/containerd/containerd.sock" -n k8s.io "$@"; }
+node_crictl() { in_node_namespace "$NODE_BIN/crictl" --runtime-endpoint "$(runtime_endpoint)" "$@"; }
+
+start_containerd() {
+  # PATH: containerd finds containerd-shim-runc-v2 there.
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- env PATH="$NODE_BIN:$PATH" \
+    "$NODE_BIN/containerd" --config "$node/containerd/config.toml" \
+    < /dev/null >> "$dir/logs/containerd.log" 2>&1 &
+  echo "$! $NODE_BIN/containerd" > "$dir/pids/containerd.pid"
+  wait_for containerd 60 node_crictl info
+}
+
+# image_import TAR NAME: the OCI archive TAR as image NAME of the node's
+# containerd (its CRI namespace). The archive names its image (the index's
+# ref.name: a whole reference, or a tag of NAME's repository); under another
+# tag, NAME is added as a second name.
+image_import() {
+  local repository="${2%:*}" ref
+  ref="$(tar -xOf "$1" index.json | python3 -c 'import json, sys
+print(json.load(sys.stdin)["manifests"][0].get("annotations", {}).get("org.opencontainers.image.ref.name", ""))')"
+  [ -n "$ref" ] || die "$1 names no image (org.opencontainers.image.ref.name)"
+  case "$ref" in */*|*:*) ;; *) ref="$repository:$ref" ;; esac
+  node_ctr images import --base-name "$repository" "$1" >/dev/null ||
+    die "cannot import $1 into the node's containerd"
+  [ "$ref" = "$2" ] || node_ctr images tag --force "$ref" "$2" >/dev/null || die "cannot name $ref $2"
+}
+
+# The kubernetes Service (KUBERNETES_SERVICE_HOST/PORT in every container)
+# at its cluster IP, on lo.
+start_service_proxy() {
+  "${as_root[@]}" ip addr replace "$SERVICE_IP/32" dev lo
+  # Root, for port 443.
+  "${as_root[@]}" setsid "$here/service_proxy.py" "$SERVICE_IP" 443 127.0.0.1 "$APISERVER_PORT" \
+    < /dev/null >> "$dir/logs/service-proxy.log" 2>&1 &
+  echo "$! $here/service_proxy.py" > "$dir/pids/service-proxy.pid"
+  wait_for service-proxy 30 grep -qx ready "$dir/logs/service-proxy.log"
+}
+
+start_containerd_node() {
+  local images
+  images="$("$here/build-images.sh" --print-dir pause busybox)"
+  write_containerd_config
+  log "containerd $("$NODE_BIN/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
+  start_containerd
+  image_import "$images/pause.tar" "$PAUSE_IMAGE"
+  image_import "$images/busybox.tar" "$BUSYBOX_IMAGE"
+  log "the kubernetes Service: $SERVICE_IP:443 -> 127.0.0.1:$APISERVER_PORT"
+  start_service_proxy
+}
+
+# Every pod gone through CRI (their networks torn down by CNI), then
+# containerd, its shims, the bridge, the Service address. What is left of
+# mounts goes with the node's mount namespace.
+stop_containerd_node() {
+  if pid_alive "$dir/pids/containerd.pid"; then
+    node_crictl rmp --all --force >/dev/null 2>&1 || log "crictl rmp failed; containerd's state goes with NODE"
+  fi
+  stop_one containerd
+  local shim
+  for shim in $(pgrep -f "^$NODE_BIN/containerd-shim-runc-v2 " || true); do
+    signal -KILL "$shim"
+  done
+  stop_one service-proxy
+  ! ip link show "$POD_BRIDGE" >/dev/null 2>&1 || "${as_root[@]}" ip link del "$POD_BRIDGE"
+  ! ip -4 addr show dev lo | grep -q " $SERVICE_IP/32 " || "${as_root[@]}" ip addr del "$SERVICE_IP/32" dev lo
+  # The mount point the node's namespace needed, unless the machine uses it.
+  "${as_root[@]}" rmdir /run/containerd 2>/dev/null || true
+}
+
+# runtime-restart: what a reboot does to the runtime side of a node: the
+# kubelet and containerd stop, /var/run/cdi (tmpfs) comes back empty, both
+# start again.
+runtime_restart() {
+  load_cluster_env
+  load_node_env
+  [ "$NODE_RUNTIME" = containerd ] || die "runtime-restart: the node runs the CRI stand-in"
+  stop_one kubelet
+  stop_one containerd
+  "${as_root[@]}" find "$node/cdi" -mindepth 1 -delete
+  start_containerd
+  start_kubelet
+  log "containerd and the kubelet restarted, the CDI spec dir emptied"
+}
+
+# --- kube-controller-manager and the Node object -------------------------
 
 # The TaintNodesByCondition admission plugin taints every new Node
 # node.kubernetes.io/not-ready:NoSchedule; with no node-lifecycle-controller
@@ -606,12 +845,20 @@ load_node_env() {
   # shellcheck disable=SC1091
   . "$node/node-ports.env"
 }
+load_node_env_if_any() { [ ! -f "$node/node-ports.env" ] || load_node_env; }
 
 node_start() {
   local t0=$SECONDS
   load_cluster_env
   node_stop_all
-  NODE_BIN="$(binaries kube-controller-manager kubelet cri)"
+  NODE_RUNTIME="$RUNTIME"
+  case "$NODE_RUNTIME" in
+    containerd)
+      NODE_BIN="$(binaries kube-controller-manager kubelet containerd containerd-shim-runc-v2 ctr crictl cni-bridge cni-host-local)"
+      command -v runc >/dev/null || die "runc is missing: run scripts/install-deps.sh"
+      ;;
+    *) NODE_BIN="$(binaries kube-controller-manager kubelet cri)" ;;
+  esac
   NODE_IP="$(node_ip)"
   [ -n "$NODE_IP" ] || die "no global IPv4 address for the node's IP (ip -4 addr show scope global)"
 
@@ -619,31 +866,43 @@ node_start() {
   # CDI specs, records) stays.
   node="$(mktemp -d /tmp/dra-node.XXXXXX)"
   echo "$node" > "$dir/node-dir"
-  mkdir -p "$node/kubelet" "$node/cdi" "$node/pod-logs"
+  mkdir -p "$node/kubelet" "$node/cdi" "$node/pod-logs" "$dir/logs"
   trap 'status=$?; if [ $status -ne 0 ]; then log "node-start failed: stopping what was started"; node_stop_all; fi' EXIT
 
   local kcm_port
   read -r KUBELET_PORT KUBELET_HEALTHZ_PORT kcm_port <<< "$(free_ports 3)"
-  printf 'KUBELET_PORT=%s\nKUBELET_HEALTHZ_PORT=%s\nNODE_BIN=%s\nNODE_IP=%s\n' \
-    "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_IP" > "$node/node-ports.env"
+  printf 'KUBELET_PORT=%s\nKUBELET_HEALTHZ_PORT=%s\nNODE_BIN=%s\nNODE_IP=%s\nNODE_RUNTIME=%s\n' \
+    "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_IP" "$NODE_RUNTIME" > "$node/node-ports.env"
   make_kubelet_cert
   write_kubelet_config
+  start_node_namespace
 
   log "kube-controller-manager (health on https://127.0.0.1:$kcm_port)"
   start_daemon kube-controller-manager "$NODE_BIN/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$kcm_port" \
     --cert-dir "$dir/pki/controller-manager" \
+    --root-ca-file "$dir/pki/ca.crt" \
     --leader-elect=false \
     --controllers "$CONTROLLERS" \
     --feature-gates "$FEATURE_GATES" \
     --profiling=false --v=1
   wait_for kube-controller-manager 60 curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz"
 
-  log "CRI stand-in on $node/cri.sock (CDI specs from $node/cdi)"
-  start_daemon cri "$NODE_BIN/cri" --endpoint "$node/cri.sock" --cdi-spec-dir "$node/cdi" \
-    --record "$node/cri-containers.json"
-  wait_for cri 30 test -S "$node/cri.sock"
+  local cri_env
+  case "$NODE_RUNTIME" in
+    containerd)
+      start_containerd_node
+      cri_env="DRA_E2E_CRI_ENDPOINT=$(runtime_endpoint)"
+      ;;
+    *)
+      log "CRI stand-in on $node/cri.sock (CDI specs from $node/cdi)"
+      start_daemon cri "$NODE_BIN/cri" --endpoint "$node/cri.sock" --cdi-spec-dir "$node/cdi" \
+        --record "$node/cri-containers.json"
+      wait_for cri 30 test -S "$node/cri.sock"
+      cri_env="DRA_E2E_CRI_RECORD=$node/cri-containers.json"
+      ;;
+  esac
 
   log "kubelet $NODE_NAME ($NODE_IP), root dir $node/kubelet"
   start_kubelet
@@ -653,14 +912,16 @@ node_start() {
   cat > "$dir/node.env" <<EOF
 DRA_E2E_NODE_NAME=$NODE_NAME
 DRA_E2E_NODE_DIR=$node
+DRA_E2E_RUNTIME=$NODE_RUNTIME
 DRA_E2E_PLUGINS_REGISTRY=$node/kubelet/plugins_registry
 DRA_E2E_PLUGINS_DIR=$node/kubelet/plugins
 DRA_E2E_CDI_DIR=$node/cdi
-DRA_E2E_CRI_RECORD=$node/cri-containers.json
+$cri_env
 DRA_E2E_KUBELET_URL=https://127.0.0.1:$KUBELET_PORT
+DRA_E2E_NODE_BIN=$NODE_BIN
 EOF
   trap - EXIT
-  log "node $NODE_NAME ready in $((SECONDS - t0)) s"
+  log "node $NODE_NAME ($NODE_RUNTIME) ready in $((SECONDS - t0)) s"
 }
 
 kubelet_restart() {
@@ -677,6 +938,20 @@ case "$cmd" in
   node-start) node_start ;;
   node-stop) node_stop_all ;;
   kubelet-restart) kubelet_restart ;;
+  runtime-restart) runtime_restart ;;
+  crictl)
+    load_cluster_env
+    load_node_env
+    [ "$NODE_RUNTIME" = containerd ] || die "crictl: the node runs the CRI stand-in"
+    shift 2
+    node_crictl "$@"
+    ;;
+  image-import)
+    load_cluster_env
+    load_node_env
+    [ "$NODE_RUNTIME" = containerd ] || die "image-import: the node runs the CRI stand-in"
+    image_import "$(cd "$(dirname "$3")" && pwd)/$(basename "$3")" "$4"
+    ;;
   apiserver-stop) apiserver_stop ;;
   apiserver-start) apiserver_start ;;
   etcd-compact) etcd_compact ;;

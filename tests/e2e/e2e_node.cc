@@ -27,10 +27,11 @@ NodeEnv Node() {
     const size_t eq = line.find('=');
     if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  NodeEnv node{values["DRA_E2E_NODE_NAME"], values["DRA_E2E_PLUGINS_REGISTRY"], values["DRA_E2E_PLUGINS_DIR"],
-               values["DRA_E2E_CDI_DIR"], values["DRA_E2E_CRI_RECORD"]};
+  NodeEnv node{values["DRA_E2E_NODE_NAME"],   values["DRA_E2E_RUNTIME"],     values["DRA_E2E_NODE_DIR"],
+               values["DRA_E2E_PLUGINS_REGISTRY"], values["DRA_E2E_PLUGINS_DIR"], values["DRA_E2E_CDI_DIR"],
+               values["DRA_E2E_CRI_RECORD"],  values["DRA_E2E_KUBELET_URL"]};
   REQUIRE_FALSE(node.name.empty());
-  REQUIRE_FALSE(node.cri_record.empty());
+  REQUIRE((node.runtime == "containerd" || !node.cri_record.empty()));
   return node;
 }
 

@@ -21,10 +21,13 @@ inline const k8s::ResourceRef kResourceClaimTemplates{"resource.k8s.io", "v1", "
 // running fails the test (tests/e2e/CMakeLists.txt starts it; never skip).
 struct NodeEnv {
   std::string name;
+  std::string runtime;           // "stand-in" or "containerd" (DRA_E2E_RUNTIME)
+  std::string dir;               // the node's directory (/tmp/dra-node.*)
   std::string plugins_registry;  // the kubelet's plugins_registry dir
   std::string plugins_dir;       // <kubelet root>/plugins: a driver's data dir is <this>/<driver>
-  std::string cdi_dir;           // where the CRI stand-in reads CDI specs
-  std::string cri_record;        // the CRI stand-in's record (tests/e2e/cri/README.md)
+  std::string cdi_dir;           // where the runtime reads CDI specs
+  std::string cri_record;        // stand-in: its record (tests/e2e/cri/README.md)
+  std::string kubelet_url;       // its HTTPS API (admin certificate)
 };
 NodeEnv Node();
 
