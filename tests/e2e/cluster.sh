@@ -508,7 +508,7 @@ as_root=()
 # other's mounts (the kubelet's volumes, containerd's network namespaces)
 # and none of them outlives the node.
 start_node_namespace() {
-  mkdir -p "$node/var-log" "$node/run-containerd" "$dir/pids"
+  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cwd" "$dir/pids"
   "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c '
     node="$1"
     mount --bind "$node/var-log" /var/log || exit 1
@@ -521,8 +521,14 @@ start_node_namespace() {
   wait_for node-ns 30 test -s "$node/node-ns.pid"
 }
 
-# in_node_namespace CMD...: CMD in the node's mount namespace, as root.
-in_node_namespace() { "${as_root[@]}" nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- "$@"; }
+# in_node_namespace CMD...: CMD in the node's mount namespace, as root, in
+# NODE/cwd: entering a mount namespace moves a process to its "/", and the
+# kubelet removes what a glob of a container's log path matches, relative to
+# its working directory when the path is (the CRI stand-in reports an empty
+# one): run from "/", it deleted the machine's /bin symlink.
+in_node_namespace() {
+  "${as_root[@]}" nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- "$@"
+}
 
 # Stops the node and removes its directory; the CRI stand-in's record stays
 # beside the logs (DIR/logs/cri-containers.json).
@@ -647,7 +653,7 @@ kubelet_healthz() { curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_POR
 start_kubelet() {
   save_sysctls
   mkdir -p "$dir/logs" "$dir/pids"
-  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- \
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- \
     "$NODE_BIN/kubelet" \
     --config "$node/kubelet-config.yaml" \
     --kubeconfig "$dir/kubelet.kubeconfig" \
@@ -730,7 +736,7 @@ node_crictl() { in_node_namespace "$NODE_BIN/crictl" --runtime-endpoint "$(runti
 
 start_containerd() {
   # PATH: containerd finds containerd-shim-runc-v2 there.
-  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" -- env PATH="$NODE_BIN:$PATH" \
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- env PATH="$NODE_BIN:$PATH" \
     "$NODE_BIN/containerd" --config "$node/containerd/config.toml" \
     < /dev/null >> "$dir/logs/containerd.log" 2>&1 &
   echo "$! $NODE_BIN/containerd" > "$dir/pids/containerd.pid"
@@ -747,9 +753,12 @@ image_import() {
 print(json.load(sys.stdin)["manifests"][0].get("annotations", {}).get("org.opencontainers.image.ref.name", ""))')"
   [ -n "$ref" ] || die "$1 names no image (org.opencontainers.image.ref.name)"
   case "$ref" in */*|*:*) ;; *) ref="$repository:$ref" ;; esac
-  node_ctr images import --base-name "$repository" "$1" >/dev/null ||
-    die "cannot import $1 into the node's containerd"
-  [ "$ref" = "$2" ] || node_ctr images tag --force "$ref" "$2" >/dev/null || die "cannot name $ref $2"
+  # ctr warns on every call that cgroup v1 is deprecated: its stderr is
+  # shown only when it fails.
+  node_ctr images import --base-name "$repository" "$1" >/dev/null 2>"$node/ctr.err" ||
+    { cat "$node/ctr.err" >&2; die "cannot import $1 into the node's containerd"; }
+  [ "$ref" = "$2" ] || node_ctr images tag --force "$ref" "$2" >/dev/null 2>"$node/ctr.err" ||
+    { cat "$node/ctr.err" >&2; die "cannot name $ref $2"; }
 }
 
 # The kubernetes Service (KUBERNETES_SERVICE_HOST/PORT in every container)
