@@ -23,7 +23,7 @@
 #
 # Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
-#              kubeletpeer cri gosdk-driver gosdk-publisher helm
+#              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six)
 #              (default: etcd kube-apiserver kube-scheduler)
@@ -62,7 +62,7 @@ for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
     --go-test) go_test=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
@@ -108,6 +108,7 @@ binary_ok() {
       return
       ;;
     helm) "$bin" version --short 2>/dev/null | grep -qx "$HELM_VERSION"; return ;;
+    kubectl) "$bin" version --client 2>/dev/null | grep -q "$K8S_VERSION"; return ;;
     cni-*) CNI_COMMAND=VERSION "$bin" </dev/null 2>/dev/null | grep -q cniVersion; return ;;
     containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
     containerd|ctr) "$bin" --version 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
@@ -122,6 +123,7 @@ version_line() {
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     gosdk-publisher) echo "resourceslice controller publisher on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-publisher)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
+    kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
     containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
