@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
@@ -407,6 +408,73 @@ TEST_CASE("helm install of the GPU example on the real node: its DaemonSet pod r
   CHECK(gpu.driver_pod["status"]["containerStatuses"][0]["restartCount"] == 0);
 }
 
+// examples/gpu/deploy/<file>'s objects as they would be applied on a node
+// whose kubelet root dir and CDI dir are the suite node's: the host paths
+// moved there, and the driver told so by the variables the chart sets for
+// such a node.
+std::vector<json> PlainManifest(const std::string& file, const NodeEnv& node) {
+  const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/", file);
+  const std::string text = absl::StrReplaceAll(
+      testing::ReadFile(path), {{"/var/lib/kubelet", node.dir + "/kubelet"}, {"/var/run/cdi", node.cdi_dir}});
+  std::vector<json> objects = ManifestObjects(text, path);
+  for (json& object : objects) {
+    if (object["kind"] != "DaemonSet") continue;
+    json& env = object["spec"]["template"]["spec"]["containers"][0]["env"];
+    env.push_back({{"name", "KUBELET_REGISTRAR_DIRECTORY_PATH"}, {"value", node.plugins_registry}});
+    env.push_back({{"name", "KUBELET_PLUGINS_DIRECTORY_PATH"}, {"value", node.plugins_dir}});
+    env.push_back({{"name", "CDI_ROOT"}, {"value", node.cdi_dir}});
+  }
+  return objects;
+}
+
+// Objects applied for a test, deleted after it (last first); a DaemonSet's
+// pods go with it (the garbage collector), waited for.
+struct Applied {
+  Client& admin;
+  std::vector<json> objects;
+  void Apply(json object) { objects.push_back(ApplyObject(admin, std::move(object))); }
+  ~Applied() {
+    for (auto it = objects.rbegin(); it != objects.rend(); ++it) {
+      const k8s::ResourceRef& ref = ResourceOfKind((*it)["kind"]);
+      (void)admin.Delete(ref, ref.namespaced ? (*it)["metadata"].value("namespace", "") : "",
+                         (*it)["metadata"]["name"].get<std::string>());
+    }
+    Eventually([&] { return DriverPods(admin, kGpu).empty(); }, kPodStart);
+  }
+};
+
+TEST_CASE("the GPU example's plain manifests on the real node: the DaemonSet pod from the image registers and "
+          "publishes and a workload gets a GPU",
+          "[e2e][runtime][gpu]") {
+  const NodeEnv node = RealNode();
+  std::shared_ptr<Client> admin = MakeClient(AdminConfig());
+  ImportDriverImage(kGpu, kImageTag);  // the image the manifest names
+  Applied applied{*admin, {}};
+  for (const char* file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
+                           "daemonset.yaml"}) {
+    for (json& object : PlainManifest(file, node)) applied.Apply(std::move(object));
+  }
+  const json pod = WaitForOneDriverPod(*admin, kGpu);
+  CHECK(pod["spec"]["containers"][0]["image"] == kGpu.image() + ":" + kImageTag);
+  std::string driver_log;
+  CHECK(Eventually(
+      [&] {
+        driver_log = PodLog(kGpu.ns, pod["metadata"]["name"], "plugin");
+        return absl::StrContains(driver_log, "\"Registered with the kubelet\"");
+      },
+      kPodStart));
+  INFO("the driver's log:\n" << driver_log);
+  REQUIRE(Eventually([&] { return PublishedDevices(*admin, node, kGpuDriver) == 8; }, kPodStart));
+
+  const Workloads workloads(*admin, "gpu-plain");
+  ApplyDemo(*admin, "single-gpu.yaml", workloads.ns);
+  const std::string log = WaitForLog(workloads.ns, "single-gpu", "app");
+  INFO("single-gpu:\n" << log);
+  REQUIRE(GpuIndexes(log).size() == 1);
+  CHECK(HasDeviceNode(log, GpuIndexes(log)[0]));
+  CHECK(DeleteWorkloads(*admin, workloads.ns));
+}
+
 TEST_CASE("GPU workloads in real containers: one GPU and two GPUs and a claim shared by two containers and by two "
           "pods and time-slicing - each container sees its GPU_DEVICE variables and device nodes and metadata",
           "[e2e][runtime][gpu]") {
@@ -485,13 +553,12 @@ TEST_CASE("GPU workloads in real containers: one GPU and two GPUs and a claim sh
   CHECK(Eventually([&] { return CdiSpecFiles(gpu.node) == cdi_files; }, kPodStart));
 }
 
-TEST_CASE("a GPU partition space-partitioned by the workload's config in a real container (the reference's "
+TEST_CASE("a GPU partition in a real container: space-partitioned by the workload's config (the reference's "
           "partition demo)",
           "[e2e][runtime][gpu]") {
   GpuInstall gpu({"--gpu-partitions=2"}, 8 * 3);
-  Client& admin = *gpu.admin;
-  const Workloads workloads(admin, "gpu-partition");
-  ApplyDemo(admin, "partition.yaml", workloads.ns);
+  const Workloads workloads(*gpu.admin, "gpu-partition");
+  ApplyDemo(*gpu.admin, "partition.yaml", workloads.ns);
   const std::string log = WaitForLog(workloads.ns, "gpu-partition", "app");
   INFO("gpu-partition:\n" << log);
   // Partition p of GPU i is the device gpu-<i>-part-<p>: GPU_DEVICE_<i>_PART_<p>.
@@ -505,6 +572,22 @@ TEST_CASE("a GPU partition space-partitioned by the workload's config in a real 
   CHECK(LinesWith(log, var + "_SHARING_STRATEGY=SpacePartitioning").size() == 1);
   CHECK(LinesWith(log, var + "_PARTITION_COUNT=2").size() == 1);
   CHECK(HasDeviceNode(log, partitions[0].substr(0, partitions[0].find('_'))));
+}
+
+TEST_CASE("a shared GPU in real containers: half of a GPU's memory for each of two pods (the reference's "
+          "shared-gpu demo)",
+          "[e2e][runtime][gpu]") {
+  GpuInstall gpu({"--allow-multiple-allocations"});
+  const Workloads workloads(*gpu.admin, "gpu-shared");
+  ApplyDemo(*gpu.admin, "shared-gpu.yaml", workloads.ns);
+  for (const char* pod : {"shared-gpu-a", "shared-gpu-b"}) {
+    const std::string log = WaitForLog(workloads.ns, pod, "app");
+    INFO(pod << ":\n" << log);
+    REQUIRE(GpuIndexes(log).size() == 1);
+    const std::string index = GpuIndexes(log)[0];
+    CHECK(HasDeviceNode(log, index));
+    CHECK(LinesWith(log, "GPU_DEVICE_" + index + "_MEMORY=").size() == 1);
+  }
 }
 
 TEST_CASE("helm install of the CPU example on the real node: it publishes the node's CPUs and a workload with an "
