@@ -188,6 +188,8 @@ build_driver() {
     strip -o "$context/$1" "$bin"
     "${buildah[@]}" bud "${args[@]}" --target prebuilt --build-arg "RUNTIME_PACKAGES=$packages" "$context" >&2
   fi
+  # Layers no image names any more (an earlier build's) only take disk.
+  "${buildah[@]}" rmi --prune >/dev/null 2>&1 || true
   mkdir -p "$out_dir"
   "${buildah[@]}" push --quiet "$image" "oci-archive:$out.tmp:$image" >&2
   "${as_root[@]}" chown "$(id -u):$(id -g)" "$out.tmp"

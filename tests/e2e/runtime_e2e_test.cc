@@ -387,6 +387,19 @@ json ClaimPod(const std::string& ns, const std::string& name, const std::string&
   return Pod(ns, name, {WorkloadContainer("app", {"gpu"})}, json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}}));
 }
 
+// A claim for one GPU and a pod of it, run until its container printed what
+// it got: its log, and the claim's UID.
+struct ClaimWorkload {
+  std::string log;
+  std::string uid;
+};
+ClaimWorkload RunClaimPod(Client& admin, const std::string& ns, const std::string& claim, const std::string& pod) {
+  CreateClaim(admin, ns, claim, "gpu.example.com");
+  ApplyObject(admin, ClaimPod(ns, pod, claim), ns);
+  std::string log = WaitForLog(ns, pod, "app");
+  return {std::move(log), ClaimUid(admin, ns, claim)};
+}
+
 TEST_CASE("helm install of the GPU example on the real node: its DaemonSet pod runs from the image and registers "
           "through the hostPath registry and publishes with its own token and passes its liveness probe",
           "[e2e][runtime][gpu]") {
@@ -633,11 +646,8 @@ TEST_CASE("helm upgrade of the GPU example: a new image tag rolls the driver (ma
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-upgrade");
   const std::string& ns = workloads.ns;
-  CreateClaim(admin, ns, "gpu", "gpu.example.com");
-  ApplyObject(admin, ClaimPod(ns, "app", "gpu"), ns);
-  WaitForLog(ns, "app", "app");
+  const std::string uid = RunClaimPod(admin, ns, "gpu", "app").uid;
   const json before = RunningPod(admin, ns, "app");
-  const std::string uid = ClaimUid(admin, ns, "gpu");
   const std::string old_pod = gpu.driver_pod_name();
   CHECK(Logged(gpu.driver_log(), "Prepared claim", uid) == 1);
 
@@ -687,10 +697,9 @@ TEST_CASE("the node's runtime as after a reboot: containerd and the kubelet rest
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-restart");
   const std::string& ns = workloads.ns;
-  CreateClaim(admin, ns, "gpu", "gpu.example.com");
-  ApplyObject(admin, ClaimPod(ns, "before", "gpu"), ns);
-  const std::vector<std::string> gpus = GpuIndexes(WaitForLog(ns, "before", "app"));
-  const std::string uid = ClaimUid(admin, ns, "gpu");
+  const ClaimWorkload before = RunClaimPod(admin, ns, "gpu", "before");
+  const std::vector<std::string> gpus = GpuIndexes(before.log);
+  const std::string& uid = before.uid;
   // The claim's spec and the driver's node-wide one (device "common").
   const std::string claim_spec = absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", uid, ".json");
   const std::string common_spec = gpu.node.cdi_dir + "/gpu.example.com-gpu.json";
@@ -715,10 +724,7 @@ TEST_CASE("the GPU driver killed (SIGKILL) in its container: the kubelet restart
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-kill");
   const std::string& ns = workloads.ns;
-  CreateClaim(admin, ns, "first", "gpu.example.com");
-  ApplyObject(admin, ClaimPod(ns, "first", "first"), ns);
-  WaitForLog(ns, "first", "app");
-  const std::string first = ClaimUid(admin, ns, "first");
+  const std::string first = RunClaimPod(admin, ns, "first", "first").uid;
 
   // The driver is PID 1 of its container: its host PID from containerd.
   const std::string container_id =
@@ -744,10 +750,7 @@ TEST_CASE("the GPU driver killed (SIGKILL) in its container: the kubelet restart
 
   // A new claim is prepared by the restarted driver, the old one unprepared
   // by it; the killed one prepared the first claim, once.
-  CreateClaim(admin, ns, "second", "gpu.example.com");
-  ApplyObject(admin, ClaimPod(ns, "second", "second"), ns);
-  WaitForLog(ns, "second", "app");
-  const std::string second = ClaimUid(admin, ns, "second");
+  const std::string second = RunClaimPod(admin, ns, "second", "second").uid;
   CHECK(DeleteWorkloads(admin, ns));
   std::string log;
   CHECK(Eventually(
