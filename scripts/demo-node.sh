@@ -7,8 +7,9 @@
 # registry or a Docker engine (tests/e2e/build-images.sh: a Debian base from
 # Debian's packages, buildah), imported into the node's containerd and
 # installed with their Helm charts; workloads from the GPU example's demo
-# specs run in real containers and print what they got. Called by
-# scripts/demo.sh.
+# specs run in real containers and print what they got; the GPU driver is
+# upgraded to a new image tag under them, then killed and restarted by the
+# kubelet. Called by scripts/demo.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -52,12 +53,12 @@ tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.
 run helm install gpu-example-driver examples/gpu/deploy/helm/gpu-example-driver \
   --namespace dra-gpu-example --create-namespace \
   --set kubeletDir="$node_dir/kubelet" --set cdiRoot="$DRA_E2E_CDI_DIR" --set fabricController.enabled=false \
-  --set-json 'nodePlugin.args=["--device-status","--device-metadata"]' | head -4
+  --set-json 'nodePlugin.args=["--device-status","--device-metadata"]' | sed -n '1,4p'
 run kubectl -n dra-gpu-example rollout status daemonset/gpu-example-driver --timeout=180s
 run kubectl -n dra-gpu-example get pods -o wide
 echo "its container, as containerd runs it:"
 crictl ps --name plugin
-run kubectl -n dra-gpu-example logs daemonset/gpu-example-driver | head -6
+run kubectl -n dra-gpu-example logs daemonset/gpu-example-driver | sed -n '1,6p'
 
 step "the ResourceSlice it published with its pod's service account token"
 for _ in $(seq 1 60); do
@@ -122,6 +123,29 @@ spec:
 EOF
 run kubectl -n gpu-demo wait --for=condition=Ready pod/pinned --timeout=180s
 run kubectl -n gpu-demo logs pinned
+
+step "helm upgrade of the GPU driver to a new image tag under the running workloads: the DaemonSet rolls (maxSurge 1)"
+tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.0.tar" \
+  registry.example.com/dra-cpp/gpu-driver:0.1.1
+driver_pod() { kubectl -n dra-gpu-example get pods -l app.kubernetes.io/name=gpu-example-driver -o name; }
+old_pod=$(driver_pod)
+run helm upgrade gpu-example-driver examples/gpu/deploy/helm/gpu-example-driver --namespace dra-gpu-example \
+  --reuse-values --set image.tag=0.1.1 >/dev/null
+run kubectl -n dra-gpu-example rollout status daemonset/gpu-example-driver --timeout=180s
+run kubectl -n dra-gpu-example wait --for=delete "$old_pod" --timeout=180s
+new_pod=$(driver_pod)
+run kubectl -n dra-gpu-example get "$new_pod" -o custom-columns='NAME:.metadata.name,IMAGE:.spec.containers[0].image,READY:.status.containerStatuses[0].ready'
+echo "the workloads ran on through it:"
+run kubectl -n gpu-demo get pods
+
+step "the GPU driver's process killed (SIGKILL) in its container: the kubelet starts it again"
+plugin=$(crictl ps --name plugin --label "io.kubernetes.pod.name=${new_pod#pod/}" -q)
+pid=$(crictl inspect "$plugin" | python3 -c 'import json, sys; print(json.load(sys.stdin)["info"]["pid"])')
+run kill -9 "$pid"
+run kubectl -n dra-gpu-example wait "$new_pod" --for=jsonpath='{.status.containerStatuses[0].restartCount}'=1 \
+  --timeout=180s
+run kubectl -n dra-gpu-example wait "$new_pod" --for=condition=Ready --timeout=180s
+run kubectl -n dra-gpu-example get pods
 
 step "clean-up: the workloads go (each claim unprepared), then the drivers (helm uninstall)"
 run kubectl -n gpu-demo delete pods --all --grace-period=1

@@ -441,13 +441,15 @@ std::vector<json> PlainManifest(const std::string& file, const NodeEnv& node) {
 }
 
 // Objects applied for a test, deleted after it (last first); a DaemonSet's
-// pods go with it (the garbage collector), waited for.
+// pods go with it (the garbage collector), waited for. A namespace stays:
+// the next test installs the chart in it, which a terminating one refuses.
 struct Applied {
   Client& admin;
   std::vector<json> objects;
   void Apply(json object) { objects.push_back(ApplyObject(admin, std::move(object))); }
   ~Applied() {
     for (auto it = objects.rbegin(); it != objects.rend(); ++it) {
+      if ((*it)["kind"] == "Namespace") continue;
       const k8s::ResourceRef& ref = ResourceOfKind((*it)["kind"]);
       (void)admin.Delete(ref, ref.namespaced ? (*it)["metadata"].value("namespace", "") : "",
                          (*it)["metadata"]["name"].get<std::string>());
