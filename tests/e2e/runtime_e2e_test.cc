@@ -36,9 +36,6 @@ namespace {
 using k8s::Client;
 using nlohmann::json;
 
-const k8s::ResourceRef kDaemonSets{"apps", "v1", "daemonsets", true};
-const k8s::ResourceRef kResourceClaimsRef{"resource.k8s.io", "v1", "resourceclaims", true};
-
 constexpr char kBusybox[] = "localhost/dra-e2e/busybox:1";
 constexpr char kImageTag[] = "0.1.0";
 constexpr char kGpuDriver[] = "gpu.example.com";
@@ -211,7 +208,7 @@ bool LivenessProbePassed(const NodeEnv& node, const std::string& pod) {
 // Deletes every pod and ResourceClaim of `ns`; true once the pods are gone
 // (their claims unprepared). Does not fail the test: destructors call it.
 bool DeleteWorkloads(Client& admin, const std::string& ns) {
-  for (const k8s::ResourceRef* ref : {&kPods, &kResourceClaimsRef}) {
+  for (const k8s::ResourceRef* ref : {&kPods, &k8s::kResourceClaims}) {
     absl::StatusOr<k8s::ListResult> objects = admin.List(*ref, ns);
     if (!objects.ok()) return false;
     for (const json& object : objects->items) {
@@ -377,7 +374,7 @@ size_t Logged(const std::string& log, const std::string& message, const std::str
 }
 
 std::string ClaimUid(Client& admin, const std::string& ns, const std::string& name) {
-  absl::StatusOr<json> claim = admin.Get(kResourceClaimsRef, ns, name);
+  absl::StatusOr<json> claim = admin.Get(k8s::kResourceClaims, ns, name);
   REQUIRE(claim.ok());
   return (*claim)["metadata"]["uid"].get<std::string>();
 }
