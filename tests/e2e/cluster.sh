@@ -107,13 +107,12 @@ DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 NODE_NAME="${DRA_E2E_NODE_NAME:-e2e-node}"
 # What the node's flows need of kube-controller-manager: claims from
 # templates, pod claim status, deallocation and deletion of generated claims;
-# evictions for device taints; the default ServiceAccount of new namespaces;
-# the drivers' DaemonSets (pods, rolling updates) and the kube-root-ca.crt
-# ConfigMap that every projected service account token volume holds.
+# evictions for device taints; the default ServiceAccount of new namespaces.
 # Nothing that acts on every Node or object (node-lifecycle-controller,
 # garbage-collector-controller): the tests that run beside the node's keep
-# objects of their own that such a controller would change.
-CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-eviction-controller,serviceaccount-controller,daemonset-controller,root-ca-certificate-publisher-controller}"
+# objects of their own that such a controller would change (the deploy
+# tests' DaemonSets, say, whose pods would take the node's CPUs).
+CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-eviction-controller,serviceaccount-controller}"
 # Written by the kubelet's container manager at start (setupKernelTunables),
 # and by the CNI bridge plugin (a gateway turns on forwarding); node-start
 # saves them and node-stop puts them back.
@@ -124,10 +123,13 @@ NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_
 SYSCTL_STATE=/tmp/dra-e2e-sysctls
 RUNTIME="${DRA_E2E_RUNTIME:-stand-in}"
 case "$RUNTIME" in stand-in|containerd) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in or containerd" >&2; exit 2 ;; esac
-# Where pods really run, what owns them must be collected too (a DaemonSet's
-# pods after helm uninstall, a namespace's objects): the cluster of the
-# containerd node runs only its own tests.
+# Where pods really run, the drivers run as DaemonSets, every projected
+# service account token volume holds the kube-root-ca.crt ConfigMap, and
+# what owns pods must be collected too (a DaemonSet's pods after helm
+# uninstall, a namespace's objects): the cluster of the containerd node runs
+# only its own tests.
 if [ "$RUNTIME" = containerd ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
+  CONTROLLERS="$CONTROLLERS,daemonset-controller,root-ca-certificate-publisher-controller"
   CONTROLLERS="$CONTROLLERS,garbage-collector-controller,namespace-controller"
 fi
 # The containerd node's pod network and the Service address its pods use.
