@@ -6,11 +6,10 @@
 # built from the Go module proxy on first use and cached in ~/.cache/dra-cpp:
 # that first build takes 25-35 minutes). Then, with clang: the suite again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, but for the packaging
-# tests, the control-plane e2e tests (label e2e: the SDK's side of them runs
-# under the sanitizers in the integration tests against the fake API server)
-# and the real node's (e2e-runtime: their drivers are this first pass's, in
-# images), in a build
-# that also checks the locking annotations (-Wthread-safety) and holds the
+# and the e2e tests (labels e2e, e2e-node, e2e-runtime: the SDK's side of
+# them runs under the sanitizers in the integration tests, the example
+# drivers in the crash, load and example tests), in a build that also
+# checks the locking annotations (-Wthread-safety) and holds the
 # libFuzzer targets, each fuzzed for DRA_FUZZ_SECONDS (default 20); and the
 # multi-threaded tests under ThreadSanitizer. DRA_SKIP_SANITIZERS=1 stops
 # after the first pass. Safe to run again.
@@ -38,7 +37,7 @@ if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --build build-clang -j"$jobs"
   echo "== tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-clang --output-on-failure -j"$jobs" -LE '^(packaging|e2e|e2e-runtime)$'
+    ctest --test-dir build-clang --output-on-failure -j"$jobs" -LE '^(packaging|e2e|e2e-node|e2e-runtime)$'
   echo "== fuzzing"
   DRA_FUZZ_BUILD_DIR=build-clang scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-20}"
 
