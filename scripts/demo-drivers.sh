@@ -104,7 +104,7 @@ health_file="$work/gpu-health"
 "$driver_bin" --node-name "$node" --kubeconfig "$cluster/driver-gpu-driver.kubeconfig" \
   --cdi-root "$DRA_E2E_CDI_DIR" --kubelet-registrar-directory-path "$DRA_E2E_PLUGINS_REGISTRY" \
   --kubelet-plugins-directory-path "$DRA_E2E_PLUGINS_DIR" --http-endpoint "127.0.0.1:$port" \
-  --num-devices 4 --device-status --mock-health-file "$health_file" \
+  --num-devices 4 --gpu-device-status --mock-health-file "$health_file" \
   --fabric-pool fabric-0 --fabric-num-devices 2 --fabric-attach --fabric-attach-delay 5s 2>"$driver_log" &
 driver_pid=$!
 registered() { curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^dra_registered 1'; }

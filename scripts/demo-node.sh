@@ -53,7 +53,7 @@ tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.
 run helm install gpu-example-driver examples/gpu/deploy/helm/gpu-example-driver \
   --namespace dra-gpu-example --create-namespace \
   --set kubeletDir="$node_dir/kubelet" --set cdiRoot="$DRA_E2E_CDI_DIR" --set fabricController.enabled=false \
-  --set-json 'nodePlugin.args=["--device-status","--device-metadata"]' | sed -n '1,4p'
+  --set-json 'nodePlugin.args=["--device-metadata"]' | sed -n '1,4p'
 run kubectl -n dra-gpu-example rollout status daemonset/gpu-example-driver --timeout=180s
 run kubectl -n dra-gpu-example get pods -o wide
 echo "its container, as containerd runs it:"

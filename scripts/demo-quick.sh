@@ -73,7 +73,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 step "start the GPU driver: 2 mock GPUs, device status on, health from $work/health"
 "$driver_bin" --node-name=node-local --kubeconfig="$work/kubeconfig" --cdi-root="$work/cdi" \
   --kubelet-registrar-directory-path="$work/plugins_registry" --kubelet-plugins-directory-path="$work/plugins" \
-  --num-devices=2 --device-status --mock-health-file="$work/health" --http-endpoint="127.0.0.1:$port" \
+  --num-devices=2 --gpu-device-status --mock-health-file="$work/health" --http-endpoint="127.0.0.1:$port" \
   2>"$work/driver.log" &
 driver_pid=$!
 mkdir -p "$work/plugins_registry"

@@ -1,12 +1,15 @@
 #include "gpu_driver.h"
 
+#include <algorithm>
 #include <cctype>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/cdi/spec_dir.h"
 #include "dra/k8s/device_attributes.h"
+#include "dra/k8s/resource_slice_json.h"
 #include "gpu_config.h"
 
 namespace gpu {
@@ -28,11 +31,22 @@ std::string ClaimName(const k8s::ResourceClaim& claim) {
 
 }  // namespace
 
+namespace {
+
+std::string VariableName(std::string_view prefix, std::string_view name) {
+  std::string variable(prefix);
+  for (char c : name) variable += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
+  return variable;
+}
+
+}  // namespace
+
 std::string DeviceVariable(const std::string& device_name) {
-  std::string name = "GPU_DEVICE_";
-  const std::string rest = absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name;
-  for (char c : rest) name += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
-  return name;
+  return VariableName("GPU_DEVICE_", absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name);
+}
+
+std::string ClaimVariable(const std::string& device_name) {
+  return VariableName("GPU_DEVICE_", device_name) + "_RESOURCE_CLAIM";
 }
 
 CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name) {
@@ -41,7 +55,7 @@ CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::strin
   common.spec.kind = kind.ToString();
   dra::cdi::Device& device = common.spec.devices.emplace_back();
   device.name = kCommonCdiDevice;
-  device.container_edits.env = {"DRA_DRIVER_NAME=" + driver_name, "DRA_NODE_NAME=" + node_name};
+  device.container_edits.env = {"KUBERNETES_NODE_NAME=" + node_name, "DRA_RESOURCE_DRIVER_NAME=" + driver_name};
   common.id = absl::StrCat(kind.ToString(), "=", kCommonCdiDevice);
   return common;
 }
@@ -71,6 +85,10 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
   }
   std::vector<k8s::AllocatedDeviceStatus> statuses;
   const std::vector<k8s::DeviceRequestAllocationResult>& allocated = claim.status.allocation->devices.results;
+  // Admin access to any device of the claim, whichever driver's, is the claim's.
+  const bool admin_access = std::any_of(allocated.begin(), allocated.end(), [](const auto& result) {
+    return result.admin_access.value_or(false);
+  });
   for (const auto& [index, config] : *configs) {
     const k8s::DeviceRequestAllocationResult& device = allocated[index];
     auto published = options_.devices.find(device.device);
@@ -79,20 +97,7 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
                                                        device.device, "\" is not a device of this node"));
       return result;
     }
-    const GpuInfo& gpu = published->second.gpu;
-    int64_t memory = gpu.memory_bytes;
-    int64_t compute = gpu.compute_units;
-    if (published->second.partitions > 0) {
-      memory /= published->second.partitions;
-      compute /= published->second.partitions;
-    }
-    if (auto it = device.consumed_capacity.find("memory"); it != device.consumed_capacity.end()) {
-      memory = it->second.Value();
-    }
-    if (auto it = device.consumed_capacity.find("compute"); it != device.consumed_capacity.end()) {
-      compute = it->second.Value();
-    }
-
+    const GpuInfo& gpu = published->second;
     const std::string var = DeviceVariable(device.device);
     kp::Device& prepared = result.devices.emplace_back();
     prepared.requests = {device.request};
@@ -101,12 +106,20 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
     prepared.share_id = device.share_id;
     prepared.cdi_device_ids = {options_.common_cdi_id};
     dra::cdi::ContainerEdits& edits = prepared.cdi_edits.emplace();
-    edits.env = {absl::StrCat(var, "=", gpu.uuid), absl::StrCat(var, "_SHARING_STRATEGY=", StrategyName(config.strategy)),
-                 absl::StrCat(var, "_MEMORY=", memory), absl::StrCat(var, "_COMPUTE=", compute)};
+    edits.env = {absl::StrCat(ClaimVariable(device.device), "=", claim.metadata.uid),
+                 absl::StrCat("DRA_ADMIN_ACCESS=", admin_access ? "true" : "false"),
+                 absl::StrCat(var, "=", device.device), absl::StrCat(var, "_UUID=", gpu.uuid),
+                 absl::StrCat(var, "_SHARING_STRATEGY=", StrategyName(config.strategy))};
     if (config.strategy == GpuConfig::Strategy::kTimeSlicing) {
       edits.env.push_back(absl::StrCat(var, "_TIMESLICE_INTERVAL=", config.interval));
     } else {
       edits.env.push_back(absl::StrCat(var, "_PARTITION_COUNT=", config.partition_count));
+    }
+    // Only what the claim consumes of a shared GPU, as the quantity it asked for.
+    for (const char* capacity : {"memory", "compute"}) {
+      if (auto it = device.consumed_capacity.find(capacity); it != device.consumed_capacity.end()) {
+        edits.env.push_back(absl::StrCat(var, "_", absl::AsciiStrToUpper(capacity), "=", it->second.ToString()));
+      }
     }
     edits.device_nodes = gpu.device_nodes;
     if (options_.device_metadata) {
@@ -120,10 +133,11 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
     status.pool = device.pool;
     status.device = device.device;
     status.share_id = device.share_id;
-    status.data = nlohmann::json{{"uuid", gpu.uuid},
-                                 {"sharingStrategy", StrategyName(config.strategy)},
-                                 {"memory", memory},
-                                 {"compute", compute}};
+    // Typed attributes, as the device's own in its ResourceSlice.
+    status.data = nlohmann::json{{"uuid", k8s::ToJson(k8s::StringAttribute(gpu.uuid))},
+                                 {"model", k8s::ToJson(k8s::StringAttribute(gpu.model))},
+                                 {"driverVersion", k8s::ToJson(k8s::VersionAttribute(gpu.driver_version))},
+                                 {"sharingStrategy", k8s::ToJson(k8s::StringAttribute(StrategyName(config.strategy)))}};
     k8s::Condition& ready = status.conditions.emplace_back();
     ready.type = "Ready";
     ready.status = "True";

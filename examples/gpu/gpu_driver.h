@@ -1,11 +1,13 @@
 // GpuDriver: the kubelet-facing half of the example GPU driver. Prepare
 // resolves each allocated GPU (whole, partition or fabric-attached) and its
 // GpuConfig and returns CDI edits, which the Helper writes as the claim's CDI
-// spec: GPU_DEVICE_<name>=<uuid> and the sharing settings, the memory and
-// compute the claim consumes, the GPU's device nodes, plus the node-wide
-// common spec (WriteCommonCdiSpec). A bad config or an unknown device fails
-// that claim only. With a ClaimStatusWriter it also reports each prepared
-// device in the claim's status (a Ready condition and data); with
+// spec: the environment dra-example-driver's containers get
+// (GPU_DEVICE_<id>=<device name>, ..._RESOURCE_CLAIM, DRA_ADMIN_ACCESS, the
+// sharing settings, the memory and compute a shared GPU's claim consumes)
+// plus ..._UUID, the GPU's device nodes, and the node-wide common spec. A bad
+// config or an unknown device fails that claim only. With a
+// ClaimStatusWriter it also reports each prepared device in the claim's
+// status (a Ready condition and typed attributes as data); with
 // device_metadata, it tells the Helper what to write into the claim's device
 // metadata file (uuid, model, PCI bus ID).
 #pragma once
@@ -31,26 +33,20 @@ inline constexpr char kCommonCdiClass[] = "gpu";
 inline constexpr char kCommonCdiDevice[] = "common";
 
 // The node-wide spec <driver>-gpu (CdiOptions::node_specs, which the Helper
-// keeps in the spec dir): device "common" with env DRA_DRIVER_NAME and
-// DRA_NODE_NAME, and its CDI ID.
+// keeps in the spec dir): device "common" with env KUBERNETES_NODE_NAME and
+// DRA_RESOURCE_DRIVER_NAME, and its CDI ID.
 struct CommonCdiSpec {
   dra::cdi::Spec spec;
   std::string id;
 };
 CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name);
 
-// What a published device name stands for.
-struct PublishedGpu {
-  GpuInfo gpu;
-  int partitions = 0;  // > 0: a partition, 1/partitions of the GPU
-};
-
 class GpuDriver : public dra::kubeletplugin::Driver {
  public:
   struct Options {
     std::string driver_name;
     std::string common_cdi_id;
-    std::map<std::string, PublishedGpu> devices;  // by device name
+    std::map<std::string, GpuInfo> devices;  // the GPU each device name is (a partition of)
     std::shared_ptr<const dra::kubeletplugin::ClaimStatusWriter> status_writer;  // may be null
     bool device_metadata = false;  // give each prepared GPU Device::metadata
     dra::Logger logger;
@@ -82,7 +78,11 @@ class GpuDriver : public dra::kubeletplugin::Driver {
 
 // GPU_DEVICE_<device name without "gpu-", upper case, '-' as '_'>: one
 // variable per device, so that a container with GPUs of several claims gets
-// all of them.
+// all of them; its value is the device name, and the per-device settings
+// are <variable>_<SETTING>.
 std::string DeviceVariable(const std::string& device_name);
+// GPU_DEVICE_<whole device name, upper case, '-' as '_'>_RESOURCE_CLAIM: the
+// claim UID the device was prepared for.
+std::string ClaimVariable(const std::string& device_name);
 
 }  // namespace gpu

@@ -1,5 +1,7 @@
 #include "gpu_resources.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/device_attributes.h"
 #include "dra/resourceslice/split.h"
@@ -40,7 +42,17 @@ void SetHealth(int index, const PublishOptions& options, k8s::Device& device) {
 }  // namespace
 
 std::string GpuDeviceName(int index) { return absl::StrCat("gpu-", index); }
-std::string PartitionDeviceName(int index, int partition) { return absl::StrCat("gpu-", index, "-part-", partition); }
+std::string FullDeviceName(int index) { return absl::StrCat("gpu-", index, "-full"); }
+std::string PartitionDeviceName(int index, int partition) {
+  return absl::StrCat("gpu-", index, "-partition-", partition);
+}
+
+std::vector<std::string> DeviceNames(int index, int partitions) {
+  if (partitions <= 0) return {GpuDeviceName(index)};
+  std::vector<std::string> names = {FullDeviceName(index)};
+  for (int p = 0; p < partitions; ++p) names.push_back(PartitionDeviceName(index, p));
+  return names;
+}
 std::string FabricDeviceName(int index) { return absl::StrCat("fabric-gpu-", index); }
 std::string UnhealthyTaintKey(const std::string& driver_name) { return driver_name + "/unhealthy"; }
 std::string IsPreparedCondition(const std::string& driver_name) { return driver_name + "/is-prepared"; }
@@ -52,49 +64,51 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
   for (const GpuInfo& gpu : gpus) {
     const k8s::Quantity memory = Bytes(gpu.memory_bytes);
     const k8s::Quantity compute = k8s::Quantity::FromInt(gpu.compute_units);
-    k8s::Device& whole = devices.emplace_back();
-    whole.name = GpuDeviceName(gpu.index);
-    SetAttributes(gpu, whole);
-    SetHealth(gpu.index, options, whole);
-    if (options.allow_multiple_allocations) {
-      whole.allow_multiple_allocations = true;
-      whole.capacity[kMemory] = k8s::ShareableCapacity(memory, Bytes(1LL << 30));
-      whole.capacity[kCompute] = k8s::ShareableCapacity(compute, k8s::Quantity::FromInt(1));
-    } else {
-      whole.capacity[kMemory] = k8s::Capacity(memory);
-      whole.capacity[kCompute] = k8s::Capacity(compute);
+    const int partitions = std::max(options.partitions, 0);
+    const int64_t part_memory = partitions > 0 ? gpu.memory_bytes / partitions : 0;
+    const int64_t part_compute = partitions > 0 ? gpu.compute_units / partitions : 0;
+    const std::string counter_set = CounterSetName(gpu.index);
+    // The whole GPU, then its partitions: each draws its memory and compute
+    // from the GPU's counter set, so the scheduler never hands out more than
+    // the GPU has.
+    auto add = [&](std::string name, const k8s::Quantity& device_memory,
+                   const k8s::Quantity& device_compute) -> k8s::Device& {
+      k8s::Device& device = devices.emplace_back();
+      device.name = std::move(name);
+      SetAttributes(gpu, device);
+      SetHealth(gpu.index, options, device);
+      if (options.allow_multiple_allocations) {
+        device.allow_multiple_allocations = true;
+        device.capacity[kMemory] = k8s::ShareableCapacity(device_memory, Bytes(1LL << 30));
+        device.capacity[kCompute] = k8s::ShareableCapacity(device_compute, k8s::Quantity::FromInt(1));
+      } else {
+        device.capacity[kMemory] = k8s::Capacity(device_memory);
+        device.capacity[kCompute] = k8s::Capacity(device_compute);
+      }
+      if (options.host_memory_overhead.has_value()) {
+        device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
+      }
+      if (partitions > 0) {
+        device.attributes["partitionable"] = k8s::BoolAttribute(true);
+        k8s::DeviceCounterConsumption& consumption = device.consumes_counters.emplace_back();
+        consumption.counter_set = counter_set;
+        consumption.counters[kMemory].value = device_memory;
+        consumption.counters[kCompute].value = device_compute;
+      }
+      return device;
+    };
+    if (partitions == 0) {
+      add(GpuDeviceName(gpu.index), memory, compute);
+      continue;
     }
-    if (options.host_memory_overhead.has_value()) {
-      whole.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
-    }
-    if (options.partitions <= 0) continue;
-
-    // The whole GPU and each partition draw from one counter set, so the
-    // scheduler never hands out more than the GPU has.
     k8s::CounterSet& counters = counter_sets.emplace_back();
-    counters.name = CounterSetName(gpu.index);
+    counters.name = counter_set;
     counters.counters[kMemory].value = memory;
     counters.counters[kCompute].value = compute;
-    k8s::DeviceCounterConsumption& all = whole.consumes_counters.emplace_back();
-    all.counter_set = counters.name;
-    all.counters = counters.counters;
-    const int64_t part_memory = gpu.memory_bytes / options.partitions;
-    const int64_t part_compute = gpu.compute_units / options.partitions;
-    for (int p = 0; p < options.partitions; ++p) {
-      k8s::Device& part = devices.emplace_back();
-      part.name = PartitionDeviceName(gpu.index, p);
-      SetAttributes(gpu, part);
+    add(FullDeviceName(gpu.index), memory, compute).attributes["full"] = k8s::BoolAttribute(true);
+    for (int p = 0; p < partitions; ++p) {
+      k8s::Device& part = add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), k8s::Quantity::FromInt(part_compute));
       part.attributes["partition"] = k8s::IntAttribute(p);
-      SetHealth(gpu.index, options, part);
-      part.capacity[kMemory] = k8s::Capacity(Bytes(part_memory));
-      part.capacity[kCompute] = k8s::Capacity(k8s::Quantity::FromInt(part_compute));
-      k8s::DeviceCounterConsumption& share = part.consumes_counters.emplace_back();
-      share.counter_set = counters.name;
-      share.counters[kMemory].value = Bytes(part_memory);
-      share.counters[kCompute].value = k8s::Quantity::FromInt(part_compute);
-      if (options.host_memory_overhead.has_value()) {
-        part.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
-      }
     }
   }
   dra::resourceslice::Pool pool;

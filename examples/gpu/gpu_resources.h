@@ -19,11 +19,12 @@ namespace gpu {
 struct PublishOptions {
   std::string driver_name;
   std::string node_name;
-  // > 0: every GPU also offers this many partitions, each 1/N of its memory
-  // and compute, drawn with the full-GPU device from one counter set.
+  // > 0: every GPU is offered as this many partitions, each 1/N of its
+  // memory and compute, and as a whole (gpu-<i>-full), all drawn from one
+  // counter set.
   int partitions = 0;
-  // Each GPU may be allocated to several claims at once, each taking memory
-  // and compute by its capacity requests.
+  // Each device may be allocated to several claims at once, each taking
+  // memory and compute by its capacity requests.
   bool allow_multiple_allocations = false;
   // Host memory each pod using a GPU costs (nodeAllocatableResources
   // overhead, perPod), e.g. 8Gi.
@@ -33,9 +34,13 @@ struct PublishOptions {
   std::set<int> fatal;
 };
 
-// The device name of a GPU and of its partitions.
+// The device names of a GPU: "gpu-<i>", or, when partitioned, "gpu-<i>-full"
+// and "gpu-<i>-partition-<p>" (dra-example-driver's names).
 std::string GpuDeviceName(int index);
+std::string FullDeviceName(int index);
 std::string PartitionDeviceName(int index, int partition);
+// All the devices GPU `index` is published as, with `partitions`.
+std::vector<std::string> DeviceNames(int index, int partitions);
 // The taint key an unhealthy GPU carries: "<driver>/unhealthy".
 std::string UnhealthyTaintKey(const std::string& driver_name);
 

@@ -72,8 +72,8 @@ struct GpuFlags {
                  "MOCK_HEALTH_FILE");
     flags.Int("gpu-partitions", &partitions, "partitions per GPU, drawn from shared counters (0: none)",
               "GPU_PARTITIONS", 0, 16);
-    flags.Bool("allow-multiple-allocations", &allow_multiple_allocations,
-               "let several claims share a GPU by memory and compute capacity", "ALLOW_MULTIPLE_ALLOCATIONS");
+    flags.Bool("gpu-allow-multiple-allocations", &allow_multiple_allocations,
+               "let several claims share a GPU by memory and compute capacity", "GPU_ALLOW_MULTIPLE_ALLOCATIONS");
     flags.Custom("host-memory-overhead", "quantity", "none",
                  "host memory each pod using a GPU costs (nodeAllocatableResources overhead perPod), e.g. 8Gi",
                  "HOST_MEMORY_OVERHEAD", [this](const std::string& text) {
@@ -87,8 +87,8 @@ struct GpuFlags {
     flags.Bool("device-metadata", &device_metadata,
                "give containers a KEP-5304 device metadata file with each GPU's uuid, model and PCI bus ID",
                "DEVICE_METADATA");
-    flags.Bool("device-status", &device_status, "write a Ready condition and data of prepared GPUs into the claim",
-               "DEVICE_STATUS");
+    flags.Bool("gpu-device-status", &device_status, "write a Ready condition and data of prepared GPUs into the claim",
+               "GPU_DEVICE_STATUS");
     flags.String("fabric-pool", &fabric_pool,
                  "also publish this pool of fabric-attached GPUs for the nodes --fabric-node-selector selects "
                  "(one publisher per pool)",
@@ -272,15 +272,12 @@ int main(int argc, char** argv) {
   driver_options.common_cdi_id = common.id;
   driver_options.logger = logger;
   for (const gpu::GpuInfo& gpu : *gpus) {
-    driver_options.devices[gpu::GpuDeviceName(gpu.index)] = {gpu, 0};
-    for (int p = 0; p < gpu_flags.partitions; ++p) {
-      driver_options.devices[gpu::PartitionDeviceName(gpu.index, p)] = {gpu, gpu_flags.partitions};
-    }
+    for (const std::string& name : gpu::DeviceNames(gpu.index, gpu_flags.partitions)) driver_options.devices[name] = gpu;
   }
   // Fabric GPUs can be attached to any node the selector picks, so every
   // node plugin knows them, whoever publishes the pool.
   const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
-  for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = {gpu, 0};
+  for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = gpu;
 
   std::shared_ptr<kp::ClaimStatusWriter> status_writer;
   if (gpu_flags.device_status) {
@@ -288,7 +285,7 @@ int main(int argc, char** argv) {
     writer_options.driver_name = gpu_flags.driver_name;
     absl::StatusOr<std::unique_ptr<kp::ClaimStatusWriter>> writer =
         kp::ClaimStatusWriter::Create(options->kube_client, writer_options);
-    if (!writer.ok()) return Fail("--device-status", writer.status());
+    if (!writer.ok()) return Fail("--gpu-device-status", writer.status());
     status_writer = *std::move(writer);
   }
   driver_options.status_writer = status_writer;

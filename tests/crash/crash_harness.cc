@@ -802,7 +802,7 @@ int Main(int argc, char** argv) {
     Scenario scenario;
     if (flags.drivers[i] == "gpu") {
       scenario = {"gpu", DRA_GPU_DRIVER, "gpu.example.com",
-                  {"--num-devices=8", "--allow-multiple-allocations", "--device-status", "--device-metadata"},
+                  {"--num-devices=8", "--gpu-allow-multiple-allocations", "--gpu-device-status", "--device-metadata"},
                   {},
                   8};
     } else if (flags.drivers[i] == "cpu") {

@@ -101,7 +101,7 @@ class Load {
     if (gpu) {
       binary = DRA_GPU_DRIVER;
       driver_name_ = "gpu.example.com";
-      driver_flags.insert(driver_flags.end(), {"--num-devices=8", "--allow-multiple-allocations", "--device-status",
+      driver_flags.insert(driver_flags.end(), {"--num-devices=8", "--gpu-allow-multiple-allocations", "--gpu-device-status",
                                                "--device-metadata"});
     } else {
       // Two sockets of 8 cores with 2 threads (32 CPUs, CPU 0 reserved).

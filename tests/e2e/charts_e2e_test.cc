@@ -126,7 +126,8 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
                    {"driverName=gpu.acme.com", "kubeletDir=/opt/kubelet", "cdiRoot=/etc/cdi",
                     "nodePlugin.verbosity=4", "nodePlugin.logFormat=json", "nodePlugin.numDevices=2",
                     "nodePlugin.nodeSelector.gpu=present", "image.tag=9.9.9", "fabricController.enabled=false",
-                    "admissionPolicy.enabled=false"}));
+                    "admissionPolicy.enabled=false", "nodePlugin.gpuPartitions=4", "gpuAllowMultipleAllocations=true",
+                    "deviceClasses.extendedResourceName=example.com/gpu"}));
   const json& daemonset = Find(objects, "DaemonSet/acme");
   CHECK(daemonset["metadata"]["namespace"] == "acme-ns");
   const json& pod = daemonset["spec"]["template"]["spec"];
@@ -134,7 +135,7 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
   CHECK(pod["nodeSelector"] == json{{"gpu", "present"}});
   const json& container = pod["containers"][0];
   CHECK(container["image"] == "registry.example.com/dra-cpp/gpu-driver:9.9.9");
-  CHECK(container["args"] == json::array({"--device-status", "--fabric-attach", "-v=4"}));
+  CHECK(container["args"] == json::array({"--fabric-attach", "-v=4"}));
   std::map<std::string, json> env = PluginEnv(daemonset);
   CHECK(env["DRIVER_NAME"] == "gpu.acme.com");
   CHECK(env["NUM_DEVICES"] == "2");
@@ -142,6 +143,9 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
   CHECK(env["KUBELET_REGISTRAR_DIRECTORY_PATH"] == "/opt/kubelet/plugins_registry");
   CHECK(env["KUBELET_PLUGINS_DIRECTORY_PATH"] == "/opt/kubelet/plugins");
   CHECK(env["CDI_ROOT"] == "/etc/cdi");
+  CHECK(env["GPU_PARTITIONS"] == "4");
+  CHECK(env["GPU_DEVICE_STATUS"] == "true");
+  CHECK(env["GPU_ALLOW_MULTIPLE_ALLOCATIONS"] == "true");
   // The kubelet reaches the sockets by their host paths.
   for (const json& mount : container["volumeMounts"]) {
     for (const json& volume : pod["volumes"]) {
@@ -152,7 +156,8 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
   CHECK(Find(objects, "ClusterRole/acme")["rules"][4]["resourceNames"] == json::array({"gpu.acme.com"}));
   CHECK(Find(objects, "DeviceClass/gpu.acme.com")["spec"]["selectors"][0]["cel"]["expression"] ==
         "device.driver == \"gpu.acme.com\"");
-  Find(objects, "DeviceClass/fabric.gpu.acme.com");
+  CHECK(Find(objects, "DeviceClass/gpu.acme.com")["spec"]["extendedResourceName"] == "example.com/gpu");
+  CHECK_FALSE(Find(objects, "DeviceClass/fabric.gpu.acme.com")["spec"].contains("extendedResourceName"));
   for (const auto& [key, object] : objects) {
     INFO(key);
     CHECK(object["kind"] != "Deployment");

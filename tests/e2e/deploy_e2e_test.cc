@@ -152,7 +152,7 @@ TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under i
   driver.Start({DRA_GPU_DRIVER, "--node-name=" + node.name, "--kubeconfig=" + identity.kubeconfig,
                 "--cdi-root=" + node.cdi_dir, "--kubelet-registrar-directory-path=" + node.plugins_registry,
                 "--kubelet-plugins-directory-path=" + node.plugins_dir, "--http-endpoint=" + driver.HttpEndpoint(),
-                "--num-devices=2", "--device-status", "--fabric-attach"});
+                "--num-devices=2", "--gpu-device-status", "--fabric-attach"});
   CHECK(Eventually([&] { return SliceUids(*admin, node.name, kDriver).size() == 1; }));
 
   const std::string ns = CreateNamespace(*admin, "e2e-deploy");

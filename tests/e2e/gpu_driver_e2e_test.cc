@@ -76,7 +76,7 @@ std::vector<std::string> WithPrefix(const std::vector<std::string>& env, const s
 TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI edits and config, the claim shows "
           "the device status, and the claim is unprepared when the pod goes",
           "[e2e][node][gpu]") {
-  GpuDriver gpu({"--num-devices=2", "--device-status"});
+  GpuDriver gpu({"--num-devices=2", "--gpu-device-status"});
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"},
                                                          {"timeSlicingConfig", {{"interval", "Long"}}}}));
@@ -90,13 +90,17 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   const std::string index = device.substr(device.find('-') + 1);
   const std::vector<std::string> env = gpu.ContainerEnv(pod);
   INFO("env: " << absl::StrJoin(env, " "));
-  const std::vector<std::string> uuid = WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "=GPU-"));
+  CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "=", device)));
+  const std::vector<std::string> uuid = WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "_UUID=GPU-"));
   REQUIRE(uuid.size() == 1);
+  CHECK(Has(env, absl::StrCat("GPU_DEVICE_GPU_", index, "_RESOURCE_CLAIM=", claim["metadata"]["uid"].get<std::string>())));
+  CHECK(Has(env, "DRA_ADMIN_ACCESS=false"));
   CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_SHARING_STRATEGY=TimeSlicing")));
   CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_TIMESLICE_INTERVAL=Long")));
-  CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_MEMORY=85899345920")));
-  CHECK(Has(env, "DRA_NODE_NAME=" + gpu.node.name));
-  CHECK(Has(env, "DRA_DRIVER_NAME=" + gpu.driver.name()));
+  // Memory and compute only for what a claim consumes of a shared GPU.
+  CHECK(WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "_MEMORY=")).empty());
+  CHECK(Has(env, "KUBERNETES_NODE_NAME=" + gpu.node.name));
+  CHECK(Has(env, "DRA_RESOURCE_DRIVER_NAME=" + gpu.driver.name()));
   const std::vector<json> containers = CriContainers(gpu.node, pod["metadata"]["uid"].get<std::string>());
   CHECK(containers[0]["deviceNodes"][0]["path"] == "/dev/mock-gpu" + index);
 
@@ -104,7 +108,9 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   REQUIRE(claim["status"]["devices"].size() == 1);
   const json& status = claim["status"]["devices"][0];
   CHECK(status["device"] == device);
-  CHECK(status["data"]["uuid"] == uuid[0].substr(uuid[0].find('=') + 1));
+  CHECK(status["data"]["uuid"] == json{{"string", uuid[0].substr(uuid[0].find('=') + 1)}});
+  CHECK(status["data"]["model"] == json{{"string", "LATEST-GPU-MODEL"}});
+  CHECK(status["data"]["driverVersion"] == json{{"version", "1.0.0"}});
   CHECK(status["conditions"][0]["type"] == "Ready");
   CHECK(status["conditions"][0]["reason"] == "Prepared");
 
@@ -189,7 +195,7 @@ TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and un
       "prepare.before_driver", "prepare.after_driver",    "prepare.after_metadata_files", "prepare.after_cdi_spec",
       "status.before_write",   "prepare.after_checkpoint", "unprepare.before_driver",     "unprepare.after_driver",
       "status.after_write",    "unprepare.after_files_removed", "unprepare.after_checkpoint"};
-  const std::vector<std::string> flags = {"--num-devices=4", "--device-status", "--device-metadata"};
+  const std::vector<std::string> flags = {"--num-devices=4", "--gpu-device-status", "--device-metadata"};
   GpuDriver gpu(flags);
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class));
@@ -301,8 +307,9 @@ TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs
     const json first = gpu.RunPod("p0", {{"gpu", "p0"}}, false);
     gpu.RunPod("p1", {{"gpu", "p1"}}, false);
     const std::vector<std::string> env = gpu.ContainerEnv(first);
-    CHECK(WithPrefix(env, "GPU_DEVICE_0_PART_").size() >= 5);
-    CHECK((Has(env, "GPU_DEVICE_0_PART_0_MEMORY=42949672960") || Has(env, "GPU_DEVICE_0_PART_1_MEMORY=42949672960")));
+    CHECK(WithPrefix(env, "GPU_DEVICE_0_PARTITION_").size() >= 4);
+    CHECK((Has(env, "GPU_DEVICE_0_PARTITION_0=gpu-0-partition-0") ||
+           Has(env, "GPU_DEVICE_0_PARTITION_1=gpu-0-partition-1")));
 
     REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "whole", {{"gpu", "whole"}}, false)).ok());
     std::vector<std::string> events;
@@ -323,12 +330,12 @@ TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs
     gpu.DeletePod("whole");
   }
   SECTION("two claims share one GPU by memory; a third that does not fit waits") {
-    GpuDriver gpu({"--num-devices=1", "--allow-multiple-allocations"});
+    GpuDriver gpu({"--num-devices=1", "--gpu-allow-multiple-allocations"});
     const std::string shared = gpu.DeviceClass();
     for (const std::string name : {"s0", "s1", "s2"}) gpu.CreateClaim(name, gpu.ClaimSpec(shared, nullptr, "40Gi"));
     const json first = gpu.RunPod("s0", {{"gpu", "s0"}}, false);
     gpu.RunPod("s1", {{"gpu", "s1"}}, false);
-    CHECK(Has(gpu.ContainerEnv(first), "GPU_DEVICE_0_MEMORY=42949672960"));
+    CHECK(Has(gpu.ContainerEnv(first), "GPU_DEVICE_0_MEMORY=40Gi"));
     const json claim = gpu.Claim("s0");
     INFO(claim.dump(1));
     CHECK(claim["status"]["allocation"]["devices"]["results"][0].contains("shareID"));
@@ -367,7 +374,7 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   }
   CHECK(prepared);
   const std::string index = device.substr(device.rfind('-') + 1);
-  CHECK(WithPrefix(gpu.ContainerEnv(pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=GPU-")).size() == 1);
+  CHECK(Has(gpu.ContainerEnv(pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=fabric-gpu-", index)));
   CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
   gpu.DeletePod("app");
 }

@@ -68,7 +68,7 @@ TEST_CASE("the GPU driver exits 1 when the kubelet refuses its registration, say
 }
 
 TEST_CASE("the GPU driver at -v=10 never logs its bearer token", "[examples][gpu][process]") {
-  dra::testing::ExampleDriverProcess f(DRA_GPU_DRIVER, kDriver, {"--num-devices=2", "-v=10", "--device-status"});
+  dra::testing::ExampleDriverProcess f(DRA_GPU_DRIVER, kDriver, {"--num-devices=2", "-v=10", "--gpu-device-status"});
   REQUIRE(f.NotifyRegistration(true, "").ok());
   // Everything the driver does at start: the kubeconfig read, the client,
   // the list, watch and create of its slice, registration.

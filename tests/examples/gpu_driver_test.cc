@@ -23,9 +23,9 @@ struct Fixture {
     gpu::GpuDriver::Options options;
     options.driver_name = "gpu.example.com";
     options.common_cdi_id = "gpu.example.com/gpu=common";
-    options.devices["gpu-0"] = {gpus[0], 0};
-    options.devices["gpu-1"] = {gpus[1], 0};
-    options.devices["gpu-1-part-3"] = {gpus[1], 4};
+    options.devices["gpu-0"] = gpus[0];
+    options.devices["gpu-1"] = gpus[1];
+    options.devices["gpu-1-partition-3"] = gpus[1];
     return options;
   }
 };
@@ -54,14 +54,23 @@ void AddConfig(k8s::ResourceClaim& claim, json sharing) {
       {"apiVersion", gpu::kGpuConfigApiVersion}, {"kind", gpu::kGpuConfigKind}, {"sharing", std::move(sharing)}};
 }
 
-TEST_CASE("prepare gives each GPU its CDI edits: uuid, sharing, consumed capacity, device nodes", "[gpu][driver]") {
+TEST_CASE("prepare gives each GPU dra-example-driver's environment: name, claim, sharing, consumed capacity",
+          "[gpu][driver]") {
   Fixture f;
   k8s::ResourceClaim whole = Claim("u1", {"gpu-0"});
-  k8s::ResourceClaim part = Claim("u2", {"gpu-1-part-3"});
+  k8s::ResourceClaim part = Claim("u2", {"gpu-1-partition-3"});
   AddConfig(part, {{"strategy", "SpacePartitioning"}, {"spacePartitioningConfig", {{"partitionCount", 2}}}});
   k8s::ResourceClaim shared = Claim("u3", {"gpu-1"});
   shared.status.allocation->devices.results[0].share_id = "abc";
   shared.status.allocation->devices.results[0].consumed_capacity["memory"] = *k8s::Quantity::Parse("4Gi");
+  shared.status.allocation->devices.results[0].consumed_capacity["compute"] = *k8s::Quantity::Parse("20");
+  // Admin access anywhere in the claim, even another driver's device, is the claim's.
+  k8s::DeviceRequestAllocationResult& other = shared.status.allocation->devices.results.emplace_back();
+  other.request = "nic";
+  other.driver = "nic.example.com";
+  other.pool = "node-a";
+  other.device = "nic-0";
+  other.admin_access = true;
   const std::vector<k8s::ResourceClaim> claims = {whole, part, shared};
   absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
   REQUIRE(results.ok());
@@ -76,21 +85,36 @@ TEST_CASE("prepare gives each GPU its CDI edits: uuid, sharing, consumed capacit
   CHECK(device.cdi_device_ids == std::vector<std::string>{"gpu.example.com/gpu=common"});
   REQUIRE(device.cdi_edits.has_value());
   CHECK(device.cdi_edits->env ==
-        std::vector<std::string>{"GPU_DEVICE_0=" + f.gpus[0].uuid, "GPU_DEVICE_0_SHARING_STRATEGY=TimeSlicing",
-                                 "GPU_DEVICE_0_MEMORY=85899345920", "GPU_DEVICE_0_COMPUTE=108",
+        std::vector<std::string>{"GPU_DEVICE_GPU_0_RESOURCE_CLAIM=u1", "DRA_ADMIN_ACCESS=false", "GPU_DEVICE_0=gpu-0",
+                                 "GPU_DEVICE_0_UUID=" + f.gpus[0].uuid, "GPU_DEVICE_0_SHARING_STRATEGY=TimeSlicing",
                                  "GPU_DEVICE_0_TIMESLICE_INTERVAL=Default"});
   CHECK(device.cdi_edits->device_nodes == f.gpus[0].device_nodes);
 
   const kp::Device& partition = results->at("u2").devices.at(0);
   CHECK(partition.cdi_edits->env ==
-        std::vector<std::string>{"GPU_DEVICE_1_PART_3=" + f.gpus[1].uuid,
-                                 "GPU_DEVICE_1_PART_3_SHARING_STRATEGY=SpacePartitioning",
-                                 "GPU_DEVICE_1_PART_3_MEMORY=21474836480", "GPU_DEVICE_1_PART_3_COMPUTE=27",
-                                 "GPU_DEVICE_1_PART_3_PARTITION_COUNT=2"});
+        std::vector<std::string>{"GPU_DEVICE_GPU_1_PARTITION_3_RESOURCE_CLAIM=u2", "DRA_ADMIN_ACCESS=false",
+                                 "GPU_DEVICE_1_PARTITION_3=gpu-1-partition-3",
+                                 "GPU_DEVICE_1_PARTITION_3_UUID=" + f.gpus[1].uuid,
+                                 "GPU_DEVICE_1_PARTITION_3_SHARING_STRATEGY=SpacePartitioning",
+                                 "GPU_DEVICE_1_PARTITION_3_PARTITION_COUNT=2"});
 
-  const kp::Device& share = results->at("u3").devices.at(0);
+  const kp::PrepareResult& third = results->at("u3");
+  REQUIRE(third.devices.size() == 1);
+  const kp::Device& share = third.devices[0];
   CHECK(share.share_id == "abc");
-  CHECK(share.cdi_edits->env.at(2) == "GPU_DEVICE_1_MEMORY=4294967296");
+  CHECK(share.cdi_edits->env ==
+        std::vector<std::string>{"GPU_DEVICE_GPU_1_RESOURCE_CLAIM=u3", "DRA_ADMIN_ACCESS=true", "GPU_DEVICE_1=gpu-1",
+                                 "GPU_DEVICE_1_UUID=" + f.gpus[1].uuid, "GPU_DEVICE_1_SHARING_STRATEGY=TimeSlicing",
+                                 "GPU_DEVICE_1_TIMESLICE_INTERVAL=Default", "GPU_DEVICE_1_MEMORY=4Gi",
+                                 "GPU_DEVICE_1_COMPUTE=20"});
+}
+
+TEST_CASE("the common spec gives every GPU container the node and the driver name", "[gpu][driver]") {
+  const gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec("gpu.example.com", "node-a");
+  CHECK(common.id == "gpu.example.com/gpu=common");
+  REQUIRE(common.spec.devices.size() == 1);
+  CHECK(common.spec.devices[0].container_edits.env ==
+        std::vector<std::string>{"KUBERNETES_NODE_NAME=node-a", "DRA_RESOURCE_DRIVER_NAME=gpu.example.com"});
 }
 
 TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and PCI bus ID", "[gpu][driver]") {
@@ -98,7 +122,7 @@ TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and 
   gpu::GpuDriver::Options options = f.MakeOptions();
   options.device_metadata = true;
   gpu::GpuDriver driver(std::move(options), f.signals);
-  const std::vector<k8s::ResourceClaim> claims = {Claim("u1", {"gpu-0", "gpu-1-part-3"})};
+  const std::vector<k8s::ResourceClaim> claims = {Claim("u1", {"gpu-0", "gpu-1-partition-3"})};
   absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
   REQUIRE(results.ok());
   const std::vector<kp::Device>& devices = results->at("u1").devices;
@@ -140,8 +164,11 @@ TEST_CASE("a bad config or an unknown device fails its claim only, naming the fi
 
 TEST_CASE("device variables are named after the device", "[gpu][driver]") {
   CHECK(gpu::DeviceVariable("gpu-3") == "GPU_DEVICE_3");
-  CHECK(gpu::DeviceVariable("gpu-3-part-1") == "GPU_DEVICE_3_PART_1");
+  CHECK(gpu::DeviceVariable("gpu-3-partition-1") == "GPU_DEVICE_3_PARTITION_1");
+  CHECK(gpu::DeviceVariable("gpu-3-full") == "GPU_DEVICE_3_FULL");
   CHECK(gpu::DeviceVariable("fabric-gpu-2") == "GPU_DEVICE_FABRIC_GPU_2");
+  CHECK(gpu::ClaimVariable("gpu-3-partition-1") == "GPU_DEVICE_GPU_3_PARTITION_1_RESOURCE_CLAIM");
+  CHECK(gpu::ClaimVariable("fabric-gpu-2") == "GPU_DEVICE_FABRIC_GPU_2_RESOURCE_CLAIM");
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ TEST_CASE("whole GPUs carry the documented attributes and capacity", "[gpu][reso
   CHECK(device.taints.empty());
 }
 
-TEST_CASE("partitions draw from one counter set per GPU, in slices of their own first", "[gpu][resources]") {
+TEST_CASE("partitioned GPUs: partitions and the whole draw from one counter set per GPU in slices of their own",
+          "[gpu][resources]") {
   gpu::PublishOptions options = Options();
   options.partitions = 4;
   const Pool pool = gpu::NodePool(Gpus(2), options);
@@ -60,16 +61,40 @@ TEST_CASE("partitions draw from one counter set per GPU, in slices of their own 
   CHECK(counters.counters.at("memory").value.ToString() == "80Gi");
   REQUIRE(pool.slices[1].devices.size() == 10);
   const k8s::Device& whole = pool.slices[1].devices[0];
-  CHECK(whole.name == "gpu-0");
+  CHECK(whole.name == "gpu-0-full");
+  CHECK(whole.attributes.at("full").bool_value == true);
+  CHECK(whole.attributes.at("partitionable").bool_value == true);
   REQUIRE(whole.consumes_counters.size() == 1);
   CHECK(whole.consumes_counters[0].counters.at("memory").value.ToString() == "80Gi");
   const k8s::Device& part = pool.slices[1].devices[1];
-  CHECK(part.name == "gpu-0-part-0");
+  CHECK(part.name == "gpu-0-partition-0");
   CHECK(part.attributes.at("partition").int_value == 0);
+  CHECK(part.attributes.at("partitionable").bool_value == true);
+  CHECK_FALSE(part.attributes.contains("full"));
   CHECK(part.consumes_counters[0].counter_set == "gpu-0-counters");
   CHECK(part.consumes_counters[0].counters.at("memory").value.ToString() == "20Gi");
   CHECK(part.consumes_counters[0].counters.at("compute").value.ToString() == "27");
   CHECK(part.capacity.at("memory").value.ToString() == "20Gi");
+  std::vector<std::string> names;
+  for (const k8s::Device& device : pool.slices[1].devices) names.push_back(device.name);
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 5) == gpu::DeviceNames(0, 4));
+}
+
+TEST_CASE("partitions shared by several claims each take memory and compute by request", "[gpu][resources]") {
+  gpu::PublishOptions options = Options();
+  options.partitions = 2;
+  options.allow_multiple_allocations = true;
+  const Pool pool = gpu::NodePool(Gpus(1), options);
+  CheckValid(pool);
+  for (const k8s::Device& device : pool.slices[1].devices) {
+    INFO(device.name);
+    CHECK(device.allow_multiple_allocations == true);
+    const k8s::CapacityRequestPolicy& memory = *device.capacity.at("memory").request_policy;
+    CHECK(memory.valid_range->min.ToString() == "1Gi");
+    CHECK(memory.valid_range->step->ToString() == "1Gi");
+    CHECK(memory.valid_range->max == device.capacity.at("memory").value);
+    CHECK(device.capacity.at("compute").request_policy->valid_range->max == device.capacity.at("compute").value);
+  }
 }
 
 TEST_CASE("shareable GPUs take memory and compute requests, overhead and taints are published", "[gpu][resources]") {
