@@ -403,10 +403,38 @@ Checkpoint::~Checkpoint() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) {
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) { return Open(std::move(path), nullptr); }
+
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, const Adopter& adopt) {
   std::unique_ptr<Checkpoint> checkpoint(new Checkpoint(std::move(path)));
-  dra::MutexLock lock(&checkpoint->mu_);
-  if (absl::Status status = checkpoint->Load(); !status.ok()) return status;
+  absl::Status loaded;
+  {
+    dra::MutexLock lock(&checkpoint->mu_);
+    loaded = checkpoint->Load();
+  }
+  if (loaded.ok()) return checkpoint;
+  if (!adopt) return loaded;
+  // Only a file that is not of this format; a read error stays one.
+  absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(checkpoint->path_);
+  if (!content.ok() || Decode(*content).ok()) return loaded;
+  absl::StatusOr<std::vector<k8s::ClaimRef>> claims = adopt(*content);
+  if (!claims.ok()) {
+    return absl::Status(loaded.code(), absl::StrCat(loaded.message(), "; not adopted: ", claims.status().message()));
+  }
+  if (claims->empty()) {
+    if (::unlink(checkpoint->path_.c_str()) != 0 && errno != ENOENT) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("remove the adopted checkpoint ", checkpoint->path_));
+    }
+    return checkpoint;
+  }
+  // Nothing was loaded and no file is open for appending: the commit writes
+  // a new file in place of the adopted one.
+  std::vector<CheckpointChange> adopted;
+  for (k8s::ClaimRef& claim : *claims) {
+    std::string uid = claim.uid;
+    adopted.push_back({std::move(uid), CheckpointEntry{std::move(claim), ClaimState::kPrepareStarted, {}}});
+  }
+  if (absl::Status status = checkpoint->Commit(std::move(adopted)); !status.ok()) return status;
   return checkpoint;
 }
 

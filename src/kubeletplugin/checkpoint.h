@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,6 +82,13 @@ class Checkpoint {
   // change), an unknown version or no header and snapshot is an error naming
   // the file and the line; the file is left as it is.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path);
+  // The same, but a file that is no checkpoint of this format is offered to
+  // `adopt` (Options::adopt_checkpoint): the claims it returns become
+  // kPrepareStarted entries, and the file is replaced by this format's
+  // (atomically: temp file and rename; removed when there are none) before
+  // Open returns. When `adopt` fails too, the error names both reasons.
+  using Adopter = std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)>;
+  static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path, const Adopter& adopt);
   ~Checkpoint();
   Checkpoint(const Checkpoint&) = delete;
   Checkpoint& operator=(const Checkpoint&) = delete;

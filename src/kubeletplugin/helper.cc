@@ -211,7 +211,7 @@ absl::Status Helper::Impl::Start() {
 
   if (options_.checkpoint) {
     absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint =
-        Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json");
+        Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json", options_.adopt_checkpoint);
     if (!checkpoint.ok()) return checkpoint.status();
     checkpoint_ = *std::move(checkpoint);
   }

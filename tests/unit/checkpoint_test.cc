@@ -931,5 +931,73 @@ TEST_CASE("ReadWholeFile") {
   CHECK_THAT(std::string(missing.status().message()), Catch::Contains(dir.Join("missing")));
 }
 
+// Another driver's checkpoint: a plain JSON object with the prepared claims'
+// UIDs, as dra-example-driver keeps it.
+constexpr char kForeign[] = R"({"kind": "Checkpoint", "preparedClaims": [{"uid": "uid-a"}, {"uid": "uid-b"}]})";
+
+Checkpoint::Adopter AdoptForeign(std::vector<std::string>* seen) {
+  return [seen](const std::string& content) -> absl::StatusOr<std::vector<k8s::ClaimRef>> {
+    seen->push_back(content);
+    const json foreign = json::parse(content, nullptr, /*allow_exceptions=*/false);
+    if (!foreign.is_object() || foreign.value("kind", "") != "Checkpoint") {
+      return absl::InvalidArgumentError("not the other driver's checkpoint");
+    }
+    std::vector<k8s::ClaimRef> claims;
+    for (const json& claim : foreign["preparedClaims"]) {
+      const std::string uid = claim["uid"];
+      claims.push_back({.namespace_ = "ns-" + uid, .name = "claim-" + uid, .uid = uid});
+    }
+    return claims;
+  };
+}
+
+TEST_CASE("Checkpoint adopts another driver's file: its claims as started, the file replaced by this format") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  WriteFile(path, kForeign);
+  std::vector<std::string> seen;
+  {
+    absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path, AdoptForeign(&seen));
+    REQUIRE(checkpoint.ok());
+    CHECK(seen == std::vector<std::string>{kForeign});
+    CHECK((*checkpoint)->Entries() == std::vector<CheckpointEntry>{Entry("uid-a", ClaimState::kPrepareStarted),
+                                                                   Entry("uid-b", ClaimState::kPrepareStarted)});
+    CHECK(Mode(path) == 0600);
+  }
+  // Converted: this format now, the adopter not asked again.
+  auto reopened = MustOpen(path);
+  CHECK(reopened->Entries().size() == 2);
+  absl::StatusOr<std::unique_ptr<Checkpoint>> again = Checkpoint::Open(path, AdoptForeign(&seen));
+  REQUIRE(again.ok());
+  CHECK(seen.size() == 1);
+  CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
+}
+
+TEST_CASE("Checkpoint adoption: no claims removes the file, a file nobody reads is an error naming both reasons") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  std::vector<std::string> seen;
+  SECTION("no claims") {
+    WriteFile(path, R"({"kind": "Checkpoint", "preparedClaims": []})");
+    absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path, AdoptForeign(&seen));
+    REQUIRE(checkpoint.ok());
+    CHECK((*checkpoint)->Entries().empty());
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  SECTION("neither format") {
+    WriteFile(path, "garbage");
+    absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path, AdoptForeign(&seen));
+    REQUIRE_FALSE(checkpoint.ok());
+    CHECK_THAT(std::string(checkpoint.status().message()),
+               Catch::EndsWith(std::string(kLeftInPlace) + "; not adopted: not the other driver's checkpoint"));
+    CHECK(ReadFile(path) == "garbage");
+  }
+  SECTION("a checkpoint of this format is never offered") {
+    WriteValidCheckpoint(path);
+    REQUIRE(Checkpoint::Open(path, AdoptForeign(&seen)).ok());
+    CHECK(seen.empty());
+  }
+}
+
 }  // namespace
 }  // namespace dra::kubeletplugin::internal

@@ -4,11 +4,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <sys/types.h>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dra/cdi/codec.h"
+#include "dra/k8s/claim_ref.h"
 #include "dra/k8s/client.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/device_metadata.h"
@@ -113,6 +116,20 @@ struct Options {
   // Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
   // makes every prepare call the driver. Default: true.
   bool checkpoint = true;
+
+  // Taking over a node from another driver of the same name (say, a Go
+  // driver this one replaces) that kept a checkpoint of its own at
+  // plugin_data_dir/checkpoint.json: given that file's content, when it is
+  // not a checkpoint of this SDK, the claims it records as prepared, with
+  // namespace and name (the orphan check looks them up), or an error when it
+  // is not that driver's either. Start records them as claims whose
+  // preparation started, so that the kubelet's unprepare of a running pod's
+  // claim reaches Driver::UnprepareResourceClaims, a prepare prepares it again
+  // (its allocation gives the same devices) and the orphan check unprepares
+  // those whose ResourceClaim is gone; it then replaces the file with its own
+  // atomically, before the kubelet can call. Default: none (such a file
+  // stops Start, naming it).
+  std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)> adopt_checkpoint;
 
   // How often the Helper looks for orphans: claims whose preparation started
   // (say, before a crash) that the kubelet never asks about again. A started
