@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+
+#include <unistd.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -11,6 +14,7 @@
 #include "dra/k8s/device_attributes.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "gpu_config.h"
+#include "reference_takeover.h"
 
 namespace gpu {
 namespace {
@@ -158,10 +162,18 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
 absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   // The Helper removes the claims' CDI specs; mock and NVML GPUs keep no
-  // other per-claim state.
+  // other per-claim state. A claim adopted from dra-example-driver may still
+  // have the spec it wrote.
   kp::UnprepareResults results;
   for (const k8s::ClaimRef& claim : claims) {
-    results[claim.uid] = absl::OkStatus();
+    absl::Status& result = results[claim.uid];
+    if (!options_.reference_cdi_root.empty() && ValidClaimUid(claim.uid)) {
+      const std::string spec = ReferenceClaimSpecPath(options_.reference_cdi_root, options_.driver_name, claim.uid);
+      if (::unlink(spec.c_str()) != 0 && errno != ENOENT) {
+        result = absl::ErrnoToStatus(errno, "remove dra-example-driver's CDI spec " + spec);
+        continue;
+      }
+    }
     ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
   }
   return results;

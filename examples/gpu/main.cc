@@ -30,6 +30,7 @@
 #include "gpu_resources.h"
 #include "mock_gpus.h"
 #include "nvml/nvml_gpus.h"
+#include "reference_takeover.h"
 
 namespace {
 
@@ -294,6 +295,12 @@ int main(int argc, char** argv) {
     options->device_metadata.enabled = true;
     options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};
   }
+
+  // A node taken over from dra-example-driver: its prepared claims are
+  // adopted, its CDI specs removed as they are unprepared.
+  options->adopt_checkpoint =
+      gpu::AdoptReferenceCheckpoint(options->kube_client, gpu_flags.driver_name, options->cdi.spec_dir, logger);
+  driver_options.reference_cdi_root = options->cdi.spec_dir;
 
   gpu::GpuDriver driver(std::move(driver_options), signals);
   std::shared_ptr<k8s::Client> client = options->kube_client;

@@ -1,0 +1,50 @@
+// Taking over a node from dra-example-driver, the reference driver this
+// example stands in for, without draining it: both keep
+// <plugins dir>/gpu.example.com/checkpoint.json, in different formats. The
+// reference's prepared claims are adopted (Options::adopt_checkpoint), and
+// the CDI spec files it wrote go when their claims are unprepared.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dra/k8s/claim_ref.h"
+#include "dra/k8s/client.h"
+#include "dra/log.h"
+
+namespace gpu {
+
+// The UIDs of the claims a dra-example-driver checkpoint records as
+// prepared, from either of its formats: v0.3.0 and later
+//   {"kind": "Checkpoint", "apiVersion": "checkpoint.internal.example.com/v1",
+//    "preparedClaims": [{"uid": "..."}, ...]}
+// and v0.2.x
+//   {"checksum": N, "v1": {"preparedClaims": {"<uid>": {...}, ...}}}.
+// InvalidArgument naming what is wrong when it is neither, or a UID is not
+// one (ValidClaimUid).
+absl::StatusOr<std::vector<std::string>> ReferenceCheckpointClaims(const std::string& content);
+
+// Whether `uid` can be a Kubernetes UID, and so part of a file name:
+// 1 to 128 lower-case letters, digits and '-'.
+bool ValidClaimUid(const std::string& uid);
+
+// The CDI spec files dra-example-driver writes in `cdi_root`: one per claim,
+// k8s.<driver>-gpu_<uid>.yaml, and the node-wide k8s.<driver>-gpu_common.yaml.
+std::string ReferenceClaimSpecPath(const std::string& cdi_root, const std::string& driver_name,
+                                   const std::string& uid);
+std::string ReferenceCommonSpecPath(const std::string& cdi_root, const std::string& driver_name);
+
+// Options::adopt_checkpoint for the GPU driver: the claims of a
+// dra-example-driver checkpoint, with the namespace and name that one list of
+// the cluster's ResourceClaims through `client` gives them. Each adopted
+// claim is logged; a claim whose ResourceClaim is gone is logged as not
+// adopted and its CDI spec removed (nothing will unprepare it). The
+// reference's node-wide spec is removed too.
+using CheckpointAdopter = std::function<absl::StatusOr<std::vector<dra::k8s::ClaimRef>>(const std::string&)>;
+CheckpointAdopter AdoptReferenceCheckpoint(std::shared_ptr<dra::k8s::Client> client, std::string driver_name,
+                                           std::string cdi_root, dra::Logger logger);
+
+}  // namespace gpu
