@@ -88,6 +88,10 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
       if (options.host_memory_overhead.has_value()) {
         device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
       }
+      if (options.binding_conditions) {
+        device.binding_conditions = {IsPreparedCondition(options.driver_name)};
+        device.binding_failure_conditions = {PreparingFailedCondition(options.driver_name)};
+      }
       if (partitions > 0) {
         device.attributes["partitionable"] = k8s::BoolAttribute(true);
         k8s::DeviceCounterConsumption& consumption = device.consumes_counters.emplace_back();

@@ -26,6 +26,10 @@ struct PublishOptions {
   // Each device may be allocated to several claims at once, each taking
   // memory and compute by its capacity requests.
   bool allow_multiple_allocations = false;
+  // Every device carries the binding conditions <driver>/is-prepared and
+  // <driver>/preparing-failed, which the node plugin's reconciler sets
+  // (GpuBinding): the scheduler binds a pod only once they are met.
+  bool binding_conditions = false;
   // Host memory each pod using a GPU costs (nodeAllocatableResources
   // overhead, perPod), e.g. 8Gi.
   std::optional<dra::k8s::Quantity> host_memory_overhead;

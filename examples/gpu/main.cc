@@ -26,6 +26,7 @@
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceslice/publisher.h"
 #include "fabric_attach.h"
+#include "gpu_binding.h"
 #include "gpu_driver.h"
 #include "gpu_resources.h"
 #include "mock_gpus.h"
@@ -54,6 +55,7 @@ struct GpuFlags {
   std::string fabric_selector_text = "accelerator-type=high-performance";
   bool fabric_controller = false;
   bool fabric_attach = false;
+  bool binding_conditions = false;
   absl::Duration fabric_attach_delay = absl::Seconds(2);
   double fabric_failure_rate = 0;
   absl::Duration binding_timeout = absl::Seconds(600);
@@ -110,6 +112,9 @@ struct GpuFlags {
                "FABRIC_CONTROLLER");
     flags.Bool("fabric-attach", &fabric_attach,
                "attach fabric GPUs allocated to this node and set their binding conditions", "FABRIC_ATTACH");
+    flags.Bool("binding-conditions", &binding_conditions,
+               "publish the node's GPUs with binding conditions, which this plugin sets once they are ready",
+               "BINDING_CONDITIONS");
     flags.Duration("fabric-attach-delay", &fabric_attach_delay, "how long a simulated attach takes",
                    "FABRIC_ATTACH_DELAY");
     flags.Double("fabric-failure-rate", &fabric_failure_rate,
@@ -313,6 +318,7 @@ int main(int argc, char** argv) {
   publish.partitions = gpu_flags.partitions;
   publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
   publish.host_memory_overhead = gpu_flags.host_memory_overhead;
+  publish.binding_conditions = gpu_flags.binding_conditions;
   dra::resourceslice::DriverResources fabric;
   if (!gpu_flags.fabric_pool.empty()) {
     fabric.pools[gpu_flags.fabric_pool] = gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
@@ -323,16 +329,17 @@ int main(int argc, char** argv) {
 
   gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate,
                            gpu_flags.binding_timeout);
+  gpu::GpuBinding binding(plugin.node_name, attach);
   std::unique_ptr<kp::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach) {
+  if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
     kp::BindingConditionReconcilerOptions reconciler_options;
     reconciler_options.driver_name = gpu_flags.driver_name;
     reconciler_options.node_name = plugin.node_name;
     reconciler_options.binding_timeout = gpu_flags.binding_timeout;
     reconciler_options.logger = logger;
     absl::StatusOr<std::unique_ptr<kp::BindingConditionReconciler>> started =
-        kp::BindingConditionReconciler::Start(client, reconciler_options, attach);
-    if (!started.ok()) return Fail("--fabric-attach", started.status());
+        kp::BindingConditionReconciler::Start(client, reconciler_options, binding);
+    if (!started.ok()) return Fail("--fabric-attach, --binding-conditions", started.status());
     reconciler = *std::move(started);
   }
   logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},

@@ -38,9 +38,9 @@ struct Chart {
 
 const Chart kGpuChart{"gpu-example-driver",
                       "dra-gpu-example",
-                      {"rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml",
-                       "fabric-controller.yaml"},
-                      12};
+                      {"rbac.yaml", "admission-policy.yaml", "gpu-config-policy.yaml", "deviceclass.yaml",
+                       "daemonset.yaml", "fabric-controller.yaml"},
+                      14};
 const Chart kCpuChart{
     "cpu-example-driver", "dra-cpu-example", {"rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"}, 8};
 const std::vector<Chart> kCharts = {kGpuChart, kCpuChart};
@@ -127,7 +127,7 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
                     "nodePlugin.verbosity=4", "nodePlugin.logFormat=json", "nodePlugin.numDevices=2",
                     "nodePlugin.nodeSelector.gpu=present", "image.tag=9.9.9", "fabricController.enabled=false",
                     "admissionPolicy.enabled=false", "nodePlugin.gpuPartitions=4", "gpuAllowMultipleAllocations=true",
-                    "deviceClasses.extendedResourceName=example.com/gpu"}));
+                    "deviceClasses.extendedResourceName=example.com/gpu", "gpuConfigPolicy.enabled=false"}));
   const json& daemonset = Find(objects, "DaemonSet/acme");
   CHECK(daemonset["metadata"]["namespace"] == "acme-ns");
   const json& pod = daemonset["spec"]["template"]["spec"];

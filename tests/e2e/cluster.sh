@@ -81,6 +81,7 @@
 #   DRA_E2E_DRIVERS        driver service accounts to make tokens for
 #                          (default "gpu-driver cpu-driver minimal-driver")
 #   DRA_E2E_FEATURE_GATES  replaces the feature gate list below
+#   DRA_E2E_RUNTIME_CONFIG replaces the kube-apiserver's --runtime-config below
 #   DRA_E2E_APISERVER_ARGS, DRA_E2E_SCHEDULER_ARGS  extra flags
 #   DRA_K8S_BIN            use the binaries in this directory instead of
 #                          running build-k8s.sh
@@ -101,7 +102,7 @@ DEFAULT_FEATURE_GATES="ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=tr
 FEATURE_GATES="${DRA_E2E_FEATURE_GATES:-$DEFAULT_FEATURE_GATES}"
 # resource.k8s.io/v1 is on by default; v1alpha3 serves ResourcePoolStatusRequest
 # (DRAResourcePoolStatus) and the alpha DeviceTaintRule version.
-RUNTIME_CONFIG="resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true"
+RUNTIME_CONFIG="${DRA_E2E_RUNTIME_CONFIG:-resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true}"
 DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 # The one node `node-start` runs (the kubelet's --hostname-override).
 NODE_NAME="${DRA_E2E_NODE_NAME:-e2e-node}"

@@ -14,9 +14,11 @@
 
 namespace dra::e2e {
 
-PrivateCluster::PrivateCluster(const std::string& feature_gates) : script_(DRA_E2E_CLUSTER_SH) {
+PrivateCluster::PrivateCluster(const std::string& feature_gates, const std::string& runtime_config)
+    : script_(DRA_E2E_CLUSTER_SH) {
   std::vector<std::string> argv = {"/usr/bin/env"};
   if (!feature_gates.empty()) argv.push_back("DRA_E2E_FEATURE_GATES=" + feature_gates);
+  if (!runtime_config.empty()) argv.push_back("DRA_E2E_RUNTIME_CONFIG=" + runtime_config);
   argv.insert(argv.end(), {script_, "start", dir_.path()});
   // Up to three attempts: on a loaded machine cluster.sh can take a daemon
   // that has not exec'd yet for one that exited, or give up on a slow etcd

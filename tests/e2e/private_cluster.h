@@ -14,8 +14,9 @@ namespace dra::e2e {
 
 class PrivateCluster {
  public:
-  // `feature_gates` empty: the suite's list (cluster.sh); else that list.
-  explicit PrivateCluster(const std::string& feature_gates = "");
+  // `feature_gates`, `runtime_config` empty: the suite's (cluster.sh); else
+  // these (the kube-apiserver's --feature-gates, --runtime-config).
+  explicit PrivateCluster(const std::string& feature_gates = "", const std::string& runtime_config = "");
   ~PrivateCluster();
   PrivateCluster(const PrivateCluster&) = delete;
   PrivateCluster& operator=(const PrivateCluster&) = delete;

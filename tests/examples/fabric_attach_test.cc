@@ -3,6 +3,7 @@
 // the first, so the same sequence comes every time; each allocation (claim,
 // allocation time, device) is its own attach.
 #include "fabric_attach.h"
+#include "gpu_binding.h"
 
 #include <algorithm>
 #include <string>
@@ -70,6 +71,18 @@ TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the sa
   const kp::BindingResult ready = quick.PrepareForBinding(ctx, Claim("u", "t2"), Device("g"));
   CHECK(ready.outcome() == Outcome::kReady);
   CHECK(ready.message() == "g attached to node-1");
+}
+
+TEST_CASE("GpuBinding: the node's own GPUs are ready at once - fabric GPUs are attached first", "[examples][gpu]") {
+  gpu::FabricAttach attach("node-1", absl::Hours(1), 0, absl::Hours(2));
+  gpu::GpuBinding binding("node-1", attach);
+  dra::k8s::DeviceRequestAllocationResult own = Device("gpu-0");
+  own.pool = "node-1";
+  dra::k8s::DeviceRequestAllocationResult fabric = Device("fabric-gpu-0");
+  fabric.pool = "fabric-0";
+  CHECK(binding.PrepareForBinding(kp::CallContext::Background(), Claim("u1", "t"), own).outcome() == Outcome::kReady);
+  CHECK(binding.PrepareForBinding(kp::CallContext::Background(), Claim("u1", "t"), fabric).outcome() ==
+        Outcome::kPending);
 }
 
 }  // namespace

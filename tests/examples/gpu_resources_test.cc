@@ -133,4 +133,19 @@ TEST_CASE("fabric GPUs bind to the node the scheduler picks through binding cond
   CHECK(device.binding_failure_conditions == std::vector<std::string>{"gpu.example.com/preparing-failed"});
 }
 
+TEST_CASE("with binding conditions every device of the node waits for its plugin's is-prepared condition",
+          "[gpu][resources]") {
+  gpu::PublishOptions options = Options();
+  options.binding_conditions = true;
+  options.partitions = 2;
+  const Pool pool = gpu::NodePool(Gpus(1), options);
+  CheckValid(pool);
+  for (const k8s::Device& device : pool.slices[1].devices) {
+    INFO(device.name);
+    CHECK(device.binding_conditions == std::vector<std::string>{"gpu.example.com/is-prepared"});
+    CHECK(device.binding_failure_conditions == std::vector<std::string>{"gpu.example.com/preparing-failed"});
+    CHECK_FALSE(device.binds_to_node.has_value());
+  }
+}
+
 }  // namespace
