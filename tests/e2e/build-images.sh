@@ -8,7 +8,8 @@
 #                ls, sleep, ...)
 #   debian-base  debian:12-slim made with mmdebstrap (minbase, no docs, man
 #                pages or locales), loaded into buildah's store as debian:12
-#                and debian:12-slim, the Dockerfile's two bases
+#                and debian:12-slim, the Dockerfile's two bases, and written
+#                as debian-12-slim.oci.tar (the node's bash workloads)
 #   gpu-driver, cpu-driver
 #                examples/Dockerfile built with buildah (vfs store, chroot
 #                isolation). By default its target `prebuilt`: the runtime
@@ -16,14 +17,18 @@
 #                build), with the Debian packages of the shared libraries
 #                `readelf -d` names; with --full, the whole Dockerfile (the
 #                driver compiled inside, gRPC linked statically).
+#   dra-example-driver
+#                the reference driver's kubelet plugin (build-k8s.sh
+#                dra-example-kubeletplugin) alone, for the node the GPU
+#                example takes over from it
 #
-# pause, busybox and debian-base are cached in ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/images
+# pause, busybox, debian-base and dra-example-driver are cached in ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/images
 # (rebuilt when missing or older than their sources); the driver images go to
 # BUILD_DIR/images and are rebuilt when the binary is newer. Needs root (or
 # sudo): mmdebstrap and buildah run as root.
 #
 # Usage: build-images.sh [--build-dir DIR] [--full] [--tag TAG] [--print-dir] image...
-#   image: pause busybox debian-base gpu-driver cpu-driver (default: all)
+#   image: pause busybox debian-base gpu-driver cpu-driver dra-example-driver (default: all)
 #   --build-dir: the CMake build tree holding examples/{gpu,cpu}/*-driver (default: build)
 #   --tag: the driver images' tag (default 0.1.0); named registry.example.com/dra-cpp/<driver>:<tag>
 #   --print-dir: print the directory of the OCI archives of the last image named
@@ -43,13 +48,13 @@ while [ $# -gt 0 ]; do
     --full) full=1 ;;
     --tag) tag="$2"; shift ;;
     --print-dir) print_dir=1 ;;
-    pause|busybox|debian-base|gpu-driver|cpu-driver) images+=("$1") ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    pause|busybox|debian-base|gpu-driver|cpu-driver|dra-example-driver) images+=("$1") ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "build-images: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-[ ${#images[@]} -gt 0 ] || images=(pause busybox debian-base gpu-driver cpu-driver)
+[ ${#images[@]} -gt 0 ] || images=(pause busybox debian-base gpu-driver cpu-driver dra-example-driver)
 
 log() { echo "build-images: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -138,14 +143,23 @@ build_debian_base() {
   fi
   # buildah keeps its own copy; load it when the store lacks it or is older.
   local loaded="$cache/buildah/debian-12-slim.loaded"
-  if fresh "$loaded" "$out"; then return; fi
-  local ctr
-  ctr="$("${buildah[@]}" from --quiet scratch)"
-  "${buildah[@]}" add --quiet "$ctr" "$out" / >/dev/null
-  "${buildah[@]}" config --cmd bash --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
-  "${buildah[@]}" commit --quiet --rm "$ctr" docker.io/library/debian:12-slim >/dev/null
-  "${buildah[@]}" tag docker.io/library/debian:12-slim docker.io/library/debian:12
-  touch "$loaded"
+  if ! fresh "$loaded" "$out"; then
+    local ctr
+    ctr="$("${buildah[@]}" from --quiet scratch)"
+    "${buildah[@]}" add --quiet "$ctr" "$out" / >/dev/null
+    "${buildah[@]}" config --cmd bash --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+    "${buildah[@]}" commit --quiet --rm "$ctr" docker.io/library/debian:12-slim >/dev/null
+    "${buildah[@]}" tag docker.io/library/debian:12-slim docker.io/library/debian:12
+    touch "$loaded"
+  fi
+  # And as an OCI archive, the workload image of the node's bash containers.
+  local archive="$cache/debian-12-slim.oci.tar"
+  if ! fresh "$archive" "$loaded"; then
+    "${buildah[@]}" push --quiet docker.io/library/debian:12-slim \
+      "oci-archive:$archive.tmp:docker.io/library/debian:12-slim" >&2
+    "${as_root[@]}" chown "$(id -u):$(id -g)" "$archive.tmp"
+    mv -f "$archive.tmp" "$archive"
+  fi
 }
 
 # The Debian package that installed library file $1 (merged /usr: it may be
@@ -166,6 +180,23 @@ runtime_packages() {
     [ -n "$path" ] || die "$1 needs $lib, which ldconfig does not know"
     package_of_file "$path" || die "no Debian package holds $path ($lib, needed by $1)"
   done | sort -u | tr '\n' ' '
+}
+
+# dra-example-driver's kubelet plugin, the reference the GPU example takes
+# over from (build-k8s.sh dra-example-kubeletplugin: static, no cgo), alone
+# in an image; import it as registry.k8s.io/dra-example-driver/dra-example-driver:<version>.
+build_reference() {
+  local bin_dir bin
+  bin_dir="$("$here/build-k8s.sh" --print-dir dra-example-kubeletplugin)"
+  bin="$bin_dir/dra-example-kubeletplugin"
+  local out="$cache/dra-example-driver-$(cat "$bin.version").tar"
+  if fresh "$out" "$bin" "$0"; then log "dra-example-driver: cached ($out)"; return; fi
+  local rootfs="$work/reference-rootfs"
+  mkdir -p "$rootfs/usr/bin" "$rootfs/tmp" "$rootfs/etc"
+  cp "$bin" "$rootfs/usr/bin/"
+  echo 'root:x:0:0:root:/root:/bin/sh' > "$rootfs/etc/passwd"
+  umoci_image dra-example-driver "$rootfs" "$out" --config.cmd=dra-example-kubeletplugin --config.env=PATH=/usr/bin
+  log "dra-example-driver: $out ($(du -h "$out" | cut -f1))"
 }
 
 build_driver() {
@@ -203,6 +234,7 @@ for image in "${images[@]}"; do
     pause) build_pause; last_dir="$cache" ;;
     busybox) build_busybox; last_dir="$cache" ;;
     debian-base) build_debian_base; last_dir="$cache" ;;
+    dra-example-driver) build_reference; last_dir="$cache" ;;
     gpu-driver|cpu-driver) build_debian_base; build_driver "$image"; last_dir="$build_dir/images" ;;
   esac
 done

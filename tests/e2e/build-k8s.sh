@@ -14,7 +14,10 @@
 # helm (pinned by tests/e2e/helm/go.mod) for the example drivers' charts, and
 # the real node's container runtime (pinned by tests/e2e/runtime/go.mod):
 # containerd, ctr, containerd-shim-runc-v2, crictl and the CNI plugins bridge
-# and host-local (into cni/ beside the binaries).
+# and host-local (into cni/ beside the binaries), and the reference driver the
+# GPU example stands in for, dra-example-driver (pinned by
+# tests/e2e/reference/go.mod): its kubelet plugin, and a copy of its demo specs
+# and Helm chart in dra-example-driver/ beside the binaries.
 #
 # The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
 # their go.sum files, so every machine downloads exactly the same modules).
@@ -25,7 +28,7 @@
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
 #              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
-#              cni-host-local (runtime: all six)
+#              cni-host-local (runtime: all six) dra-example-kubeletplugin
 #              (default: etcd kube-apiserver kube-scheduler)
 #   --print-dir: print only the binary directory on stdout (progress goes to
 #                stderr in every case).
@@ -47,9 +50,10 @@ HELM_VERSION="$(pinned "$here/helm/go.mod" helm.sh/helm/v3)"
 CONTAINERD_VERSION="$(pinned "$here/runtime/go.mod" github.com/containerd/containerd/v2)"
 CNI_VERSION="$(pinned "$here/runtime/go.mod" github.com/containernetworking/plugins)"
 CRICTL_VERSION="$(pinned "$here/runtime/go.mod" sigs.k8s.io/cri-tools)"
+REFERENCE_VERSION="$(pinned "$here/reference/go.mod" sigs.k8s.io/dra-example-driver)"
 if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
-   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ]; then
-  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime}/go.mod" >&2
+   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$REFERENCE_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,reference}/go.mod" >&2
   exit 1
 fi
 cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
@@ -63,10 +67,10 @@ for arg in "$@"; do
     --print-dir) print_dir=1 ;;
     --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
-    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local)
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -113,6 +117,11 @@ binary_ok() {
     containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
     containerd|ctr) "$bin" --version 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
     crictl) "$bin" --version 2>/dev/null | grep -q "$CRICTL_VERSION"; return ;;
+    # It has no --version: a stamp names the version it was built from.
+    dra-example-kubeletplugin)
+      [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && [ -d "$bin_dir/dra-example-driver/demo" ] &&
+        "$bin" --help >/dev/null 2>&1
+      return ;;
   esac
   "$bin" --version >/dev/null 2>&1
 }
@@ -125,6 +134,7 @@ version_line() {
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
+    dra-example-kubeletplugin) echo "dra-example-driver $REFERENCE_VERSION" ;;
     containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
@@ -139,6 +149,7 @@ module_dir() {
     gosdk-driver|gosdk-publisher) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
+    dra-example-kubeletplugin) echo "$here/reference" ;;
     *) echo "$here/k8s" ;;
   esac
 }
@@ -150,6 +161,7 @@ package_of() {
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
+    dra-example-kubeletplugin) echo "sigs.k8s.io/dra-example-driver/cmd/$1" ;;
     cni-host-local) echo "github.com/containernetworking/plugins/plugins/ipam/host-local" ;;
     cni-*) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
@@ -162,6 +174,7 @@ version_of() {
     containerd|ctr|containerd-shim-runc-v2) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
+    dra-example-kubeletplugin) echo "$REFERENCE_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
   esac
 }
@@ -174,7 +187,7 @@ tags_of() { case "$1" in containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;; 
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|cri|gosdk-driver|gosdk-publisher) echo "-s -w" ;;
+    etcd|cri|gosdk-driver|gosdk-publisher|dra-example-kubeletplugin) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     containerd|ctr|containerd-shim-runc-v2)
       echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
@@ -229,6 +242,15 @@ for c in "${components[@]}"; do
   (cd "$dir" && nice -n 10 "$GO" build -p "$jobs" -trimpath -tags "$(tags_of "$c")" -ldflags "$(ldflags_of "$c")" \
       -o "$tmp" "$(package_of "$c")") >&2 || { rm -f "$tmp"; log "$c: go build failed"; exit 1; }
   mv -f "$tmp" "$out"
+  if [ "$c" = dra-example-kubeletplugin ]; then
+    # Its demo specs and chart, from the module the binary was built from.
+    ref_src="$GOMODCACHE/sigs.k8s.io/dra-example-driver@$REFERENCE_VERSION"
+    rm -rf "$bin_dir/dra-example-driver"
+    mkdir -p "$bin_dir/dra-example-driver"
+    cp -r "$ref_src/demo" "$ref_src/deployments" "$bin_dir/dra-example-driver/"
+    chmod -R u+w "$bin_dir/dra-example-driver"
+    echo "$REFERENCE_VERSION" > "$out.version"
+  fi
   if ! binary_ok "$c"; then log "$c: built, but it does not run ('$c --version' or '-h' fails)"; exit 1; fi
   log "  $c built in $((SECONDS - t)) s: $(version_line "$c")"
 done

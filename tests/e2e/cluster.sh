@@ -34,7 +34,7 @@
 #                                     records what CRI asked for
 #                                   containerd  containerd 2.x with runc and a CNI
 #                                     bridge network (dra-e2e0, 10.244.7.0/24),
-#                                     the pause and busybox images of
+#                                     the pause, busybox and debian:12-slim images of
 #                                     build-images.sh imported; pods reach the
 #                                     kube-apiserver as the kubernetes Service
 #                                     (10.0.0.1:443 on lo, service_proxy.py)
@@ -140,6 +140,7 @@ SERVICE_IP=10.0.0.1
 # Images of build-images.sh, under these names in the node's containerd.
 PAUSE_IMAGE=localhost/dra-e2e/pause:1
 BUSYBOX_IMAGE=localhost/dra-e2e/busybox:1
+DEBIAN_IMAGE=docker.io/library/debian:12-slim
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -507,16 +508,19 @@ as_root=()
 # NODE/node-ns.pid), with NODE/var-log over /var/log (the kubelet creates
 # /var/log/containers) and, for containerd, NODE/run-containerd over
 # /run/containerd (its shims put their sockets there, whatever its state
-# dir). The kubelet and containerd run inside it, so that they see each
-# other's mounts (the kubelet's volumes, containerd's network namespaces)
-# and none of them outlives the node.
+# dir) and NODE/cdi over /run/cdi (=/var/run/cdi), so that a chart that
+# mounts the CDI dir at its usual host path, as dra-example-driver's does,
+# writes where containerd reads. The kubelet and containerd run inside it,
+# so that they see each other's mounts (the kubelet's volumes, containerd's
+# network namespaces) and none of them outlives the node.
 start_node_namespace() {
-  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cwd" "$dir/pids"
+  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cdi" "$node/cwd" "$dir/pids"
   "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c '
     node="$1"
     mount --bind "$node/var-log" /var/log || exit 1
     if [ "$2" = containerd ]; then
       mkdir -p /run/containerd && mount --bind "$node/run-containerd" /run/containerd || exit 1
+      mkdir -p /run/cdi && mount --bind "$node/cdi" /run/cdi || exit 1
     fi
     echo $$ > "$node/node-ns.pid.tmp" && mv "$node/node-ns.pid.tmp" "$node/node-ns.pid" && exec sleep infinity' \
     sh "$node" "$NODE_RUNTIME" < /dev/null >> "$dir/logs/node-ns.log" 2>&1 &
@@ -777,12 +781,13 @@ start_service_proxy() {
 
 start_containerd_node() {
   local images
-  images="$("$here/build-images.sh" --print-dir pause busybox)"
+  images="$("$here/build-images.sh" --print-dir pause busybox debian-base)"
   write_containerd_config
   log "containerd $("$NODE_BIN/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
   start_containerd
   image_import "$images/pause.tar" "$PAUSE_IMAGE"
   image_import "$images/busybox.tar" "$BUSYBOX_IMAGE"
+  image_import "$images/debian-12-slim.oci.tar" "$DEBIAN_IMAGE"
   log "the kubernetes Service: $SERVICE_IP:443 -> 127.0.0.1:$APISERVER_PORT"
   start_service_proxy
 }

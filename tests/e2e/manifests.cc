@@ -25,6 +25,7 @@ const k8s::ResourceRef& ResourceOfKind(const std::string& kind) {
       {"DaemonSet", {"apps", "v1", "daemonsets", true}},
       {"Deployment", {"apps", "v1", "deployments", true}},
       {"ResourceClaimTemplate", kResourceClaimTemplates},
+      {"ResourceClaim", k8s::kResourceClaims},
       {"Pod", kPods},
   };
   INFO("kind " << kind);
