@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/field_error.h"
+#include "opaque_configs.h"
 
 namespace gpu {
 namespace {
@@ -118,36 +119,7 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
 
 absl::StatusOr<std::map<size_t, GpuConfig>> ConfigsForResults(const dra::k8s::ResourceClaim& claim,
                                                               const std::string& driver) {
-  std::map<size_t, GpuConfig> configs;
-  if (!claim.status.allocation.has_value()) return configs;
-  const dra::k8s::DeviceAllocationResult& devices = claim.status.allocation->devices;
-  for (size_t i = 0; i < devices.results.size(); ++i) {
-    if (devices.results[i].driver == driver) configs[i] = GpuConfig{};
-  }
-  // Class configs first, then the claim's; the API server keeps each group
-  // in its own order.
-  for (const std::string source : {"FromClass", "FromClaim"}) {
-    for (size_t c = 0; c < devices.config.size(); ++c) {
-      const dra::k8s::DeviceAllocationConfiguration& entry = devices.config[c];
-      if (entry.source != source || !entry.opaque.has_value() || entry.opaque->driver != driver) continue;
-      absl::StatusOr<GpuConfig> decoded = DecodeGpuConfig(entry.opaque->parameters);
-      if (!decoded.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("status.allocation.devices.config[", c, "].opaque.parameters",
-                                                       decoded.status().message().front() == ':' ? "" : ".",
-                                                       decoded.status().message()));
-      }
-      for (auto& [index, config] : configs) {
-        const std::string& request = devices.results[index].request;
-        const std::string base = request.substr(0, request.find('/'));
-        const bool applies = entry.requests.empty() ||
-                             std::any_of(entry.requests.begin(), entry.requests.end(), [&](const std::string& name) {
-                               return name == request || name == base;
-                             });
-        if (applies) config = *decoded;
-      }
-    }
-  }
-  return configs;
+  return ConfigsForResults<GpuConfig>(claim, driver, DecodeGpuConfig);
 }
 
 }  // namespace gpu

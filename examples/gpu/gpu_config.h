@@ -43,13 +43,8 @@ struct GpuConfig {
 // "Fast": supported values: "Default", "Long", "Medium", "Short"`.
 absl::StatusOr<GpuConfig> DecodeGpuConfig(const nlohmann::json& parameters);
 
-// The config of each allocation result of `driver` in the claim, by index
-// into status.allocation.devices.results: the default config, then the
-// class's configs, then the claim's, each in order, a later one replacing an
-// earlier one; a config applies when it names no requests or names the
-// result's request (or, for a subrequest "r/s", its request "r"). Configs of
-// other drivers are ignored. An error names the config
-// (status.allocation.devices.config[2].opaque.parameters....).
+// The GpuConfig of each allocation result of `driver` in the claim
+// (opaque_configs.h).
 absl::StatusOr<std::map<size_t, GpuConfig>> ConfigsForResults(const dra::k8s::ResourceClaim& claim,
                                                               const std::string& driver);
 

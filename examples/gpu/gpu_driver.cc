@@ -1,7 +1,6 @@
 #include "gpu_driver.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 
 #include <unistd.h>
@@ -35,33 +34,8 @@ std::string ClaimName(const k8s::ResourceClaim& claim) {
 
 }  // namespace
 
-namespace {
-
-std::string VariableName(std::string_view prefix, std::string_view name) {
-  std::string variable(prefix);
-  for (char c : name) variable += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
-  return variable;
-}
-
-}  // namespace
-
 std::string DeviceVariable(const std::string& device_name) {
-  return VariableName("GPU_DEVICE_", absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name);
-}
-
-std::string ClaimVariable(const std::string& device_name) {
-  return VariableName("GPU_DEVICE_", device_name) + "_RESOURCE_CLAIM";
-}
-
-CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name) {
-  const dra::cdi::Kind kind{driver_name, kCommonCdiClass};
-  CommonCdiSpec common;
-  common.spec.kind = kind.ToString();
-  dra::cdi::Device& device = common.spec.devices.emplace_back();
-  device.name = kCommonCdiDevice;
-  device.container_edits.env = {"KUBERNETES_NODE_NAME=" + node_name, "DRA_RESOURCE_DRIVER_NAME=" + driver_name};
-  common.id = absl::StrCat(kind.ToString(), "=", kCommonCdiDevice);
-  return common;
+  return EnvName("GPU_DEVICE_", absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name);
 }
 
 absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
@@ -89,10 +63,7 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
   }
   std::vector<k8s::AllocatedDeviceStatus> statuses;
   const std::vector<k8s::DeviceRequestAllocationResult>& allocated = claim.status.allocation->devices.results;
-  // Admin access to any device of the claim, whichever driver's, is the claim's.
-  const bool admin_access = std::any_of(allocated.begin(), allocated.end(), [](const auto& result) {
-    return result.admin_access.value_or(false);
-  });
+  const std::string admin_access = AdminAccessVariable(claim);
   for (const auto& [index, config] : *configs) {
     const k8s::DeviceRequestAllocationResult& device = allocated[index];
     auto published = options_.devices.find(device.device);
@@ -110,8 +81,7 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
     prepared.share_id = device.share_id;
     prepared.cdi_device_ids = {options_.common_cdi_id};
     dra::cdi::ContainerEdits& edits = prepared.cdi_edits.emplace();
-    edits.env = {absl::StrCat(ClaimVariable(device.device), "=", claim.metadata.uid),
-                 absl::StrCat("DRA_ADMIN_ACCESS=", admin_access ? "true" : "false"),
+    edits.env = {ClaimVariable("gpu", device.device, claim.metadata.uid), admin_access,
                  absl::StrCat(var, "=", device.device), absl::StrCat(var, "_UUID=", gpu.uuid),
                  absl::StrCat(var, "_SHARING_STRATEGY=", StrategyName(config.strategy))};
     if (config.strategy == GpuConfig::Strategy::kTimeSlicing) {

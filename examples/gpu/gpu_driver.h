@@ -24,22 +24,10 @@
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
+#include "container_env.h"
 #include "gpu_info.h"
 
 namespace gpu {
-
-// The CDI kind and device of the node-wide spec every prepared GPU also uses.
-inline constexpr char kCommonCdiClass[] = "gpu";
-inline constexpr char kCommonCdiDevice[] = "common";
-
-// The node-wide spec <driver>-gpu (CdiOptions::node_specs, which the Helper
-// keeps in the spec dir): device "common" with env KUBERNETES_NODE_NAME and
-// DRA_RESOURCE_DRIVER_NAME, and its CDI ID.
-struct CommonCdiSpec {
-  dra::cdi::Spec spec;
-  std::string id;
-};
-CommonCdiSpec MakeCommonCdiSpec(const std::string& driver_name, const std::string& node_name);
 
 class GpuDriver : public dra::kubeletplugin::Driver {
  public:
@@ -85,8 +73,5 @@ class GpuDriver : public dra::kubeletplugin::Driver {
 // all of them; its value is the device name, and the per-device settings
 // are <variable>_<SETTING>.
 std::string DeviceVariable(const std::string& device_name);
-// GPU_DEVICE_<whole device name, upper case, '-' as '_'>_RESOURCE_CLAIM: the
-// claim UID the device was prepared for.
-std::string ClaimVariable(const std::string& device_name);
 
 }  // namespace gpu

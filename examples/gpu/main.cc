@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
   if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
-  gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, plugin.node_name);
+  gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, "gpu", plugin.node_name);
   options->cdi.node_specs.push_back(std::move(common.spec));
 
   gpu::GpuDriver::Options driver_options;

@@ -110,7 +110,7 @@ TEST_CASE("prepare gives each GPU dra-example-driver's environment: name, claim,
 }
 
 TEST_CASE("the common spec gives every GPU container the node and the driver name", "[gpu][driver]") {
-  const gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec("gpu.example.com", "node-a");
+  const gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec("gpu.example.com", "gpu", "node-a");
   CHECK(common.id == "gpu.example.com/gpu=common");
   REQUIRE(common.spec.devices.size() == 1);
   CHECK(common.spec.devices[0].container_edits.env ==
@@ -167,8 +167,9 @@ TEST_CASE("device variables are named after the device", "[gpu][driver]") {
   CHECK(gpu::DeviceVariable("gpu-3-partition-1") == "GPU_DEVICE_3_PARTITION_1");
   CHECK(gpu::DeviceVariable("gpu-3-full") == "GPU_DEVICE_3_FULL");
   CHECK(gpu::DeviceVariable("fabric-gpu-2") == "GPU_DEVICE_FABRIC_GPU_2");
-  CHECK(gpu::ClaimVariable("gpu-3-partition-1") == "GPU_DEVICE_GPU_3_PARTITION_1_RESOURCE_CLAIM");
-  CHECK(gpu::ClaimVariable("fabric-gpu-2") == "GPU_DEVICE_FABRIC_GPU_2_RESOURCE_CLAIM");
+  CHECK(gpu::ClaimVariable("gpu", "gpu-3-partition-1", "u") == "GPU_DEVICE_GPU_3_PARTITION_1_RESOURCE_CLAIM=u");
+  CHECK(gpu::ClaimVariable("gpu", "fabric-gpu-2", "u") == "GPU_DEVICE_FABRIC_GPU_2_RESOURCE_CLAIM=u");
+  CHECK(gpu::ClaimVariable("net", "nic-0", "u") == "NET_DEVICE_NIC_0_RESOURCE_CLAIM=u");
 }
 
 }  // namespace
