@@ -30,6 +30,8 @@
 #include "gpu_driver.h"
 #include "gpu_resources.h"
 #include "mock_gpus.h"
+#include "nic_driver.h"
+#include "nic_resources.h"
 #include "nvml/nvml_gpus.h"
 #include "reference_takeover.h"
 
@@ -39,7 +41,8 @@ namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 
 struct GpuFlags {
-  std::string driver_name = "gpu.example.com";
+  std::string device_profile = "gpu";
+  std::string driver_name;  // default: <device_profile>.example.com
   std::string device_source = "mock";
   int num_devices = 8;
   std::string nvml_library = "libnvidia-ml.so.1";
@@ -61,14 +64,22 @@ struct GpuFlags {
   absl::Duration binding_timeout = absl::Seconds(600);
 
   void Register(example::FlagSet& flags) {
-    flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
+    flags.Custom("device-profile", "gpu|net", "\"gpu\"",
+                 "what the node offers: GPUs, or NICs shared by bandwidth (dra-example-driver's profiles)",
+                 "DEVICE_PROFILE", [this](const std::string& text) {
+                   if (text != "gpu" && text != "net") return absl::InvalidArgumentError("must be gpu or net");
+                   device_profile = text;
+                   return absl::OkStatus();
+                 });
+    flags.String("driver-name", &driver_name, "the DRA driver name (default: <device-profile>.example.com)",
+                 "DRIVER_NAME");
     flags.Custom("device-source", "mock|nvml", "\"mock\"", "where GPUs come from", "DEVICE_SOURCE",
                  [this](const std::string& text) {
                    if (text != "mock" && text != "nvml") return absl::InvalidArgumentError("must be mock or nvml");
                    device_source = text;
                    return absl::OkStatus();
                  });
-    flags.Int("num-devices", &num_devices, "mock GPUs on this node", "NUM_DEVICES", 0, 128);
+    flags.Int("num-devices", &num_devices, "mock GPUs (or NICs) on this node", "NUM_DEVICES", 0, 128);
     flags.String("nvml-library", &nvml_library, "the NVML library to load with --device-source=nvml", "NVML_LIBRARY");
     flags.String("mock-health-file", &mock_health_file,
                  "mock GPUs: a file whose appended lines \"<index> healthy|unhealthy|fatal\" flip a GPU's health",
@@ -125,6 +136,7 @@ struct GpuFlags {
   }
 
   void Finish() {
+    if (driver_name.empty()) driver_name = device_profile + ".example.com";
     std::vector<std::string> parts = absl::StrSplit(fabric_selector_text, absl::MaxSplits('=', 1));
     fabric_selector = k8s::NodeSelectorForLabel(parts[0], {parts[1]});
   }
@@ -237,6 +249,35 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
   return 0;
 }
 
+// --device-profile=net: --num-devices NICs, shared by bandwidth.
+int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
+                 kp::TerminationSignals& signals) {
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  if (!options.ok()) return Fail("start", options.status());
+  gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, "net", plugin.node_name);
+  options->cdi.node_specs.push_back(std::move(common.spec));
+  gpu::NicDriver::Options driver_options;
+  driver_options.driver_name = gpu_flags.driver_name;
+  driver_options.common_cdi_id = common.id;
+  driver_options.logger = logger;
+  for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(gpu::NicDeviceName(i));
+  gpu::NicDriver driver(std::move(driver_options), signals);
+  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
+  if (!helper.ok()) return Fail("start", helper.status());
+  dra::resourceslice::DriverResources resources;
+  resources.pools[plugin.node_name] = gpu::NicPool(plugin.node_name, gpu_flags.num_devices);
+  if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
+    return Fail("publish", published);
+  }
+  logger.Info("NIC driver started", {{"driver", gpu_flags.driver_name},
+                                     {"node", plugin.node_name},
+                                     {"nics", absl::StrCat(gpu_flags.num_devices)}});
+  signals.Wait();
+  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  (*helper)->Stop();
+  return driver.fatal() ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,6 +298,7 @@ int main(int argc, char** argv) {
   kp::TerminationSignals signals;
   const dra::Logger logger = plugin.MakeLogger();
   if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);
+  if (gpu_flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
   if (!options.ok()) return Fail("start", options.status());
 

@@ -19,22 +19,21 @@ constexpr int64_t kMemoryBytes = 80LL << 30;
 constexpr int64_t kComputeUnits = 108;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 
-// A stable, UUID-shaped name for GPU `index` of `node`.
-std::string MockUuid(const std::string& node, int index) {
+}  // namespace
+
+std::string MockUuid(std::string_view prefix, const std::string& node, int index) {
   const uint64_t a = std::hash<std::string>{}(absl::StrCat(node, "/", index));
   const uint64_t b = std::hash<std::string>{}(absl::StrCat(index, "/", node));
-  return absl::StrFormat("GPU-%08x-%04x-%04x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48,
+  return absl::StrFormat("%s%08x-%04x-%04x-%04x-%012x", prefix, a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48,
                          b & 0xffffffffffffULL);
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<GpuInfo>> MockGpus::Discover() {
   std::vector<GpuInfo> gpus;
   for (int i = 0; i < count_; ++i) {
     GpuInfo& gpu = gpus.emplace_back();
     gpu.index = i;
-    gpu.uuid = MockUuid(node_name_, i);
+    gpu.uuid = MockUuid("GPU-", node_name_, i);
     gpu.model = "LATEST-GPU-MODEL";
     gpu.product_name = "Mock GPU 80GB";
     gpu.driver_version = "1.0.0";

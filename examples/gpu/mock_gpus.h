@@ -7,11 +7,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "device_source.h"
 
 namespace gpu {
+
+// A stable, UUID-shaped name for device `index` of `node`, after `prefix`
+// ("GPU-" for mock GPUs).
+std::string MockUuid(std::string_view prefix, const std::string& node, int index);
 
 class MockGpus : public DeviceSource {
  public:

@@ -163,6 +163,13 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
     CHECK(object["kind"] != "Deployment");
     CHECK(object["kind"] != "ValidatingAdmissionPolicy");
   }
+
+  // The net profile: NICs, no GpuConfig policy.
+  const std::map<std::string, json> nics =
+      ByKey(Render(kGpuChart, "nics", "nics-ns", {"deviceProfile=net", "driverName=net.example.com"}));
+  CHECK(PluginEnv(nics.at("DaemonSet/nics"))["DEVICE_PROFILE"] == "net");
+  CHECK_FALSE(nics.contains("ValidatingAdmissionPolicy/nics-gpu-config"));
+  CHECK(nics.contains("ValidatingAdmissionPolicy/nics-own-node-slices"));
 }
 
 TEST_CASE("the CPU Helm chart's values change what they say", "[e2e][cpu][helm]") {

@@ -1,0 +1,52 @@
+// NicDriver: the kubelet-facing half of --device-profile=net. Prepare gives
+// each allocated NIC the environment dra-example-driver's net profile
+// gives: NET_DEVICE_<NAME>_RESOURCE_CLAIM and DRA_ADMIN_ACCESS, then
+// NET_DEVICE_<n>_INGRESS_RATE and _EGRESS_RATE (the bandwidth the claim
+// consumes, in bits per second: 10G is 10000000000) and, from its NetConfig,
+// _INGRESS_BURST and _EGRESS_BURST when set; <n> is the NIC's index. A bad
+// config or an unknown device fails that claim only.
+#pragma once
+
+#include <atomic>
+#include <set>
+#include <span>
+#include <string>
+
+#include "dra/kubeletplugin/driver.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "dra/log.h"
+
+namespace gpu {
+
+class NicDriver : public dra::kubeletplugin::Driver {
+ public:
+  struct Options {
+    std::string driver_name;
+    std::string common_cdi_id;
+    std::set<std::string> devices;  // the node's NICs
+    dra::Logger logger;
+  };
+
+  NicDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
+      : options_(std::move(options)), signals_(signals) {}
+
+  absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
+      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
+  absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
+      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
+  // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
+  // restarts it.
+  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override;
+
+  bool fatal() const { return fatal_; }
+
+ private:
+  dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) const;
+
+  const Options options_;
+  const dra::kubeletplugin::TerminationSignals& signals_;
+  std::atomic<bool> fatal_{false};
+};
+
+}  // namespace gpu
