@@ -8,9 +8,8 @@
 //
 // Not here, because the example or the node lacks what they need: the
 // PodGroup demo (the workload API's scheduling.k8s.io/v1alpha2 and gang
-// scheduling), the NIC profile's demo (the example has no NIC profile), the
-// CPU profile's (a separate driver, examples/cpu) and the admission
-// webhook's cases (a ValidatingAdmissionPolicy does that job here:
+// scheduling), the CPU profile's (a separate driver, examples/cpu) and the
+// admission webhook's cases (a ValidatingAdmissionPolicy does that job here:
 // gpu_config_policy_e2e_test.cc). Last, the swap: a node taken over from the
 // reference, built from source and run from its own image and chart.
 #include <filesystem>
@@ -31,10 +30,11 @@ constexpr char kWorkloadImage[] = "docker.io/library/debian:12-slim";
 // The GPU example as the reference's suite installs its driver: two GPUs per
 // node, no fabric pool, plus `sets`; once its `devices` are published.
 struct ReferenceInstall : Install {
-  explicit ReferenceInstall(std::vector<std::string> more = {}, size_t devices = 2)
+  explicit ReferenceInstall(std::vector<std::string> more = {}, size_t devices = 2,
+                            const std::string& driver = kGpuDriver)
       : Install(kGpu, WithDefaults(std::move(more))) {
     INFO("the driver's log:\n" << driver_log());
-    REQUIRE(Eventually([&] { return PublishedDevices(*admin, node, kGpuDriver) == devices; }, kPodStart));
+    REQUIRE(Eventually([&] { return PublishedDevices(*admin, node, driver) == devices; }, kPodStart));
   }
   static std::vector<std::string> WithDefaults(std::vector<std::string> more) {
     more.insert(more.begin(), {"fabricController.enabled=false", "nodePlugin.numDevices=2", "nodePlugin.args=[]"});
@@ -140,10 +140,13 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
           "shared by containers and pods and an init container - opaque configs - CEL - prioritized lists - admin "
           "access - extended resources",
           "[e2e][runtime][gpu][reference]") {
+  // One install for all of them, one demo after the other, each in its own
+  // namespace, gone before the next starts.
   ReferenceInstall gpu({"deviceClasses.extendedResourceName=example.com/gpu"});
   Client& admin = *gpu.admin;
 
-  SECTION("should allocate 1 distinct GPU per pod (with device status)") {
+  {
+    INFO("should allocate 1 distinct GPU per pod (with device status)");
     const auto demo = ApplyReferenceDemo(admin, "basic-resourceclaimtemplate");
     std::set<std::string> seen;
     for (const char* name : {"pod0", "pod1"}) {
@@ -159,24 +162,28 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
       }
     }
   }
-  SECTION("should allocate 2 distinct GPUs to a single container") {
+  {
+    INFO("should allocate 2 distinct GPUs to a single container");
     const auto demo = ApplyReferenceDemo(admin, "basic-multiple-requests");
     std::set<std::string> seen;
     CheckGpus(ExportLog(demo->ns, "pod0", "ctr0"), 2, seen);
   }
-  SECTION("should share 1 GPU between containers with TimeSlicing default interval") {
+  {
+    INFO("should share 1 GPU between containers with TimeSlicing default interval");
     const auto demo = ApplyReferenceDemo(admin, "basic-shared-claim-across-containers");
     std::set<std::string> seen;
     CheckSharedGpu({ExportLog(demo->ns, "pod0", "ctr0"), ExportLog(demo->ns, "pod0", "ctr1")}, "TimeSlicing",
                    "TIMESLICE_INTERVAL", "Default", seen);
   }
-  SECTION("should share 1 GPU between pods with TimeSlicing default interval") {
+  {
+    INFO("should share 1 GPU between pods with TimeSlicing default interval");
     const auto demo = ApplyReferenceDemo(admin, "basic-shared-claim-across-pods");
     std::set<std::string> seen;
     CheckSharedGpu({ExportLog(demo->ns, "pod0", "ctr0"), ExportLog(demo->ns, "pod1", "ctr0")}, "TimeSlicing",
                    "TIMESLICE_INTERVAL", "Default", seen);
   }
-  SECTION("should share GPUs with TimeSlicing and SpacePartitioning") {
+  {
+    INFO("should share GPUs with TimeSlicing and SpacePartitioning");
     const auto demo = ApplyReferenceDemo(admin, "basic-resourceclaim-opaque-config");
     std::set<std::string> seen;
     CheckSharedGpu({ExportLog(demo->ns, "pod0", "ts-ctr0"), ExportLog(demo->ns, "pod0", "ts-ctr1")}, "TimeSlicing",
@@ -184,19 +191,22 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
     CheckSharedGpu({ExportLog(demo->ns, "pod0", "sp-ctr0"), ExportLog(demo->ns, "pod0", "sp-ctr1")},
                    "SpacePartitioning", "PARTITION_COUNT", "10", seen);
   }
-  SECTION("should share 1 GPU between init container and regular container") {
+  {
+    INFO("should share 1 GPU between init container and regular container");
     const auto demo = ApplyReferenceDemo(admin, "initcontainer-shared-gpu");
     std::set<std::string> seen;
     CheckSharedGpu({ExportLog(demo->ns, "pod0", "init0"), ExportLog(demo->ns, "pod0", "ctr0")}, "TimeSlicing",
                    "TIMESLICE_INTERVAL", "Default", seen);
   }
-  SECTION("should have DRA_ADMIN_ACCESS set to true") {
+  {
+    INFO("should have DRA_ADMIN_ACCESS set to true");
     const auto demo = ApplyReferenceDemo(admin, "admin-access");
     const std::string log = WaitForLog(demo->ns, "pod0", "ctr0", "DRA Admin Access: ");
     INFO(log);
     CHECK(Variable(log, "DRA_ADMIN_ACCESS") == "true");
   }
-  SECTION("should allocate 1 GPU per pod for extended resource requests") {
+  {
+    INFO("should allocate 1 GPU per pod for extended resource requests");
     const auto demo = ApplyReferenceDemo(admin, "extended-resource-request");
     std::set<std::string> seen;
     const std::map<std::string, std::string> resource = {
@@ -216,12 +226,14 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
       CHECK(mapped);
     }
   }
-  SECTION("should allocate 1 GPU selected using CEL expression") {
+  {
+    INFO("should allocate 1 GPU selected using CEL expression");
     const auto demo = ApplyReferenceDemo(admin, "cel-selector");
     std::set<std::string> seen;
     CheckGpus(ExportLog(demo->ns, "pod0", "ctr0"), 1, seen);
   }
-  SECTION("should honor firstAvailable priority order") {
+  {
+    INFO("should honor firstAvailable priority order");
     const auto demo = ApplyReferenceDemo(admin, "prioritized-alternatives");
     std::set<std::string> seen;
     for (const auto& [name, request] : std::map<std::string, std::string>{{"pod0", "gpu/older-gpu"},
@@ -309,6 +321,24 @@ TEST_CASE("the reference's partitionable devices case on the GPU example: two de
   CheckGpus(ExportLog(demo->ns, "pod0", "ctr0"), 2, seen);
 }
 
+TEST_CASE("the reference's NIC case on the GPU example's net profile: NIC bandwidth shared by consumable capacity",
+          "[e2e][runtime][nic][reference]") {
+  constexpr char kNetDriver[] = "net.example.com";
+  ReferenceInstall nics({"deviceProfile=net", absl::StrCat("driverName=", kNetDriver), "nodePlugin.numDevices=4"}, 4,
+                        kNetDriver);
+  const auto demo = ApplyReferenceDemo(*nics.admin, "net-consumable-capacity");
+  static const std::regex kRate(R"re(^declare -x NET_DEVICE_(\d+)_(INGRESS|EGRESS)_RATE="(\d+)"$)re");
+  for (const char* name : {"pod0", "pod1"}) {
+    const std::string log = ExportLog(demo->ns, name, "ctr0");
+    INFO(log);
+    int rates = 0;
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
+      if (std::regex_match(line.begin(), line.end(), kRate)) ++rates;
+    }
+    CHECK(rates >= 1);
+  }
+}
+
 TEST_CASE("the reference's BindingConditions case on the GPU example: the node's GPUs carry binding conditions "
           "and a pod binds once the plugin has set them",
           "[e2e][runtime][gpu][reference]") {
@@ -355,6 +385,7 @@ struct ReferenceDriver {
     RequireSuccess(Run({DRA_E2E_CLUSTER_SH, "image-import", ClusterDir(), tar,
                         "registry.k8s.io/dra-example-driver/dra-example-driver:" + tag}),
                    "cluster.sh image-import " + tar);
+    DeleteNodeSlices(*MakeClient(AdminConfig()), node, kGpuDriver);
     RequireSuccess(Helm({"upgrade", "--install", kRelease, ReferenceDir() + "/deployments/helm/dra-example-driver",
                          "--namespace", kRelease, "--create-namespace", "--kubeconfig",
                          ClusterDir() + "/admin.kubeconfig", "--set", "kubeletPlugin.numDevices=2", "--set",

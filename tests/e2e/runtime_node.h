@@ -347,6 +347,21 @@ inline bool HasDeviceNode(const std::string& log, const std::string& index) {
   return false;
 }
 
+// Deletes the node's ResourceSlices of `driver`, while no plugin of it runs
+// there: a driver uninstalled a moment ago leaves its slices until the
+// kubelet wipes them, and the scheduler could allocate from them (with
+// another install's settings) before the next install replaces them.
+inline void DeleteNodeSlices(Client& admin, const NodeEnv& node, const std::string& driver) {
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.nodeName=", node.name, ",spec.driver=", driver);
+  absl::StatusOr<k8s::ListResult> slices = admin.List(k8s::kResourceSlices, "", options);
+  REQUIRE(slices.ok());
+  for (const json& slice : slices->items) {
+    const absl::Status deleted = admin.Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>());
+    REQUIRE((deleted.ok() || absl::IsNotFound(deleted)));
+  }
+}
+
 // An example installed with its chart for the test, uninstalled after.
 struct Install {
   const Example& example;
@@ -357,6 +372,7 @@ struct Install {
 
   Install(const Example& example, std::vector<std::string> sets) : example(example), sets(std::move(sets)) {
     ImportDriverImage(example, kImageTag);
+    DeleteNodeSlices(*admin, node, example.driver);
     HelmInstall(example, node, kImageTag, this->sets);
     driver_pod = WaitForOneDriverPod(*admin, example);
   }
