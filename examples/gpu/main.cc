@@ -71,8 +71,11 @@ struct GpuFlags {
                    device_profile = text;
                    return absl::OkStatus();
                  });
-    flags.String("driver-name", &driver_name, "the DRA driver name (default: <device-profile>.example.com)",
-                 "DRIVER_NAME");
+    flags.Custom("driver-name", "string", "<device-profile>.example.com", "the DRA driver name", "DRIVER_NAME",
+                 [this](const std::string& text) {
+                   driver_name = text;
+                   return absl::OkStatus();
+                 });
     flags.Custom("device-source", "mock|nvml", "\"mock\"", "where GPUs come from", "DEVICE_SOURCE",
                  [this](const std::string& text) {
                    if (text != "mock" && text != "nvml") return absl::InvalidArgumentError("must be mock or nvml");
