@@ -18,6 +18,9 @@ void PluginFlags::Register(FlagSet& flags) {
   flags.String("pod-uid", &pod_uid, "this pod's UID, for rolling updates with maxSurge (downward API)", "POD_UID");
   flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none",
                "HTTP_ENDPOINT");
+  flags.Int("healthcheck-port", &healthcheck_port,
+            "TCP port of a grpc.health.v1 service (\"liveness\") for gRPC liveness probes; -1: none, 0: any",
+            "HEALTHCHECK_PORT", -1, 65535);
   flags.Bool("serialize", &serialize,
              "one prepare or unprepare call at a time; false lets calls run side by side (the driver is thread-safe)",
              "SERIALIZE");
@@ -66,6 +69,17 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   if (!client.ok()) return client.status();
   options.kube_client = *std::move(client);
   return options;
+}
+
+absl::StatusOr<std::unique_ptr<GrpcHealthServer>> PluginFlags::StartGrpcHealth(
+    const dra::kubeletplugin::Helper& helper) const {
+  if (healthcheck_port < 0) return nullptr;
+  absl::StatusOr<std::unique_ptr<GrpcHealthServer>> server =
+      GrpcHealthServer::Start(absl::StrCat("[::]:", healthcheck_port), [&helper] { return helper.Healthy(); });
+  if (!server.ok()) {
+    return absl::Status(server.status().code(), absl::StrCat("--healthcheck-port: ", server.status().message()));
+  }
+  return server;
 }
 
 }  // namespace example

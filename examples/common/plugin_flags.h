@@ -10,8 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "common/flags.h"
+#include "common/grpc_health.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
+#include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/options.h"
 #include "dra/log.h"
 
@@ -25,6 +27,7 @@ struct PluginFlags {
   std::string plugins_dir = "/var/lib/kubelet/plugins";       // --kubelet-plugins-directory-path
   std::string pod_uid;                                        // --pod-uid, POD_UID (rolling updates)
   std::string http_endpoint;                                  // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
+  int healthcheck_port = -1;                                  // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
   bool serialize = true;                                      // --serialize, SERIALIZE: Options::serialize
   double kube_api_qps = dra::k8s::ClientConfig().qps;         // --kube-api-qps, KUBE_API_QPS (0: no limit)
   int kube_api_burst = dra::k8s::ClientConfig().burst;        // --kube-api-burst, KUBE_API_BURST
@@ -45,6 +48,10 @@ struct PluginFlags {
   // missing or wrong, the loader's error when no API server config is found.
   absl::StatusOr<dra::kubeletplugin::Options> MakeOptions(const std::string& driver_name,
                                                           const dra::Logger& logger) const;
+
+  // With --healthcheck-port >= 0, a grpc.health.v1 server on that port (0:
+  // any) that follows `helper`'s health; nullptr without.
+  absl::StatusOr<std::unique_ptr<GrpcHealthServer>> StartGrpcHealth(const dra::kubeletplugin::Helper& helper) const;
 };
 
 }  // namespace example

@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
   options->extra_metrics = [&driver] { return driver.Metrics(); };
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
+  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
+  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
   if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
     return Fail("publish", published);
   }

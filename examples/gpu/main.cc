@@ -267,6 +267,8 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   gpu::NicDriver driver(std::move(driver_options), signals);
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
+  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
+  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
   dra::resourceslice::DriverResources resources;
   resources.pools[plugin.node_name] = gpu::NicPool(plugin.node_name, gpu_flags.num_devices);
   if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
@@ -356,6 +358,8 @@ int main(int argc, char** argv) {
   std::shared_ptr<k8s::Client> client = options->kube_client;
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
+  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
+  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
 
   gpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;

@@ -152,6 +152,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   absl::Status Start();
   void Stop();
   internal::HttpResponse ServeHttp(const std::string& path);
+  absl::Status Health() const;
   absl::Status PublishResources(resourceslice::DriverResources resources);
 
   internal::HelperMetrics metrics_;
@@ -343,14 +344,12 @@ absl::Status Helper::Impl::Start() {
 }
 
 internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
-  RegistrationStatus registration;
-  bool stopped;
-  {
-    dra::MutexLock lock(&mu_);
-    registration = registration_;
-    stopped = stopped_;
-  }
   if (path == "/metrics") {
+    RegistrationStatus registration;
+    {
+      dra::MutexLock lock(&mu_);
+      registration = registration_;
+    }
     internal::HelperMetrics::Gauges gauges;
     if (checkpoint_ != nullptr) {
       for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
@@ -370,21 +369,32 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
   }
   if (path == "/healthz") {
-    if (stopped) return {503, "text/plain; charset=utf-8", "stopped\n"};
-    if (registration.notified && !registration.registered) {
-      return {503, "text/plain; charset=utf-8", "kubelet refused registration: " + registration.error + "\n"};
-    }
-    // A socket someone deleted (or a server that stopped answering) leaves
-    // the kubelet unable to reach the driver: restart it.
-    for (const std::string* socket : {&paths_.registrar, &paths_.dra}) {
-      if (socket->empty()) continue;
-      if (absl::Status probe = internal::ProbeSocket(*socket); !probe.ok()) {
-        return {503, "text/plain; charset=utf-8", std::string(probe.message()) + "\n"};
-      }
-    }
+    const absl::Status health = Health();
+    if (!health.ok()) return {503, "text/plain; charset=utf-8", std::string(health.message()) + "\n"};
     return {200, "text/plain; charset=utf-8", "ok\n"};
   }
   return {404, "text/plain; charset=utf-8", "not found\n"};
+}
+
+absl::Status Helper::Impl::Health() const {
+  RegistrationStatus registration;
+  {
+    dra::MutexLock lock(&mu_);
+    if (stopped_) return absl::UnavailableError("stopped");
+    registration = registration_;
+  }
+  if (registration.notified && !registration.registered) {
+    return absl::UnavailableError("kubelet refused registration: " + registration.error);
+  }
+  // A socket someone deleted (or a server that stopped answering) leaves
+  // the kubelet unable to reach the driver: restart it.
+  for (const std::string* socket : {&paths_.registrar, &paths_.dra}) {
+    if (socket->empty()) continue;
+    if (absl::Status probe = internal::ProbeSocket(*socket); !probe.ok()) {
+      return absl::UnavailableError(probe.message());
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Helper::Impl::Stop() {
@@ -498,6 +508,8 @@ resourceslice::Stats Helper::ResourceSliceStats() const {
   dra::MutexLock lock(&impl_->publisher_mu_);
   return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::Stats{};
 }
+
+absl::Status Helper::Healthy() const { return impl_->Health(); }
 
 int Helper::http_port() const { return impl_->http_server_ ? impl_->http_server_->port() : 0; }
 

@@ -370,7 +370,8 @@ struct ReferenceDriver {
   static constexpr char kRelease[] = "dra-example-driver";
   const NodeEnv& node;
 
-  explicit ReferenceDriver(const NodeEnv& node) : node(node) {
+  // `sets`: more chart values (another image, say).
+  explicit ReferenceDriver(const NodeEnv& node, const std::vector<std::string>& sets = {}) : node(node) {
     // The way back from the example (examples/gpu/README.md): with none of
     // its claims left prepared, its checkpoint goes, since the reference
     // cannot read it and would fail every prepare.
@@ -386,15 +387,17 @@ struct ReferenceDriver {
                         "registry.k8s.io/dra-example-driver/dra-example-driver:" + tag}),
                    "cluster.sh image-import " + tar);
     DeleteNodeSlices(*MakeClient(AdminConfig()), node, kGpuDriver);
-    RequireSuccess(Helm({"upgrade", "--install", kRelease, ReferenceDir() + "/deployments/helm/dra-example-driver",
-                         "--namespace", kRelease, "--create-namespace", "--kubeconfig",
-                         ClusterDir() + "/admin.kubeconfig", "--set", "kubeletPlugin.numDevices=2", "--set",
-                         "kubeletPlugin.kubeletRegistrarDirectoryPath=" + node.plugins_registry, "--set",
-                         "kubeletPlugin.kubeletPluginsDirectoryPath=" + node.dir + "/kubelet/plugins",
-                         // The suite's API server admits no privileged
-                         // container; mock GPUs need none.
-                         "--set", "kubeletPlugin.containers.plugin.securityContext.privileged=false"}),
-                   "helm install dra-example-driver");
+    std::vector<std::string> args = {"upgrade", "--install", kRelease,
+                                     ReferenceDir() + "/deployments/helm/dra-example-driver", "--namespace", kRelease,
+                                     "--create-namespace", "--kubeconfig", ClusterDir() + "/admin.kubeconfig", "--set",
+                                     "kubeletPlugin.numDevices=2", "--set",
+                                     "kubeletPlugin.kubeletRegistrarDirectoryPath=" + node.plugins_registry, "--set",
+                                     "kubeletPlugin.kubeletPluginsDirectoryPath=" + node.dir + "/kubelet/plugins",
+                                     // The suite's API server admits no
+                                     // privileged container; mock GPUs need none.
+                                     "--set", "kubeletPlugin.containers.plugin.securityContext.privileged=false"};
+    for (const std::string& set : sets) args.insert(args.end(), {"--set", set});
+    RequireSuccess(Helm(args), "helm install dra-example-driver");
   }
   ~ReferenceDriver() { Uninstall(); }
   static testing::ProcessResult Uninstall() {
@@ -477,6 +480,34 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
   REQUIRE(gpus.size() == 1);
   CHECK(gpus[0] == gpu_of["pod0"]);
   CHECK_FALSE(GpuProperty(pod2, gpus[0], "UUID").empty());
+}
+
+TEST_CASE("the GPU example's image under dra-example-driver's own chart: it registers and publishes and passes "
+          "the chart's gRPC liveness probe - and the reference's demo runs on it",
+          "[e2e][runtime][gpu][reference]") {
+  const NodeEnv node = RealNode();
+  std::shared_ptr<Client> admin = MakeClient(AdminConfig());
+  ImportDriverImage(kGpu, kImageTag);
+  // Only the image changes: the chart runs dra-example-kubeletplugin with
+  // its environment (HEALTHCHECK_PORT=51515, NUM_DEVICES=2, ...).
+  const ReferenceDriver swapped(node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag)});
+  REQUIRE(Eventually([&] { return PublishedByExample(*admin, node); }, kPodStart));
+  CHECK(PublishedDevices(*admin, node, kGpuDriver) == 2);
+  std::string pod_name;
+  REQUIRE(Eventually(
+      [&] {
+        absl::StatusOr<k8s::ListResult> pods = admin->List(kPods, ReferenceDriver::kRelease);
+        if (!pods.ok() || pods->items.size() != 1) return false;
+        pod_name = pods->items[0]["metadata"]["name"];
+        return true;
+      },
+      kPodStart));
+  // The kubelet's gRPC probe of service "liveness" on port 51515 succeeded.
+  CHECK(Eventually([&] { return LivenessProbePassed(node, pod_name); }, kPodStart));
+
+  const auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
+  std::set<std::string> seen;
+  for (const char* name : {"pod0", "pod1"}) CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
 }
 
 }  // namespace

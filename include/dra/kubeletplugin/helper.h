@@ -128,6 +128,12 @@ class Helper {
   // first PublishResources.
   resourceslice::Stats ResourceSliceStats() const;
 
+  // What /healthz answers: OK, or Unavailable saying why (stopped, the
+  // kubelet refused the registration, a socket does not accept a
+  // connection). For a liveness check other than HTTP, such as a gRPC
+  // health service. Thread-safe.
+  absl::Status Healthy() const;
+
   // The port of the /metrics and /healthz server; 0 when it is off.
   int http_port() const;
 

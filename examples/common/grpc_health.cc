@@ -1,0 +1,86 @@
+#include "common/grpc_health.h"
+
+#include <thread>
+#include <utility>
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace example {
+
+class GrpcHealthServer::Impl {
+ public:
+  Impl(std::unique_ptr<grpc::CallbackGenericService> unimplemented, std::unique_ptr<grpc::Server> server, int port,
+       std::function<absl::Status()> healthy)
+      : unimplemented_(std::move(unimplemented)),
+        server_(std::move(server)),
+        port_(port),
+        healthy_(std::move(healthy)) {
+    Update();
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Impl() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+    server_->Shutdown();
+  }
+  int port() const { return port_; }
+
+ private:
+  void Update() {
+    const bool serving = healthy_().ok();
+    grpc::HealthCheckServiceInterface* service = server_->GetHealthCheckService();
+    service->SetServingStatus(serving);
+    service->SetServingStatus("liveness", serving);
+  }
+  void Run() {
+    absl::MutexLock lock(&mu_);
+    while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1))) {
+      mu_.Unlock();
+      Update();
+      mu_.Lock();
+    }
+  }
+
+  // Outlives the server it is registered with.
+  const std::unique_ptr<grpc::CallbackGenericService> unimplemented_;
+  const std::unique_ptr<grpc::Server> server_;
+  const int port_;
+  const std::function<absl::Status()> healthy_;
+  absl::Mutex mu_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcHealthServer>> GrpcHealthServer::Start(const std::string& address,
+                                                                          std::function<absl::Status()> healthy) {
+  // The default health service goes into servers built while it is enabled:
+  // only this one.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // A server needs a service of its own beside the health one; this one
+  // answers every other method UNIMPLEMENTED.
+  auto unimplemented = std::make_unique<grpc::CallbackGenericService>();
+  builder.RegisterCallbackGenericService(unimplemented.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  grpc::EnableDefaultHealthCheckService(false);
+  if (server == nullptr || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  if (server->GetHealthCheckService() == nullptr) return absl::InternalError("gRPC built no health service");
+  return std::unique_ptr<GrpcHealthServer>(
+      new GrpcHealthServer(std::make_unique<Impl>(std::move(unimplemented), std::move(server), port, std::move(healthy))));
+}
+
+GrpcHealthServer::GrpcHealthServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcHealthServer::~GrpcHealthServer() = default;
+int GrpcHealthServer::port() const { return impl_->port(); }
+
+}  // namespace example
