@@ -41,11 +41,12 @@ class GrpcHealthServer::Impl {
     service->SetServingStatus("liveness", serving);
   }
   void Run() {
-    absl::MutexLock lock(&mu_);
-    while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1))) {
-      mu_.Unlock();
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1))) return;
+      }
       Update();
-      mu_.Lock();
     }
   }
 
@@ -55,7 +56,7 @@ class GrpcHealthServer::Impl {
   const int port_;
   const std::function<absl::Status()> healthy_;
   absl::Mutex mu_;
-  bool stop_ = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
