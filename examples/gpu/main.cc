@@ -3,8 +3,9 @@
 // them as the node's ResourceSlices (whole, partitioned or shareable), serves
 // the kubelet, reports health and taints unhealthy GPUs, and optionally
 // publishes and attaches fabric-attached GPUs that bind through binding
-// conditions. `gpu-driver --help` lists the flags; examples/gpu/README.md
-// explains them.
+// conditions. With --device-profile=net it offers NICs shared by bandwidth
+// instead, as dra-example-driver's net profile. `gpu-driver --help` lists
+// the flags; examples/gpu/README.md explains them.
 #include <atomic>
 #include <iostream>
 #include <memory>
