@@ -40,7 +40,7 @@ CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logg
                      const kp::TerminationSignals& signals)
     : publish_(std::move(publish)),
       logger_(std::move(logger)),
-      signals_(signals),
+      errors_(logger_, signals),
       allocator_(std::move(topology), publish_.reserved) {}
 
 absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
@@ -158,15 +158,7 @@ void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims)
 }
 
 void CpuDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severity, std::string_view context) {
-  logger_.Error("Background error", {{"context", std::string(context)},
-                                     {"severity", std::string(kp::ErrorSeverityName(severity))},
-                                     {"err", status.ToString()}});
-  if (severity != kp::ErrorSeverity::kFatal) return;
-  {
-    dra::MutexLock lock(&mu_);
-    fatal_ = true;
-  }
-  signals_.Interrupt();
+  errors_.Handle(status, severity, context);
 }
 
 std::vector<int> CpuDriver::HeldCpus(const std::string& uid) const {
@@ -207,9 +199,6 @@ std::map<std::string, std::vector<int>> CpuDriver::Held() const {
   return allocator_.held();
 }
 
-bool CpuDriver::fatal() const {
-  dra::MutexLock lock(&mu_);
-  return fatal_;
-}
+bool CpuDriver::fatal() const { return errors_.fatal(); }
 
 }  // namespace cpu

@@ -15,6 +15,7 @@
 
 #include "cpu_allocator.h"
 #include "cpu_resources.h"
+#include "common/background_errors.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
@@ -54,13 +55,12 @@ class CpuDriver : public dra::kubeletplugin::Driver {
 
   const PublishOptions publish_;
   const dra::Logger logger_;
-  const dra::kubeletplugin::TerminationSignals& signals_;
+  example::BackgroundErrors errors_;
   mutable dra::Mutex mu_;
   CpuAllocator allocator_ ABSL_GUARDED_BY(mu_);
   // Prepared claims by UID, answered again as they were (with the checkpoint
   // off the kubelet's repeats reach the driver).
   std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_ ABSL_GUARDED_BY(mu_);
-  bool fatal_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The environment variable a claim's cpuset goes in: DRA_CPUSET_<uid with

@@ -82,14 +82,4 @@ absl::StatusOr<kp::UnprepareResults> NicDriver::UnprepareResourceClaims(const kp
   return results;
 }
 
-void NicDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severity, std::string_view context) {
-  options_.logger.Error("Background error", {{"context", std::string(context)},
-                                             {"severity", std::string(kp::ErrorSeverityName(severity))},
-                                             {"err", status.ToString()}});
-  if (severity == kp::ErrorSeverity::kFatal) {
-    fatal_ = true;
-    signals_.Interrupt();
-  }
-}
-
 }  // namespace gpu

@@ -7,11 +7,11 @@
 // config or an unknown device fails that claim only.
 #pragma once
 
-#include <atomic>
 #include <set>
 #include <span>
 #include <string>
 
+#include "common/background_errors.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
@@ -28,25 +28,26 @@ class NicDriver : public dra::kubeletplugin::Driver {
   };
 
   NicDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), signals_(signals) {}
+      : options_(std::move(options)), errors_(options_.logger, signals) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
       const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
   // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
-  // restarts it.
+  // restarts it (example::BackgroundErrors).
   void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
-                   std::string_view context) override;
+                   std::string_view context) override {
+    errors_.Handle(status, severity, context);
+  }
 
-  bool fatal() const { return fatal_; }
+  bool fatal() const { return errors_.fatal(); }
 
  private:
   dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) const;
 
   const Options options_;
-  const dra::kubeletplugin::TerminationSignals& signals_;
-  std::atomic<bool> fatal_{false};
+  example::BackgroundErrors errors_;
 };
 
 }  // namespace gpu

@@ -1,0 +1,42 @@
+// example::BackgroundErrors: what every example driver does with
+// Driver::HandleError. It logs the error; a fatal one (the kubelet refused
+// the registration) interrupts the driver's TerminationSignals and is
+// remembered, so that main exits 1 and the DaemonSet restarts the driver.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "dra/kubeletplugin/driver.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "dra/log.h"
+
+namespace example {
+
+class BackgroundErrors {
+ public:
+  BackgroundErrors(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
+      : logger_(std::move(logger)), signals_(signals) {}
+
+  void Handle(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity, std::string_view context) {
+    logger_.Error("Background error", {{"context", std::string(context)},
+                                       {"severity", std::string(dra::kubeletplugin::ErrorSeverityName(severity))},
+                                       {"err", status.ToString()}});
+    if (severity != dra::kubeletplugin::ErrorSeverity::kFatal) return;
+    fatal_ = true;
+    signals_.Interrupt();
+  }
+
+  // True after a fatal error.
+  bool fatal() const { return fatal_; }
+
+ private:
+  const dra::Logger logger_;
+  const dra::kubeletplugin::TerminationSignals& signals_;
+  std::atomic<bool> fatal_{false};
+};
+
+}  // namespace example
