@@ -120,8 +120,6 @@ void CheckSharedGpu(const std::vector<std::string>& logs, const std::string& str
   }
 }
 
-json GetPod(Client& admin, const std::string& ns, const std::string& name) { return RunningPod(admin, ns, name); }
-
 json GetClaim(Client& admin, const std::string& ns, const std::string& name) {
   absl::StatusOr<json> claim = admin.Get(k8s::kResourceClaims, ns, name);
   REQUIRE(claim.ok());
@@ -151,7 +149,7 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
     std::set<std::string> seen;
     for (const char* name : {"pod0", "pod1"}) {
       CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
-      const json pod = GetPod(admin, demo->ns, name);
+      const json pod = RunningPod(admin, demo->ns, name);
       const json claim = GetClaim(admin, demo->ns, PodClaimName(pod, "gpu"));
       INFO(claim.dump(1));
       REQUIRE_FALSE(claim["status"].value("devices", json::array()).empty());
@@ -213,7 +211,7 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
         {"pod0", absl::StrCat("deviceclass.resource.kubernetes.io/", kGpuDriver)}, {"pod1", "example.com/gpu"}};
     for (const auto& [name, resource_name] : resource) {
       CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
-      const json pod = GetPod(admin, demo->ns, name);
+      const json pod = RunningPod(admin, demo->ns, name);
       INFO(pod["status"].dump(1));
       const json& status = pod["status"]["extendedResourceClaimStatus"];
       REQUIRE(status.is_object());
@@ -239,7 +237,7 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
     for (const auto& [name, request] : std::map<std::string, std::string>{{"pod0", "gpu/older-gpu"},
                                                                            {"pod1", "gpu/latest-gpu"}}) {
       CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
-      const json claim = GetClaim(admin, demo->ns, PodClaimName(GetPod(admin, demo->ns, name), "gpu"));
+      const json claim = GetClaim(admin, demo->ns, PodClaimName(RunningPod(admin, demo->ns, name), "gpu"));
       INFO(claim.dump(1));
       const json& results = claim["status"]["allocation"]["devices"]["results"];
       REQUIRE(results.size() == 1);
@@ -280,7 +278,7 @@ void CheckShares(Client& admin, const std::string& ns) {
     REQUIRE(gpus.size() == 1);
     CHECK_FALSE(GpuProperty(log, gpus[0], "MEMORY").empty());
     CHECK_FALSE(GpuProperty(log, gpus[0], "COMPUTE").empty());
-    const json pod = GetPod(admin, ns, name);
+    const json pod = RunningPod(admin, ns, name);
     for (const json& claim_ref : pod["spec"]["resourceClaims"]) {
       const json claim = GetClaim(admin, ns, claim_ref["resourceClaimName"].get<std::string>());
       INFO(claim.dump(1));
@@ -353,7 +351,7 @@ TEST_CASE("the reference's BindingConditions case on the GPU example: the node's
   const auto demo = ApplyReferenceDemo(*gpu.admin, "binding-conditions");
   std::set<std::string> seen;
   CheckGpus(ExportLog(demo->ns, "pod0", "ctr0"), 1, seen);
-  const json claim = GetClaim(*gpu.admin, demo->ns, PodClaimName(GetPod(*gpu.admin, demo->ns, "pod0"), "gpu"));
+  const json claim = GetClaim(*gpu.admin, demo->ns, PodClaimName(RunningPod(*gpu.admin, demo->ns, "pod0"), "gpu"));
   INFO(claim.dump(1));
   bool met = false;
   for (const json& device : claim["status"].value("devices", json::array())) {
@@ -438,7 +436,7 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
     const std::vector<std::string> gpus = Gpus(ExportLog(demo->ns, name, "ctr0"));
     REQUIRE(gpus.size() == 1);
     gpu_of[name] = gpus[0];
-    const std::string claim = PodClaimName(GetPod(*admin, demo->ns, name), "gpu");
+    const std::string claim = PodClaimName(RunningPod(*admin, demo->ns, name), "gpu");
     claim_uid[name] = GetClaim(*admin, demo->ns, claim)["metadata"]["uid"];
     CHECK(std::filesystem::exists(
         absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[name], ".yaml")));
@@ -452,7 +450,7 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
   INFO("the example's log:\n" << log);
   for (const auto& [pod, uid] : claim_uid) CHECK(Logged(log, "Adopted a claim dra-example-driver prepared", uid) == 1);
   CHECK_FALSE(std::filesystem::exists(absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_common.yaml")));
-  for (const char* name : {"pod0", "pod1"}) CHECK(GetPod(*admin, demo->ns, name)["status"]["phase"] == "Running");
+  for (const char* name : {"pod0", "pod1"}) CHECK(RunningPod(*admin, demo->ns, name)["status"]["phase"] == "Running");
 
   // The kubelet's unprepare of an adopted claim reaches the example, which
   // removes the reference's spec.
