@@ -46,16 +46,19 @@ CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logg
 absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
-  dra::MutexLock lock(&mu_);
-  for (const k8s::ResourceClaim& claim : claims) {
-    kp::PrepareResult& result = results[claim.metadata.uid];
-    result = Prepare(claim);
-    if (result.status.ok()) {
-      ctx.logger().Info("Prepared claim", {{"claim", claim.metadata.namespace_ + "/" + claim.metadata.name},
-                                           {"uid", claim.metadata.uid},
-                                           {"cpus", FormatCpuList(HeldCpus(claim.metadata.uid))}});
+  {
+    dra::MutexLock lock(&mu_);
+    for (const k8s::ResourceClaim& claim : claims) {
+      kp::PrepareResult& result = results[claim.metadata.uid];
+      result = Prepare(claim);
+      if (result.status.ok()) {
+        ctx.logger().Info("Prepared claim", {{"claim", claim.metadata.namespace_ + "/" + claim.metadata.name},
+                                             {"uid", claim.metadata.uid},
+                                             {"cpus", FormatCpuList(HeldCpus(claim.metadata.uid))}});
+      }
     }
   }
+  PinningChanged();
   return results;
 }
 
@@ -109,21 +112,26 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
     device.cdi_edits = edits;
     if (!cpus.empty()) device.cdi_annotations[CpusetAnnotation(publish_.driver_name)] = FormatCpuList(cpus);
   }
-  result.driver_data = json{{"cpus", FormatCpuList(cpus)}}.dump();
+  result.driver_data = json{{"cpus", FormatCpuList(cpus)}, {"mems", FormatCpuList({mems.begin(), mems.end()})}}.dump();
   prepared_[uid] = result;
+  if (!mems.empty()) mems_[uid] = {mems.begin(), mems.end()};
   return result;
 }
 
 absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   kp::UnprepareResults results;
-  dra::MutexLock lock(&mu_);
-  for (const k8s::ClaimRef& claim : claims) {
-    allocator_.Release(claim.uid);
-    prepared_.erase(claim.uid);
-    results[claim.uid] = absl::OkStatus();
-    ctx.logger().Info("Unprepared claim", {{"claim", claim.ToString()}, {"uid", claim.uid}});
+  {
+    dra::MutexLock lock(&mu_);
+    for (const k8s::ClaimRef& claim : claims) {
+      allocator_.Release(claim.uid);
+      prepared_.erase(claim.uid);
+      mems_.erase(claim.uid);
+      results[claim.uid] = absl::OkStatus();
+      ctx.logger().Info("Unprepared claim", {{"claim", claim.ToString()}, {"uid", claim.uid}});
+    }
   }
+  PinningChanged();
   return results;
 }
 
@@ -150,6 +158,11 @@ void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims)
                     {{"claim", claim.claim.ToString()}, {"uid", claim.claim.uid}, {"err", taken.ToString()}});
       continue;
     }
+    // Checkpoints written before the driver kept "mems" have none.
+    if (const json mems_text = data.value("mems", json()); mems_text.is_string()) {
+      absl::StatusOr<std::vector<int>> mems = ParseCpuList(mems_text.get<std::string>());
+      if (mems.ok() && !mems->empty()) mems_[claim.claim.uid] = *mems;
+    }
     kp::PrepareResult& restored = prepared_[claim.claim.uid];
     restored.devices = claim.devices;
     restored.driver_data = claim.driver_data;
@@ -174,8 +187,11 @@ dra::resourceslice::DriverResources CpuDriver::Resources() const {
 }
 
 void CpuDriver::SetTopology(Topology topology) {
-  dra::MutexLock lock(&mu_);
-  allocator_.SetTopology(std::move(topology));
+  {
+    dra::MutexLock lock(&mu_);
+    allocator_.SetTopology(std::move(topology));
+  }
+  PinningChanged();
 }
 
 std::string CpuDriver::Metrics() const {
@@ -197,6 +213,32 @@ std::string CpuDriver::Metrics() const {
 std::map<std::string, std::vector<int>> CpuDriver::Held() const {
   dra::MutexLock lock(&mu_);
   return allocator_.held();
+}
+
+void CpuDriver::OnPinningChanged(std::function<void()> changed) {
+  dra::MutexLock lock(&mu_);
+  pinning_changed_ = std::move(changed);
+}
+
+void CpuDriver::PinningChanged() const {
+  std::function<void()> changed;
+  {
+    dra::MutexLock lock(&mu_);
+    changed = pinning_changed_;
+  }
+  changed();
+}
+
+PinningState CpuDriver::Pinning() const {
+  dra::MutexLock lock(&mu_);
+  PinningState state;
+  for (const auto& [uid, result] : prepared_) {
+    ClaimPlacement& claim = state.claims[uid];
+    claim.cpus = HeldCpus(uid);
+    if (auto it = mems_.find(uid); it != mems_.end()) claim.mems = it->second;
+  }
+  for (const Cpu& cpu : allocator_.topology().cpus) state.online.push_back(cpu.id);
+  return state;
 }
 
 bool CpuDriver::fatal() const { return errors_.fatal(); }

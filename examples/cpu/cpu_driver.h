@@ -6,6 +6,7 @@
 // hands a CPU out twice.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "dra/mutex.h"
 
 #include "cpu_allocator.h"
+#include "cpu_pinner.h"
 #include "cpu_resources.h"
 #include "common/background_errors.h"
 #include "dra/kubeletplugin/driver.h"
@@ -46,12 +48,19 @@ class CpuDriver : public dra::kubeletplugin::Driver {
   std::string Metrics() const;
   // CPUs each prepared claim holds, by claim UID.
   std::map<std::string, std::vector<int>> Held() const;
+  // The prepared claims' CPUs and NUMA memory, and the online CPUs.
+  PinningState Pinning() const;
+  // `changed` is called, outside the driver's lock, after the prepared
+  // claims or the online CPUs changed.
+  void OnPinningChanged(std::function<void()> changed);
   // True after a fatal background error.
   bool fatal() const;
 
  private:
   dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<int> HeldCpus(const std::string& uid) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls pinning_changed_ outside the lock.
+  void PinningChanged() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const PublishOptions publish_;
   const dra::Logger logger_;
@@ -61,6 +70,9 @@ class CpuDriver : public dra::kubeletplugin::Driver {
   // Prepared claims by UID, answered again as they were (with the checkpoint
   // off the kubelet's repeats reach the driver).
   std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_ ABSL_GUARDED_BY(mu_);
+  // NUMA nodes of prepared claims' memory devices, by UID.
+  std::map<std::string, std::vector<int>> mems_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> pinning_changed_ ABSL_GUARDED_BY(mu_) = [] {};
 };
 
 // The environment variable a claim's cpuset goes in: DRA_CPUSET_<uid with

@@ -5,6 +5,8 @@
 // it hands each claim concrete CPUs and republishes when CPUs go offline or
 // online. `cpu-driver --help` lists the flags; examples/cpu/README.md
 // explains them.
+#include <sys/stat.h>
+
 #include <atomic>
 #include <iostream>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "common/flags.h"
 #include "common/plugin_flags.h"
 #include "cpu_driver.h"
+#include "cpu_pinner.h"
 #include "cpu_resources.h"
 #include "cpuset.h"
 #include "dra/kubeletplugin/helper.h"
@@ -35,6 +38,7 @@ struct CpuFlags {
   cpu::GroupBy group_by = cpu::GroupBy::kSocket;
   bool memory_devices = false;
   absl::Duration rescan_interval = absl::Seconds(5);
+  std::string nri_socket = "/var/run/nri/nri.sock";
 
   void Register(example::FlagSet& flags) {
     flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
@@ -73,6 +77,10 @@ struct CpuFlags {
     flags.Bool("memory-devices", &memory_devices, "also publish each NUMA node's memory as a device", "MEMORY_DEVICES");
     flags.Duration("rescan-interval", &rescan_interval,
                    "how often to look for CPUs going offline or online; 0: never", "RESCAN_INTERVAL");
+    flags.String("nri-socket", &nri_socket,
+                 "the container runtime's NRI socket, through which the driver pins containers to their CPUs; "
+                 "\"\": do not pin (containers get DRA_CPUSET_* only)",
+                 "NRI_SOCKET");
   }
 };
 
@@ -179,7 +187,20 @@ int main(int argc, char** argv) {
   const std::vector<cpu::Cpu> cpus = topology->cpus;
   const size_t online = cpus.size();
   cpu::CpuDriver driver(publish, *std::move(topology), logger, signals);
-  options->extra_metrics = [&driver] { return driver.Metrics(); };
+  // One NRI plugin per node: an instance started beside this one in a
+  // rolling update waits for this one's lock in the plugin data dir (made
+  // here as the Helper makes it).
+  std::unique_ptr<cpu::CpuPinner> pinner;
+  if (!cpu_flags.nri_socket.empty()) {
+    ::mkdir(options->plugin_data_dir.c_str(), 0750);
+    nri::PluginOptions nri_options;
+    nri_options.socket_path = cpu_flags.nri_socket;
+    nri_options.name = cpu_flags.driver_name;
+    nri_options.lock_path = options->plugin_data_dir + "/nri.lock";
+    pinner = std::make_unique<cpu::CpuPinner>(std::move(nri_options), [&driver] { return driver.Pinning(); }, logger);
+    driver.OnPinningChanged([&pinner] { pinner->ClaimsChanged(); });
+  }
+  options->extra_metrics = [&driver, &pinner] { return driver.Metrics() + (pinner ? pinner->Metrics() : ""); };
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
   absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
@@ -201,5 +222,6 @@ int main(int argc, char** argv) {
   logger.Info("Stopping; the ResourceSlices stay for the next instance");
   hotplug.reset();
   (*helper)->Stop();
+  pinner.reset();
   return driver.fatal() ? 1 : 0;
 }

@@ -175,7 +175,7 @@ class Run {
         }
       }
       capacity_ = {7, 8};
-      scenario_.flags.insert(scenario_.flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--reserved-cpus=0",
+      scenario_.flags.insert(scenario_.flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--nri-socket=", "--reserved-cpus=0",
                                                      "--rescan-interval=0"});
     }
     if (!CreateClaims()) return false;

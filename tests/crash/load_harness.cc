@@ -114,7 +114,7 @@ class Load {
       machine.cores_per_socket = 8;
       machine.threads_per_core = 2;
       WriteFakeSysfs(dir_.Join("sysfs"), machine);
-      driver_flags.insert(driver_flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--reserved-cpus=0",
+      driver_flags.insert(driver_flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--nri-socket=", "--reserved-cpus=0",
                                                "--rescan-interval=0"});
     }
     for (int i = 0; i < 2 * flags_.callers; ++i) {

@@ -176,10 +176,14 @@ TEST_CASE("the CPU Helm chart's values change what they say", "[e2e][cpu][helm]"
   const std::map<std::string, json> objects =
       ByKey(Render(kCpuChart, "acme", "acme-ns",
                    {"driverName=cpu.acme.com", "nodePlugin.reservedCpus=0-1", "nodePlugin.mode=individual",
-                    "nodePlugin.groupBy=numa", "nodePlugin.args=[]", "admissionPolicy.enabled=false"}));
+                    "nodePlugin.groupBy=numa", "nodePlugin.args=[]", "admissionPolicy.enabled=false",
+                    "nriSocket=/run/containerd/nri/nri.sock"}));
   const json& daemonset = Find(objects, "DaemonSet/acme");
   std::map<std::string, json> env = PluginEnv(daemonset);
   CHECK(env["DRIVER_NAME"] == "cpu.acme.com");
+  CHECK(env["NRI_SOCKET"] == "/run/containerd/nri/nri.sock");
+  CHECK(daemonset["spec"]["template"]["spec"]["volumes"].back() ==
+        json{{"name", "nri"}, {"hostPath", {{"path", "/run/containerd/nri"}, {"type", "DirectoryOrCreate"}}}});
   CHECK(env["RESERVED_CPUS"] == "0-1");
   CHECK(env["MODE"] == "individual");
   CHECK(env["GROUP_BY"] == "numa");
@@ -190,6 +194,10 @@ TEST_CASE("the CPU Helm chart's values change what they say", "[e2e][cpu][helm]"
     INFO(key);
     CHECK(object["kind"] != "ValidatingAdmissionPolicy");
   }
+  // No NRI: no pinning, no socket mounted.
+  const json unpinned = Find(ByKey(Render(kCpuChart, "acme", "acme-ns", {"nriSocket="})), "DaemonSet/acme");
+  CHECK(PluginEnv(unpinned)["NRI_SOCKET"] == "");
+  CHECK(unpinned["spec"]["template"]["spec"]["volumes"].dump().find("nri") == std::string::npos);
 }
 
 TEST_CASE("the example Helm charts refuse values their schemas do not allow, naming them", "[e2e][helm]") {
@@ -202,6 +210,7 @@ TEST_CASE("the example Helm charts refuse values their schemas do not allow, nam
       {&kCpuChart, "nodePlugin.reservedCpus=0-x", "/nodePlugin/reservedCpus"},
       {&kCpuChart, "nodePlugin.mode=shared", "/nodePlugin/mode"},
       {&kCpuChart, "nodePlugin.groupBy=l3", "/nodePlugin/groupBy"},
+      {&kCpuChart, "nriSocket=nri.sock", "/nriSocket"},
   };
   for (const auto& [chart, set, named] : cases) {
     testing::ProcessResult result =

@@ -508,19 +508,21 @@ as_root=()
 # NODE/node-ns.pid), with NODE/var-log over /var/log (the kubelet creates
 # /var/log/containers) and, for containerd, NODE/run-containerd over
 # /run/containerd (its shims put their sockets there, whatever its state
-# dir) and NODE/cdi over /run/cdi (=/var/run/cdi), so that a chart that
+# dir), NODE/cdi over /run/cdi (=/var/run/cdi), so that a chart that
 # mounts the CDI dir at its usual host path, as dra-example-driver's does,
-# writes where containerd reads. The kubelet and containerd run inside it,
+# writes where containerd reads, and NODE/nri over /run/nri, where NRI
+# plugins find containerd's NRI socket (/var/run/nri/nri.sock). The kubelet and containerd run inside it,
 # so that they see each other's mounts (the kubelet's volumes, containerd's
 # network namespaces) and none of them outlives the node.
 start_node_namespace() {
-  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cdi" "$node/cwd" "$dir/pids"
+  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cdi" "$node/nri" "$node/cwd" "$dir/pids"
   "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c '
     node="$1"
     mount --bind "$node/var-log" /var/log || exit 1
     if [ "$2" = containerd ]; then
       mkdir -p /run/containerd && mount --bind "$node/run-containerd" /run/containerd || exit 1
       mkdir -p /run/cdi && mount --bind "$node/cdi" /run/cdi || exit 1
+      mkdir -p /run/nri && mount --bind "$node/nri" /run/nri || exit 1
     fi
     echo $$ > "$node/node-ns.pid.tmp" && mv "$node/node-ns.pid.tmp" "$node/node-ns.pid" && exec sleep infinity' \
     sh "$node" "$NODE_RUNTIME" < /dev/null >> "$dir/logs/node-ns.log" 2>&1 &
@@ -693,7 +695,7 @@ state = "$node/containerd/state"
   path = "$node/containerd/opt"
 [plugins.'io.containerd.nri.v1.nri']
   disable = false
-  socket_path = "$node/containerd/nri.sock"
+  socket_path = "$node/nri/nri.sock"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]

@@ -45,6 +45,7 @@ struct CpuDriver {
     machine.threads_per_core = 2;
     testing::WriteFakeSysfs(sysfs.path(), machine);
     flags.push_back("--sysfs-root=" + sysfs.path());
+    flags.push_back("--nri-socket=");
     return flags;
   }
 

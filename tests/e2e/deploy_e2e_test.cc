@@ -263,7 +263,7 @@ TEST_CASE("the CPU deployment: manifests and demo accepted, the node plugin publ
   driver.Start({DRA_CPU_DRIVER, "--node-name=" + node.name, "--kubeconfig=" + identity.kubeconfig,
                 "--cdi-root=" + node.cdi_dir, "--kubelet-registrar-directory-path=" + node.plugins_registry,
                 "--kubelet-plugins-directory-path=" + node.plugins_dir, "--http-endpoint=" + driver.HttpEndpoint(),
-                "--sysfs-root=" + sysfs.path(), "--reserved-cpus=0", "--memory-devices"});
+                "--sysfs-root=" + sysfs.path(), "--nri-socket=", "--reserved-cpus=0", "--memory-devices"});
   CHECK(Eventually([&] { return SliceUids(*admin, node.name, kCpuDriver).size() == 1; }));
 
   const std::string ns = CreateNamespace(*admin, "e2e-cpu-deploy");
