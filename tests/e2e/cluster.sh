@@ -43,6 +43,9 @@
 #   cluster.sh runtime-restart DIR  containerd node: stop the kubelet and
 #                                   containerd, empty the CDI spec dir (what a
 #                                   reboot does to /var/run/cdi), start both again
+#   cluster.sh containerd-restart DIR
+#                                   containerd node: restart containerd alone
+#                                   (an upgrade; containers keep running)
 #   cluster.sh image-import DIR TAR NAME
 #                                   containerd node: import the OCI archive TAR
 #                                   as image NAME (build-images.sh makes them)
@@ -828,6 +831,17 @@ runtime_restart() {
   log "containerd and the kubelet restarted, the CDI spec dir emptied"
 }
 
+# containerd-restart: what a containerd upgrade does: containerd stops and
+# starts; the containers (their shims) and the kubelet keep running.
+containerd_restart() {
+  load_cluster_env
+  load_node_env
+  [ "$NODE_RUNTIME" = containerd ] || die "containerd-restart: the node runs the CRI stand-in"
+  stop_one containerd
+  start_containerd
+  log "containerd restarted"
+}
+
 # --- kube-controller-manager and the Node object -------------------------
 
 # The TaintNodesByCondition admission plugin taints every new Node
@@ -958,6 +972,7 @@ case "$cmd" in
   node-stop) node_stop_all ;;
   kubelet-restart) kubelet_restart ;;
   runtime-restart) runtime_restart ;;
+  containerd-restart) containerd_restart ;;
   crictl)
     load_cluster_env
     load_node_env

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include "absl/strings/str_replace.h"
+#include "cpuset.h"
 #include "e2e/runtime_node.h"
 
 namespace dra::e2e {
@@ -224,15 +225,55 @@ TEST_CASE("a shared GPU in real containers: half of a GPU's memory for each of t
   }
 }
 
-TEST_CASE("helm install of the CPU example on the real node: it publishes the node's CPUs and a workload with an "
-          "exclusive CPU runs and prints the DRA_CPUSET it got",
+// A container that prints its DRA environment once, then where the kernel
+// lets it run, a line a second, until it is stopped.
+json CpusetContainer(const std::string& name, const std::vector<std::string>& claims) {
+  json container = WorkloadContainer(name, claims);
+  container["command"] = {"sh", "-c",
+                          "env | grep -E '^DRA_' | sort; echo '--- end ---'; trap 'exit 0' TERM; "
+                          "while true; do echo \"allowed $(grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status | "
+                          "tr -d '\\t' | tr '\\n' ' ')\"; sleep 1 & wait; done"};
+  return container;
+}
+
+// The CPUs and memory nodes the container's latest line says it may use:
+// "Cpus_allowed_list:0 Mems_allowed_list:0 ".
+std::string Allowed(const std::string& ns, const std::string& pod) {
+  const std::vector<std::string> lines = LinesWith(PodLog(ns, pod, "app"), "allowed ");
+  return lines.empty() ? "" : std::string(absl::StripAsciiWhitespace(lines.back().substr(8)));
+}
+
+// Waits until the container's latest line says `want`.
+void RequireAllowed(const std::string& ns, const std::string& pod, const std::string& want, const Install& driver) {
+  std::string now;
+  const bool reached = Eventually(
+      [&] {
+        now = Allowed(ns, pod);
+        return now == want;
+      },
+      kPodStart);
+  INFO(pod << " may use \"" << now << "\", not \"" << want << "\"\nthe driver's log:\n" << driver.driver_log());
+  REQUIRE(reached);
+}
+
+TEST_CASE("helm install of the CPU example on the real node: through containerd's NRI the claim's container runs on "
+          "exactly its CPU and NUMA memory and every other container off it - after the driver and containerd restart "
+          "too - and they get the CPU back when the claim goes",
           "[e2e][runtime][cpu]") {
-  Install cpu(kCpu, {});
+  Install cpu(kCpu, {});  // CPU 0 reserved, --memory-devices
   Client& admin = *cpu.admin;
   INFO("the driver's log:\n" << cpu.driver_log());
   REQUIRE(Eventually([&] { return PublishedDevices(admin, cpu.node, kCpuDriver) > 0; }, kPodStart));
+  REQUIRE(Eventually([&] { return absl::StrContains(cpu.driver_log(), "Synchronized with the runtime's NRI"); },
+                     kPodStart));
+  std::vector<int> online;
+  for (int i = 0; i < static_cast<int>(std::thread::hardware_concurrency()); ++i) online.push_back(i);
+  const std::string all = absl::StrCat("Cpus_allowed_list:", online.size() == 1 ? "0" : absl::StrCat("0-", online.size() - 1));
   const Workloads workloads(admin, "cpu-workloads");
   const std::string& ns = workloads.ns;
+  ApplyObject(admin, Pod(ns, "shared", {CpusetContainer("app", {})}, json::array()), ns);
+  RequireAllowed(ns, "shared", all + " Mems_allowed_list:0", cpu);
+
   const json one_cpu = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaimTemplate"},
@@ -240,23 +281,73 @@ TEST_CASE("helm install of the CPU example on the real node: it publishes the no
       {"spec",
        {{"spec",
          {{"devices",
-           {{"requests",
-             json::array({{{"name", "cpus"},
-                           {"exactly",
-                            {{"deviceClassName", "cpu.example.com"},
-                             {"capacity", {{"requests", {{"cpu.example.com/cpu", "1"}}}}}}}}})}}}}}}}};
+           {{"requests", json::array({{{"name", "cpus"},
+                                       {"exactly",
+                                        {{"deviceClassName", "cpu.example.com"},
+                                         {"capacity", {{"requests", {{"cpu.example.com/cpu", "1"}}}}}}}},
+                                      {{"name", "memory"},
+                                       {"exactly",
+                                        {{"deviceClassName", "memory.cpu.example.com"},
+                                         {"capacity", {{"requests", {{"cpu.example.com/memory", "64Mi"}}}}}}}}})}}}}}}}};
   ApplyObject(admin, one_cpu, ns);
-  ApplyObject(admin, Pod(ns, "pinned", {WorkloadContainer("app", {"cpus"})},
+  ApplyObject(admin, Pod(ns, "pinned", {CpusetContainer("app", {"cpus"})},
                          json::array({{{"name", "cpus"}, {"resourceClaimTemplateName", "one-cpu"}}})),
               ns);
   const std::string log = WaitForLog(ns, "pinned", "app");
   INFO("pinned:\n" << log);
   const std::vector<std::string> cpuset = LinesWith(log, "DRA_CPUSET_");
+  const std::vector<std::string> mems = LinesWith(log, "DRA_MEMS_");
   REQUIRE(cpuset.size() == 1);
-  // One CPU: a single number, no range or list.
-  const std::string cpus = cpuset[0].substr(cpuset[0].find('=') + 1);
-  CHECK_FALSE(cpus.empty());
-  CHECK(cpus.find_first_not_of("0123456789") == std::string::npos);
+  REQUIRE(mems.size() == 1);
+  // One CPU: a single number, not the reserved CPU 0.
+  const std::string claimed = cpuset[0].substr(cpuset[0].find('=') + 1);
+  const std::string numa = mems[0].substr(mems[0].find('=') + 1);
+  REQUIRE(claimed.find_first_not_of("0123456789") == std::string::npos);
+  CHECK(claimed != "0");
+  const std::string pinned = absl::StrCat("Cpus_allowed_list:", claimed, " Mems_allowed_list:", numa);
+  RequireAllowed(ns, "pinned", pinned, cpu);
+  // The shared container moved off the claim's CPU before the claim's container was created.
+  std::vector<int> rest = online;
+  std::erase(rest, std::stoi(claimed));
+  const std::string shared = absl::StrCat("Cpus_allowed_list:", cpu::FormatCpuList(rest), " Mems_allowed_list:0");
+  RequireAllowed(ns, "shared", shared, cpu);
+
+  // A new driver pod takes over: its Synchronize finds both containers where they belong.
+  const std::string old_driver = cpu.driver_pod_name();
+  REQUIRE(admin.Delete(kPods, kCpu.ns, old_driver).ok());
+  REQUIRE(Eventually(
+      [&] {
+        cpu.driver_pod = WaitForOneDriverPod(admin, kCpu);
+        return cpu.driver_pod_name() != old_driver &&
+               absl::StrContains(cpu.driver_log(), "Synchronized with the runtime's NRI");
+      },
+      kPodStart));
+  CHECK(absl::StrContains(cpu.driver_log(), "Restored prepared claim"));
+  RequireAllowed(ns, "pinned", pinned, cpu);
+  RequireAllowed(ns, "shared", shared, cpu);
+
+  // containerd restarted: the driver registers again and pins a new container.
+  RequireSuccess(Run({DRA_E2E_CLUSTER_SH, "containerd-restart", ClusterDir()}), "cluster.sh containerd-restart");
+  std::string driver_log;
+  const bool synchronized_again = Eventually(
+      [&] {
+        driver_log = cpu.driver_log();
+        return absl::StrContains(driver_log, "Not connected to the runtime's NRI") &&
+               absl::StrContains(driver_log.substr(driver_log.find("Not connected to the runtime's NRI")),
+                                 "Synchronized with the runtime's NRI");
+      },
+      kPodStart);
+  INFO(cpu.driver_pod_name() << " logged:\n" << driver_log);
+  REQUIRE(synchronized_again);
+  ApplyObject(admin, Pod(ns, "shared-after", {CpusetContainer("app", {})}, json::array()), ns);
+  RequireAllowed(ns, "shared-after", shared, cpu);
+  RequireAllowed(ns, "pinned", pinned, cpu);
+
+  // The claim goes with its pod: the driver gives its CPU back to the others.
+  REQUIRE(admin.Delete(kPods, ns, "pinned").ok());
+  RequireAllowed(ns, "shared", all + " Mems_allowed_list:0", cpu);
+  RequireAllowed(ns, "shared-after", all + " Mems_allowed_list:0", cpu);
+  CHECK(absl::StrContains(cpu.driver_log(), "Moved containers to their cpusets"));
   CHECK(DeleteWorkloads(admin, ns));
 }
 
