@@ -82,7 +82,7 @@ echo
 echo "the CDI spec files containerd applied ($DRA_E2E_CDI_DIR):"
 ls "$DRA_E2E_CDI_DIR"
 
-step "the CPU driver's chart on the same node, and a pod with an exclusive CPU"
+step "the CPU driver's chart on the same node, and a pod with an exclusive CPU, pinned to it through containerd's NRI"
 tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/cpu-driver-0.1.0.tar" \
   registry.example.com/dra-cpp/cpu-driver:0.1.0
 helm install cpu-example-driver examples/cpu/deploy/helm/cpu-example-driver --namespace dra-cpu-example \
@@ -113,7 +113,7 @@ spec:
   - name: app
     image: localhost/dra-e2e/busybox:1
     imagePullPolicy: Never
-    command: ["sh", "-c", "env | grep ^DRA_ && sleep infinity"]
+    command: ["sh", "-c", "env | grep ^DRA_ && grep Cpus_allowed_list /proc/self/status && sleep infinity"]
     resources:
       claims:
       - name: cpus
@@ -123,6 +123,7 @@ spec:
 EOF
 run kubectl -n gpu-demo wait --for=condition=Ready pod/pinned --timeout=180s
 run kubectl -n gpu-demo logs pinned
+run kubectl -n dra-cpu-example logs daemonset/cpu-example-driver | grep -E "runtime's NRI|Pinned container .*gpu-demo/pinned"
 
 step "helm upgrade of the GPU driver to a new image tag under the running workloads: the DaemonSet rolls (maxSurge 1)"
 tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.0.tar" \

@@ -43,7 +43,7 @@ if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
 
   echo "== build (ThreadSanitizer)"
   cmake -S . -B build-tsan -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_THREAD_SANITIZER=ON \
-    -DDRA_BUILD_EXAMPLES=OFF -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
+    -DDRA_BUILD_EXAMPLES=ON -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
   cmake --build build-tsan -j"$jobs" --target tsan_tests
   echo "== multi-threaded tests under ThreadSanitizer"
   TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
