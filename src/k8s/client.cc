@@ -1068,12 +1068,14 @@ absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& n
   return impl_->ExecuteWithBody(request, object).value;
 }
 
-absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::string& ns, const json& object) {
+absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::string& ns, const json& object,
+                                          absl::Time deadline) {
   std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
   std::string name = StringAt(object, "metadata", "name");
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
   HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name, "status"));
+  request.deadline = deadline;
   impl_->SetBody(request, object);
   return impl_->ExecuteWithBody(request, object).value;
 }

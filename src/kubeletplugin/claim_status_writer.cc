@@ -72,7 +72,7 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
                                       std::vector<AllocatedDeviceStatus> devices) const {
   const std::string what = absl::StrCat("write device status of claim ", claim.ToString());
   for (int attempt = 0;; ++attempt) {
-    absl::Status status = ApplyOnce(claim, devices, ctx.deadline());
+    absl::Status status = ApplyOnce(ctx, claim, devices);
     if (status.ok()) return status;
     if (!Retryable(status)) {
       return k8s::internal::Rewrap(status, status.code(), absl::StrCat(what, ": ", status.message()));
@@ -88,8 +88,9 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
   }
 }
 
-absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<AllocatedDeviceStatus> devices,
-                                          absl::Time deadline) const {
+absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& ref,
+                                          std::vector<AllocatedDeviceStatus> devices) const {
+  const absl::Time deadline = ctx.deadline();
   absl::StatusOr<k8s::ResourceClaim> live = client_->GetResourceClaim(ref.namespace_, ref.name, deadline);
   if (!live.ok()) return live.status();
   if (live->metadata.uid != ref.uid) {
@@ -141,12 +142,13 @@ absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<
   // the claim codec writes them.
   k8s::ResourceClaim applied;
   applied.status.devices = std::move(devices);
-  nlohmann::json encoded = k8s::ToJson(applied);
+  const nlohmann::json entries = k8s::ToJson(applied)["status"].value("devices", nlohmann::json::array());
+  if (use_update_) return UpdateOnce(ref, entries, deadline);
   nlohmann::json body = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaim"},
       {"metadata", {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}},
-      {"status", {{"devices", encoded["status"].value("devices", nlohmann::json::array())}}},
+      {"status", {{"devices", entries}}},
   };
   k8s::PatchOptions options;
   options.field_manager = options_.field_manager;
@@ -157,7 +159,39 @@ absl::Status ClaimStatusWriter::ApplyOnce(const k8s::ClaimRef& ref, std::vector<
   absl::StatusOr<nlohmann::json> patched =
       client_->Patch(k8s::kResourceClaims, ref.namespace_, ref.name, k8s::PatchType::kApply, body, options);
   DRA_CRASH_POINT("status.after_write");
-  return patched.status();
+  if (patched.status().code() != absl::StatusCode::kPermissionDenied) return patched.status();
+  if (!use_update_.exchange(true)) {
+    ctx.logger().Info("Applying device status is forbidden; writing it with update from now on",
+                      {{"claim", ref.ToString()}, {"err", patched.status().ToString()}});
+  }
+  absl::Status updated = UpdateOnce(ref, entries, deadline);
+  if (updated.code() == absl::StatusCode::kPermissionDenied) use_update_ = false;  // neither: apply next time
+  return updated;
+}
+
+absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, const nlohmann::json& entries,
+                                           absl::Time deadline) const {
+  absl::StatusOr<nlohmann::json> claim = client_->Get(k8s::kResourceClaims, ref.namespace_, ref.name, deadline);
+  if (!claim.ok()) return claim.status();
+  nlohmann::json& metadata = (*claim)["metadata"];
+  if (metadata.value("uid", "") != ref.uid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the claim got replaced (UID ", metadata.value("uid", ""), ", want ", ref.uid, ")"));
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  for (const nlohmann::json& entry : (*claim)["status"].value("devices", nlohmann::json::array())) {
+    if (entry.value("driver", "") != options_.driver_name) devices.push_back(entry);
+  }
+  devices.insert(devices.end(), entries.begin(), entries.end());
+  (*claim)["status"]["devices"] = std::move(devices);
+  DRA_CRASH_POINT("status.before_write");
+  absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, *claim, deadline);
+  DRA_CRASH_POINT("status.after_write");
+  if (updated.status().code() == absl::StatusCode::kPermissionDenied) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "neither patch (server-side apply) nor update of resourceclaims/status is allowed: ", updated.status().message()));
+  }
+  return updated.status();
 }
 
 }  // namespace dra::kubeletplugin

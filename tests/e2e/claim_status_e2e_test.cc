@@ -54,23 +54,29 @@ json DeviceStatusRules(const std::string& driver) {
   return rules;
 }
 
-TEST_CASE("device status under granular authorization: own entries applied and removed, others kept",
-          "[e2e][claim_status]") {
-  auto admin = e2e::MakeClient(e2e::AdminConfig());
-  const std::string ns = e2e::CreateNamespace(*admin, "claim-status");
-  absl::StatusOr<json> created = admin->Create(k8s::kResourceClaims, ns, testing::NewClaimObject(ns, "c"));
+// Claim "c" in `ns`, allocated gpu-0 and gpu-1 of kTestDriverName and nic-0
+// of kOtherDriver.
+k8s::ClaimRef AllocatedClaim(k8s::Client& admin, const std::string& ns) {
+  absl::StatusOr<json> created = admin.Create(k8s::kResourceClaims, ns, testing::NewClaimObject(ns, "c"));
   INFO(created.status().ToString());
   REQUIRE(created.ok());
   const std::string uid = (*created)["metadata"]["uid"];
-  absl::StatusOr<k8s::ResourceClaim> claim = admin->GetResourceClaim(ns, "c");
+  absl::StatusOr<k8s::ResourceClaim> claim = admin.GetResourceClaim(ns, "c");
   REQUIRE(claim.ok());
   claim->status.allocation = testing::AllocatedClaim(ns, "c", uid, {"gpu-0", "gpu-1"}).status.allocation;
   // The server wants every result to name a request of the claim, which has one.
   for (k8s::DeviceRequestAllocationResult& result : claim->status.allocation->devices.results) result.request = "gpu";
-  absl::StatusOr<k8s::ResourceClaim> allocated = admin->UpdateResourceClaimStatus(*claim);
+  absl::StatusOr<k8s::ResourceClaim> allocated = admin.UpdateResourceClaimStatus(*claim);
   INFO(allocated.status().ToString());
   REQUIRE(allocated.ok());
-  const k8s::ClaimRef ref{ns, "c", uid};
+  return {ns, "c", uid};
+}
+
+TEST_CASE("device status under granular authorization: own entries applied and removed, others kept",
+          "[e2e][claim_status]") {
+  auto admin = e2e::MakeClient(e2e::AdminConfig());
+  const std::string ns = e2e::CreateNamespace(*admin, "claim-status");
+  const k8s::ClaimRef ref = AllocatedClaim(*admin, ns);
 
   // The other driver's entry, by its own field manager.
   REQUIRE(Writer(admin, kOtherDriver)->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")}).ok());
@@ -124,6 +130,45 @@ TEST_CASE("device status under granular authorization: own entries applied and r
   absl::Status refused = other_writer->Apply(CallContext::Background(), ref, {changed});
   CHECK_FALSE(refused.ok());
   CHECK_THAT(std::string(refused.message()), Catch::Contains("requires resource=\"resourceclaims/driver\""));
+}
+
+TEST_CASE("device status under RBAC that grants update but not patch (dra-example-driver's chart): written by GET "
+          "and PUT, others kept",
+          "[e2e][claim_status]") {
+  auto admin = e2e::MakeClient(e2e::AdminConfig());
+  const std::string ns = e2e::CreateNamespace(*admin, "claim-status-update");
+  const k8s::ClaimRef ref = AllocatedClaim(*admin, ns);
+  REQUIRE(Writer(admin, kOtherDriver)->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")}).ok());
+  // The reference chart's rules, with arbitrary-node for this user without a node.
+  const json rules = json::array({
+      {{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims"}}, {"verbs", {"get", "list", "watch"}}},
+      {{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"update"}}},
+      {{"apiGroups", {"resource.k8s.io"}},
+       {"resources", {"resourceclaims/driver"}},
+       {"resourceNames", {kTestDriverName}},
+       {"verbs", {"arbitrary-node:update", "arbitrary-node:patch"}}},
+  });
+  auto gpu_driver = e2e::MakeClient(e2e::DriverConfig("gpu-driver"));
+  auto writer = Writer(gpu_driver, kTestDriverName);
+  e2e::Grant(*admin, e2e::DriverUser("gpu-driver"), ns, rules, [&] {
+    return writer->Apply(CallContext::Background(), ref,
+                         {Entry(kTestDriverName, "pool-a", "gpu-0"), Entry(kTestDriverName, "pool-a", "gpu-1")})
+        .ok();
+  });
+  absl::StatusOr<k8s::ResourceClaim> seen = admin->GetResourceClaim(ns, "c");
+  REQUIRE(seen.ok());
+  CHECK(seen->status.devices.size() == 3);
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {Entry(kTestDriverName, "pool-a", "gpu-1")}).ok());
+  seen = admin->GetResourceClaim(ns, "c");
+  REQUIRE(seen.ok());
+  CHECK(Find(*seen, kTestDriverName, "gpu-0") == nullptr);
+  CHECK(Find(*seen, kTestDriverName, "gpu-1") != nullptr);
+  CHECK(Find(*seen, kOtherDriver, "nic-0") != nullptr);
+  const std::vector<k8s::RequestCount> counts = gpu_driver->RequestCounts();
+  for (const k8s::RequestCount& count : counts) {
+    INFO(count.verb << " " << count.code);
+    if (count.verb == "PATCH") CHECK(count.code == "403");  // apply tried only before the switch
+  }
 }
 
 }  // namespace

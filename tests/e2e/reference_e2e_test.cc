@@ -134,6 +134,20 @@ std::string PodClaimName(const json& pod, const std::string& name) {
   return "";
 }
 
+// The reference suite's device status check: the claim of the pod's "gpu"
+// has typed uuid, model and driverVersion data for each device.
+void CheckDeviceStatus(Client& admin, const std::string& ns, const std::string& pod_name) {
+  const json pod = RunningPod(admin, ns, pod_name);
+  const json claim = GetClaim(admin, ns, PodClaimName(pod, "gpu"));
+  INFO(claim.dump(1));
+  REQUIRE_FALSE(claim["status"].value("devices", json::array()).empty());
+  for (const json& device : claim["status"]["devices"]) {
+    CHECK_FALSE(device["data"]["uuid"].value("string", "").empty());
+    CHECK_FALSE(device["data"]["model"].value("string", "").empty());
+    CHECK_FALSE(device["data"]["driverVersion"].value("version", "").empty());
+  }
+}
+
 TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device status - two per container - "
           "shared by containers and pods and an init container - opaque configs - CEL - prioritized lists - admin "
           "access - extended resources",
@@ -149,15 +163,7 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
     std::set<std::string> seen;
     for (const char* name : {"pod0", "pod1"}) {
       CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
-      const json pod = RunningPod(admin, demo->ns, name);
-      const json claim = GetClaim(admin, demo->ns, PodClaimName(pod, "gpu"));
-      INFO(claim.dump(1));
-      REQUIRE_FALSE(claim["status"].value("devices", json::array()).empty());
-      for (const json& device : claim["status"]["devices"]) {
-        CHECK_FALSE(device["data"]["uuid"].value("string", "").empty());
-        CHECK_FALSE(device["data"]["model"].value("string", "").empty());
-        CHECK_FALSE(device["data"]["driverVersion"].value("version", "").empty());
-      }
+      CheckDeviceStatus(admin, demo->ns, name);
     }
   }
   {
@@ -481,14 +487,16 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
 }
 
 TEST_CASE("the GPU example's image under dra-example-driver's own chart: it registers and publishes and passes "
-          "the chart's gRPC liveness probe - and the reference's demo runs on it",
+          "the chart's gRPC liveness probe - and the reference's demo runs on it with device status under its RBAC",
           "[e2e][runtime][gpu][reference]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   ImportDriverImage(kGpu, kImageTag);
   // Only the image changes: the chart runs dra-example-kubeletplugin with
   // its environment (HEALTHCHECK_PORT=51515, NUM_DEVICES=2, ...).
-  const ReferenceDriver swapped(node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag)});
+  // Device status on: the chart grants update, not patch, of the status.
+  const ReferenceDriver swapped(node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag),
+                                       "gpuDeviceStatus=true"});
   REQUIRE(Eventually([&] { return PublishedByExample(*admin, node); }, kPodStart));
   CHECK(PublishedDevices(*admin, node, kGpuDriver) == 2);
   std::string pod_name;
@@ -505,7 +513,10 @@ TEST_CASE("the GPU example's image under dra-example-driver's own chart: it regi
 
   const auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
   std::set<std::string> seen;
-  for (const char* name : {"pod0", "pod1"}) CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
+  for (const char* name : {"pod0", "pod1"}) {
+    CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
+    CheckDeviceStatus(*admin, demo->ns, name);
+  }
 }
 
 }  // namespace

@@ -186,11 +186,54 @@ TEST_CASE("outages and conflicts are retried, an outage longer than the context 
   CHECK_THAT(std::string(outage.message()), Catch::StartsWith("write device status of claim ns/c") &&
                                                 Catch::Contains("last error: "));
   REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
-  // A permission error is not retried.
+  // A permission error (of apply and of the update tried then) is not retried.
   REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":1})").ok());
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"UPDATE","resource":"resourceclaims/status","status":403,"count":1})").ok());
   const int patches_403 = Patches(*server);
-  CHECK(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).code() == absl::StatusCode::kPermissionDenied);
+  const int puts_403 = Requests(*server, "UPDATE resourceclaims/status");
+  absl::Status forbidden = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")});
+  CHECK(forbidden.code() == absl::StatusCode::kPermissionDenied);
+  CHECK_THAT(std::string(forbidden.message()), Catch::Contains("neither patch (server-side apply) nor update"));
   CHECK(Patches(*server) - patches_403 == 1);
+  CHECK(Requests(*server, "UPDATE resourceclaims/status") - puts_403 == 1);
+  // Allowed again: apply, as before.
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).ok());
+  CHECK(Patches(*server) - patches_403 == 2);
+}
+
+// RBAC that grants update but not patch of the status, as dra-example-driver's chart does.
+TEST_CASE("status update allowed but patch forbidden: written by GET and PUT from then on and others' entries kept",
+          "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
+  REQUIRE(MakeWriter(client, "nic.example.com")
+              ->Apply(CallContext::Background(), ref, {Entry("nic-0", "True", "nic.example.com", "pool-n")})
+              .ok());
+  auto writer = MakeWriter(client);
+
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":100000})").ok());
+  const int puts = Requests(*server, "UPDATE resourceclaims/status");
+  const int patches = Patches(*server);
+  absl::Status written = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0"), Entry("gpu-1", "False")});
+  INFO(written.ToString());
+  REQUIRE(written.ok());
+  k8s::ResourceClaim seen = Get(*client, ref);
+  CHECK(seen.status.devices.size() == 3);
+  REQUIRE(Find(seen, kTestDriverName, "gpu-1") != nullptr);
+  CHECK(Find(seen, kTestDriverName, "gpu-1")->conditions[0].status == "False");
+  CHECK(Find(seen, "nic.example.com", "nic-0") != nullptr);
+  CHECK(Patches(*server) - patches == 1);
+
+  // From now on no apply is tried; left-out entries go, a conflict is retried.
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"UPDATE","resource":"resourceclaims/status","status":409,"count":1})").ok());
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).ok());
+  seen = Get(*client, ref);
+  CHECK(Find(seen, kTestDriverName, "gpu-1") == nullptr);
+  CHECK(Find(seen, kTestDriverName, "gpu-0") != nullptr);
+  CHECK(Find(seen, "nic.example.com", "nic-0") != nullptr);
+  CHECK(Patches(*server) - patches == 1);
+  CHECK(Requests(*server, "UPDATE resourceclaims/status") - puts == 3);  // one, then 409 and the write
 }
 
 TEST_CASE("bad writer options stop Create with the option named", "[claim_status]") {

@@ -215,7 +215,8 @@ class Client {
   absl::StatusOr<nlohmann::json> Update(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object);
   // PUT to the status subresource.
   absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, const std::string& ns,
-                                              const nlohmann::json& object);
+                                              const nlohmann::json& object,
+                                              absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<nlohmann::json> Patch(const ResourceRef& ref, const std::string& ns, const std::string& name,
                                        PatchType type, const nlohmann::json& body, const PatchOptions& options = {});
   absl::Status Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,

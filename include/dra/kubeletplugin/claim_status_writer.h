@@ -35,13 +35,20 @@
 // default): besides "patch" on resourceclaims/status, the driver's service
 // account needs verb "associated-node:patch" (its own node's claims) or
 // "arbitrary-node:patch" on resource "resourceclaims/driver" with
-// resourceNames [<driver name>]. A Forbidden answer says so and is returned.
+// resourceNames [<driver name>]. A driver deployed with RBAC that grants
+// "update" instead (dra-example-driver's chart does) still writes: after the
+// first Forbidden apply the writer switches, for good, to reading the claim
+// and putting its status back with this driver's entries replaced (the
+// claim's resourceVersion as precondition, a conflict retried), which keeps
+// the other drivers' entries as they are. When that is forbidden too, the
+// Forbidden answer names both verbs and is returned.
 //
 // Retries: connection errors, 5xx, 429 and conflicts are retried with
 // jittered exponential backoff until ctx is cancelled; the answer is then
 // the context's status with the last error. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,11 +95,15 @@ class ClaimStatusWriter {
       : client_(std::move(client)), options_(std::move(options)) {}
   // One attempt: read the claim, check and complete the entries, apply.
   // Errors are the client's, unannotated, so that Apply can classify them.
-  absl::Status ApplyOnce(const k8s::ClaimRef& claim, std::vector<k8s::AllocatedDeviceStatus> devices,
-                         absl::Time deadline) const;
+  absl::Status ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& claim,
+                         std::vector<k8s::AllocatedDeviceStatus> devices) const;
+  // The same entries (encoded) by GET and PUT of the status.
+  absl::Status UpdateOnce(const k8s::ClaimRef& claim, const nlohmann::json& entries, absl::Time deadline) const;
 
   const std::shared_ptr<k8s::Client> client_;
   const ClaimStatusWriterOptions options_;
+  // Server-side apply was forbidden: write with update from now on.
+  mutable std::atomic<bool> use_update_{false};
 };
 
 }  // namespace dra::kubeletplugin
