@@ -65,6 +65,9 @@ struct HttpRequest {
   // Accept the protobuf wire format (the resource has a schema in
   // protobuf_codec.h and the config allows it); JSON otherwise.
   bool protobuf = false;
+  // Its protobuf body is the one that finds out whether the server takes
+  // protobuf bodies (Impl::body_format).
+  bool body_probe = false;
   // Ask for PartialObjectMetadata instead of the objects.
   bool metadata_only = false;
   // The caller's deadline (a kubelet call's): the request is not throttled,
@@ -300,14 +303,19 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // Sets `object` as the body: protobuf when the request accepts it and the
   // codec can carry every field of the object, JSON otherwise.
   void SetBody(HttpRequest& request, const json& object) const {
-    if (request.protobuf && !protobuf_bodies_refused) {
+    request.body_probe = false;
+    int format = body_format.load();
+    const bool probe = format == kBodyUnknown && body_format.compare_exchange_strong(format, kBodyProbing);
+    if (request.protobuf && (format == kBodyProtobuf || probe)) {
       absl::StatusOr<std::string> encoded = internal::EncodeProtobuf(object);
       if (encoded.ok()) {
         request.body = *std::move(encoded);
         request.content_type = std::string(internal::kProtobufContentType);
+        request.body_probe = probe;
         return;
       }
     }
+    if (probe) body_format = kBodyUnknown;  // a later body finds out
     request.body = object.dump();
     request.content_type = "application/json";
   }
@@ -316,11 +324,14 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // from then on.
   Result ExecuteWithBody(HttpRequest& request, const json& object) {
     Result result = Execute(request);
-    if (result.value.ok() || request.content_type != internal::kProtobufContentType ||
-        HttpStatusCode(result.value.status()) != 415) {
-      return result;
+    const std::optional<int> code = HttpStatusCode(result.value.status());
+    if (request.body_probe) {
+      request.body_probe = false;
+      // Answered other than 415: protobuf it is. No answer: the next one asks.
+      body_format = code == 415 ? kBodyJson : result.value.ok() || code.has_value() ? kBodyProtobuf : kBodyUnknown;
     }
-    protobuf_bodies_refused = true;
+    if (result.value.ok() || request.content_type != internal::kProtobufContentType || code != 415) return result;
+    body_format = kBodyJson;
     SetBody(request, object);
     return Execute(request);
   }
@@ -335,7 +346,12 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   }
 
   ClientConfig config;
-  std::atomic<bool> protobuf_bodies_refused{false};
+  // Whether the server takes protobuf bodies: unknown until the first
+  // request with one is answered. While that one is on its way the others
+  // send JSON, so that a server refusing them refuses one request, not one
+  // per parallel writer.
+  enum BodyFormat : int { kBodyUnknown, kBodyProbing, kBodyProtobuf, kBodyJson };
+  mutable std::atomic<int> body_format{kBodyUnknown};
   internal::Authenticator auth;
   internal::TokenBucket limiter;
   std::string base_url;       // scheme://host:port[/prefix], host replaced by tls_server_name

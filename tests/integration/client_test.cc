@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -217,6 +218,16 @@ TEST_CASE("ResourceSlices are sent as protobuf, and as JSON from then on to a se
   REQUIRE(client->Create(kResourceSlices, "", slice("s2")).ok());
   // The fake speaks JSON only: the first protobuf body was refused, nothing after it.
   CHECK(counts(*client) == std::map<std::string, uint64_t>{{"POST 201", 2}, {"POST 415", 1}, {"PUT 200", 1}});
+
+  // Writers in parallel on a new client: one of them finds out, the others
+  // send JSON meanwhile; one refusal, not one per writer.
+  auto parallel = MakeClient(BaseConfig(*server));
+  std::vector<std::thread> writers;
+  for (int i = 0; i < 16; ++i) {
+    writers.emplace_back([&, i] { CHECK(parallel->Create(kResourceSlices, "", slice(absl::StrCat("p", i))).ok()); });
+  }
+  for (std::thread& writer : writers) writer.join();
+  CHECK(counts(*parallel) == std::map<std::string, uint64_t>{{"POST 201", 16}, {"POST 415", 1}});
 
   ClientConfig config = BaseConfig(*server);
   config.protobuf = false;

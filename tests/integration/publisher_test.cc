@@ -193,6 +193,17 @@ TEST_CASE("first publish: names in slice order, owner reference, pool fields, th
   CHECK(h.errors().empty());
 }
 
+TEST_CASE("10000 devices: exactly ceil(10000/128) creates with writes in parallel, nothing else written",
+          "[publisher]") {
+  Harness h;
+  h.Publish(testing::GpuPool(kNode, 10000));
+  CHECK(h.Count("CREATE resourceslices") == 79);
+  CHECK(h.Writes() == 79);
+  CHECK(h.Slices().size() == 79);
+  CHECK(h.publisher().Stats().creates == 79);
+  CHECK(h.errors().empty());
+}
+
 TEST_CASE("one device changed is one update, a device past the slice boundary bumps the generation",
           "[publisher]") {
   Harness h;
