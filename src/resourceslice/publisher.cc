@@ -21,6 +21,7 @@
 #include "dra/k8s/validation.h"
 #include "dra/mutex.h"
 #include "resourceslice/canonical.h"
+#include "resourceslice/pool_plan.h"
 #include "resourceslice/pool_validation.h"
 #include "resourceslice/slice_names.h"
 
@@ -194,12 +195,7 @@ class Publisher::Impl {
     // is freed at once (an unchanged one keeps its object, see Update()).
     std::weak_ptr<const Pool> validated;
     absl::Status validation;
-    // By slice index: what was sent and what the server stored instead.
-    struct Skew {
-      k8s::ResourceSliceSpec sent;
-      k8s::ResourceSliceSpec stored;
-    };
-    std::map<size_t, Skew> skews;
+    std::map<size_t, Skew> skews;  // by slice index
     std::set<std::string> reported_skews;  // messages, once per desired pool
     int64_t published_devices = 0;          // in the server as desired, at the last successful sync
     int failures = 0;
@@ -556,35 +552,13 @@ class Publisher::Impl {
 
   // Slice `index` of a desired pool, at `generation`.
   // Without `with_content`, devices and shared counters are left empty.
-  k8s::ResourceSlice DesiredSlice(const std::string& pool_name, const Pool& pool, size_t index, int64_t generation,
-                                  bool with_content = true) const {
+  k8s::ResourceSlice DesiredSlice(const std::string& pool_name, const Pool& pool, size_t index,
+                                  int64_t generation) const {
     k8s::ResourceSlice slice;
     const bool node_local = pool.nodes == NodeSelection::kThisNode;
     slice.metadata.generate_name =
         SliceGenerateName(index, options_.driver_name, node_local ? options_.node_name : pool_name);
-    k8s::ResourceSliceSpec& spec = slice.spec;
-    spec.driver = options_.driver_name;
-    spec.pool.name = pool_name;
-    spec.pool.generation = generation;
-    spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
-    switch (pool.nodes) {
-      case NodeSelection::kThisNode:
-        spec.node_name = options_.node_name;
-        break;
-      case NodeSelection::kNodeSelector:
-        spec.node_selector = pool.node_selector;
-        break;
-      case NodeSelection::kAllNodes:
-        spec.all_nodes = true;
-        break;
-      case NodeSelection::kPerDevice:
-        spec.per_device_node_selection = true;
-        break;
-    }
-    if (with_content) {
-      spec.devices = pool.slices[index].devices;
-      spec.shared_counters = pool.slices[index].shared_counters;
-    }
+    slice.spec = DesiredSpec(publishing_, pool_name, pool, index, generation);
     return slice;
   }
 
@@ -643,92 +617,33 @@ class Publisher::Impl {
       node_uid_ = StringAt(*node, json::json_pointer("/metadata/uid"));
     }
 
-    // Match existing slices to desired indexes; the rest is obsolete.
-    const size_t count = desired->slices.size();
-    std::vector<std::optional<Existing>> matched(count);
-    std::vector<Existing> obsolete;
-    int64_t generation = state.generation;
+    std::vector<ExistingSlice> seen;
     for (const Existing& e : existing) {
-      if (e.slice->typed) generation = std::max(generation, e.slice->typed->spec.pool.generation);
+      seen.push_back({StringAt(e.slice->object, json::json_pointer("/metadata/name")),
+                      e.slice->typed ? &e.slice->typed->spec : nullptr, e.slice->resource_version,
+                      (e.scope == node_scope_.get()) == node_local});
     }
-    for (const Existing& e : existing) {
-      const bool right_scope = (e.scope == node_scope_.get()) == node_local;
-      std::optional<size_t> index =
-          ParseSliceIndex(StringAt(e.slice->object, json::json_pointer("/metadata/name")));
-      if (!right_scope || !index || *index >= count || !e.slice->typed) {
-        obsolete.push_back(e);
-        continue;
-      }
-      std::optional<Existing>& slot = matched[*index];
-      if (!slot) {
-        slot = e;
-        continue;
-      }
-      // Two slices for one index (a create that was retried): keep the newer.
-      const auto key = [](const Existing& x) {
-        return std::make_pair(x.slice->typed->spec.pool.generation, x.slice->resource_version);
-      };
-      if (key(e) > key(*slot)) {
-        obsolete.push_back(*slot);
-        slot = e;
-      } else {
-        obsolete.push_back(e);
-      }
-    }
-
-    // A slice below the highest generation means a rewrite was cut short:
-    // finish it at that generation.
-    bool unfinished = false;
-    size_t missing = 0;
-    for (const auto& slot : matched) {
-      if (!slot) {
-        ++missing;
-      } else if (slot->slice->typed->spec.pool.generation < generation) {
-        unfinished = true;
-      }
-    }
-    std::vector<bool> changed(count, false);
-    size_t num_changed = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (!matched[i]) continue;
-      const k8s::ResourceSliceSpec& stored = matched[i]->slice->typed->spec;
-      k8s::ResourceSliceSpec want = DesiredSlice(name, *desired, i, generation, false).spec;
-      want.shared_counters = desired->slices[i].shared_counters;
-      const std::vector<k8s::Device>& devices = desired->slices[i].devices;
-      bool same = SameSpec(want, devices, stored);
-      if (!same) {
-        auto skew = state.skews.find(i);
-        same = skew != state.skews.end() && SameSpec(want, devices, skew->second.sent) &&
-               SameSpec(skew->second.stored, stored);
-      }
-      changed[i] = !same;
-      num_changed += changed[i] ? 1 : 0;
-    }
-
-    int64_t target = generation;
-    bool rewrite_all = false;
-    if (desired->generation > generation) {
-      target = desired->generation;
-      rewrite_all = true;
-    } else if (!unfinished && (missing > 0 || num_changed > 1)) {
-      target = generation + 1;
-      rewrite_all = true;
-    }
+    const PoolPlan plan = PlanPool(publishing_, name, *desired, seen, state.generation, state.skews);
 
     // Deletes first: devices the driver no longer has go even if the new
     // slices cannot be written.
+    std::vector<Existing> obsolete;
+    for (size_t k : plan.deletes) obsolete.push_back(existing[k]);
     absl::Status status = DeleteAll(obsolete);
     if (!status.ok()) return status;
 
+    std::map<size_t, const Existing*> matched;  // by desired slice index
     std::vector<size_t> to_update;
-    for (size_t i = 0; i < count; ++i) {
-      if (matched[i] && (rewrite_all || changed[i])) to_update.push_back(i);
+    for (const auto& [i, k] : plan.updates) {
+      matched[i] = &existing[k];
+      to_update.push_back(i);
     }
+    const int64_t target = plan.generation;
     status = WriteEach(to_update, [&](size_t i) -> absl::Status {
       k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
-      const k8s::ResourceSlice& stored = *matched[i]->slice->typed;
+      const k8s::ResourceSlice& stored = *matched.at(i)->slice->typed;
       KeepTaintTimes(want.spec.devices, stored.spec.devices);
-      json object = matched[i]->slice->object;
+      json object = matched.at(i)->slice->object;
       object["apiVersion"] = "resource.k8s.io/v1";
       object["kind"] = "ResourceSlice";
       object["spec"] = k8s::ToJson(want)["spec"];
@@ -737,23 +652,19 @@ class Publisher::Impl {
       DRA_CRASH_POINT("publisher.after_write");
       if (!updated.ok()) {
         if (k8s::IsConflict(updated.status()) || absl::IsNotFound(updated.status())) {
-          Reread(*matched[i]->scope, stored.metadata.name);
+          Reread(*matched.at(i)->scope, stored.metadata.name);
         }
         return updated.status();
       }
       updates_.fetch_add(1);
       options_.logger.InfoV(4, "Updated ResourceSlice", {{"name", stored.metadata.name}, {"pool", name}});
-      Stored(name, state, i, want.spec, *matched[i]->scope, *std::move(updated));
+      Stored(name, state, i, want.spec, *matched.at(i)->scope, *std::move(updated));
       return absl::OkStatus();
     });
     if (!status.ok()) return status;
 
     Scope* home = node_local ? node_scope_.get() : PoolScope(name);
-    std::vector<size_t> to_create;
-    for (size_t i = 0; i < count; ++i) {
-      if (!matched[i]) to_create.push_back(i);
-    }
-    status = WriteEach(to_create, [&](size_t i) -> absl::Status {
+    status = WriteEach(plan.creates, [&](size_t i) -> absl::Status {
       k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
       if (node_local) {
         k8s::OwnerReference owner;
@@ -903,6 +814,7 @@ class Publisher::Impl {
 
   const std::shared_ptr<k8s::Client> client_;
   const Options options_;
+  const Publishing publishing_{options_.driver_name, options_.node_name};
   const ErrorHandler on_error_;
 
   mutable dra::Mutex mu_;
