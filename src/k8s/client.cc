@@ -23,6 +23,7 @@
 #include "dra/mutex.h"
 #include "http_util.h"
 #include "protobuf_codec.h"
+#include "base/backoff.h"
 
 namespace dra::k8s {
 
@@ -726,7 +727,7 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
       if (!RetriableTransport(response.curl_code, response.curl_error)) return {status, false};
       if (is_post && !NotSent(response.curl_code) && response.request_sent) return {status, true};
       if (!more) return {status, false};
-      const absl::Duration wait = internal::Backoff(attempt);
+      const absl::Duration wait = base::Backoff(attempt);
       if (absl::Now() + wait >= request.deadline) return {NotRetried(status, wait), false};
       absl::SleepFor(wait);
       continue;
@@ -760,7 +761,7 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
       if (is_post && code != 429) return {status, true};
       if (!more) return {status, false};
       std::optional<absl::Duration> after = internal::ParseRetryAfter(response.retry_after, absl::Now());
-      const absl::Duration wait = after.has_value() ? std::min(*after, kMaxRetryAfter) : internal::Backoff(attempt);
+      const absl::Duration wait = after.has_value() ? std::min(*after, kMaxRetryAfter) : base::Backoff(attempt);
       if (absl::Now() + wait >= request.deadline) return {NotRetried(status, wait), false};
       absl::SleepFor(wait);
       continue;
@@ -791,7 +792,7 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
                                  existing.status().message(), "): ", cause.message()));
     }
     if (round >= config.max_retries) return internal::Rewrap(cause, cause.code(), std::string(cause.message()));
-    absl::SleepFor(internal::Backoff(round));
+    absl::SleepFor(base::Backoff(round));
   }
 }
 

@@ -195,15 +195,6 @@ absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::stri
   return out;
 }
 
-absl::Duration Backoff(int attempt, absl::Duration base, absl::Duration cap) {
-  absl::Duration d = base;
-  for (int i = 0; i < attempt && d < cap; ++i) d *= 2;
-  d = std::min(d, cap);
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> jitter(0.5, 1.0);
-  return d * jitter(rng);
-}
-
 TokenBucket::TokenBucket(double qps, int burst)
     : qps_(qps),
       burst_(std::max(1, burst)),
@@ -281,6 +272,10 @@ std::string StatusReason(const absl::Status& status) {
 bool IsGone(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kFailedPrecondition) return false;
   return HttpStatusCode(status) == 410 || absl::StartsWith(status.message(), "expired:");
+}
+
+absl::Status Annotate(const absl::Status& status, std::string_view context) {
+  return internal::Rewrap(status, status.code(), absl::StrCat(std::string(context), ": ", status.message()));
 }
 
 bool IsConflict(const absl::Status& status) {

@@ -45,11 +45,6 @@ std::optional<absl::Duration> ParseRetryAfter(std::string_view value, absl::Time
 // kept, so that IsConflict and friends still answer.
 absl::Status Rewrap(const absl::Status& status, absl::StatusCode code, std::string message);
 
-// Jittered exponential backoff for retry `attempt` (0-based): a random
-// duration in [d/2, d], d = min(base * 2^attempt, cap).
-absl::Duration Backoff(int attempt, absl::Duration base = absl::Milliseconds(200),
-                       absl::Duration cap = absl::Seconds(5));
-
 // A token bucket: `burst` tokens, refilled at `qps` per second. Reserve()
 // takes a token now, going into debt if needed, and says how long the caller
 // must wait before using it, so waiters are served in order. Thread-safe.

@@ -16,7 +16,7 @@
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/claim_status_writer.h"
 #include "dra/mutex.h"
-#include "k8s/http_util.h"
+#include "base/backoff.h"
 #include "kubeletplugin/allocated_device_key.h"
 #include "kubeletplugin/call_tracker.h"
 
@@ -173,7 +173,7 @@ class BindingConditionReconciler::Impl {
       absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceClaims, "");
       if (!list.ok()) {
         Report(list.status(), "list ResourceClaims");
-        if (WaitForStop(k8s::internal::Backoff(failures++, options_.backoff_initial, options_.backoff_max))) return;
+        if (WaitForStop(base::Backoff(failures++, options_.backoff_initial, options_.backoff_max))) return;
         continue;
       }
       std::map<std::string, k8s::ResourceClaim> handled;
@@ -225,7 +225,7 @@ class BindingConditionReconciler::Impl {
       if (ended.ok()) continue;
       if (k8s::IsGone(ended)) return true;
       Report(ended, "watch ResourceClaims");
-      return !WaitForStop(k8s::internal::Backoff(failures++, options_.backoff_initial, options_.backoff_max));
+      return !WaitForStop(base::Backoff(failures++, options_.backoff_initial, options_.backoff_max));
     }
   }
 

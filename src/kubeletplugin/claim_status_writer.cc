@@ -9,7 +9,7 @@
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "k8s/http_util.h"
+#include "base/backoff.h"
 #include "kubeletplugin/allocated_device_key.h"
 
 namespace dra::kubeletplugin {
@@ -75,9 +75,9 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
     absl::Status status = ApplyOnce(ctx, claim, devices);
     if (status.ok()) return status;
     if (!Retryable(status)) {
-      return k8s::internal::Rewrap(status, status.code(), absl::StrCat(what, ": ", status.message()));
+      return k8s::Annotate(status, what);
     }
-    const absl::Duration wait = k8s::internal::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
+    const absl::Duration wait = base::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
     ctx.logger().InfoV(2, "Retrying device status write", {{"claim", claim.ToString()},
                                                            {"err", status.ToString()},
                                                            {"after", absl::FormatDuration(wait)}});

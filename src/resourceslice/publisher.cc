@@ -20,6 +20,7 @@
 #include "dra/k8s/resource_slice_json.h"
 #include "dra/k8s/validation.h"
 #include "dra/mutex.h"
+#include "base/backoff.h"
 #include "resourceslice/canonical.h"
 #include "resourceslice/pool_plan.h"
 #include "resourceslice/pool_validation.h"
@@ -77,10 +78,9 @@ std::shared_ptr<const CachedSlice> MakeCached(json object) {
   return cached;
 }
 
+// The wait after the `failures`-th failure in a row (1-based).
 absl::Duration Backoff(const Options& options, int failures) {
-  absl::Duration delay = options.backoff_initial;
-  for (int i = 1; i < failures && delay < options.backoff_max; ++i) delay *= 2;
-  return std::min(delay, options.backoff_max);
+  return base::Backoff(failures - 1, options.backoff_initial, options.backoff_max);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "k8s/auth.h"
+#include "base/backoff.h"
 #include "k8s/http_util.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -683,7 +684,7 @@ TEST_CASE("Retry-After and backoff", "[http]") {
   CHECK_FALSE(internal::ParseRetryAfter("", now).has_value());
   CHECK_FALSE(internal::ParseRetryAfter("soon", now).has_value());
   for (int attempt = 0; attempt < 10; ++attempt) {
-    absl::Duration d = internal::Backoff(attempt, absl::Milliseconds(200), absl::Seconds(5));
+    absl::Duration d = base::Backoff(attempt, absl::Milliseconds(200), absl::Seconds(5));
     absl::Duration full = std::min(absl::Milliseconds(200) * (1 << attempt), absl::Seconds(5));
     CHECK(d >= full / 2);
     CHECK(d <= full);

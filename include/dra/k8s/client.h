@@ -254,6 +254,10 @@ std::string StatusReason(const absl::Status& status);
 bool IsGone(const absl::Status& status);
 // 409 with a reason other than AlreadyExists: re-read and retry.
 bool IsConflict(const absl::Status& status);
+// `status` with "<context>: " before its message, its code and the API
+// server's details (HTTP status, reason) kept, so that the tests above still
+// answer.
+absl::Status Annotate(const absl::Status& status, std::string_view context);
 // 409 AlreadyExists is absl::StatusCode::kAlreadyExists and nothing else:
 // test it with absl::IsAlreadyExists(). (A dra::k8s::IsAlreadyExists would be
 // ambiguous with it through argument-dependent lookup.)
