@@ -18,12 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "auth.h"
+#include "base/backoff.h"
+#include "base/thread_name.h"
 #include "curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/mutex.h"
 #include "http_util.h"
 #include "protobuf_codec.h"
-#include "base/backoff.h"
 
 namespace dra::k8s {
 
@@ -384,6 +385,7 @@ absl::Status Client::Impl::StartIo() {
   internal::Curl().multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
   try {
     io_thread = std::thread([this] { IoLoop(); });
+    base::NameThread(io_thread, "dra-k8s-io");
   } catch (const std::system_error& e) {
     return absl::ResourceExhaustedError(absl::StrCat("client: cannot start the I/O thread: ", e.what()));
   }
@@ -1174,6 +1176,7 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
                       on_event = std::move(on_event)]() mutable {
     impl->RunWatch(state, std::move(request), timeout, on_event);
   });
+  base::NameThread(thread, "dra-k8s-watch");
   return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::move(thread)));
 }
 

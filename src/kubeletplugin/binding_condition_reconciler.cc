@@ -11,12 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "base/backoff.h"
+#include "base/thread_name.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/claim_status_writer.h"
 #include "dra/mutex.h"
-#include "base/backoff.h"
 #include "kubeletplugin/allocated_device_key.h"
 #include "kubeletplugin/call_tracker.h"
 
@@ -103,7 +104,10 @@ class BindingConditionReconciler::Impl {
 
   void StartThreads() {
     watcher_ = std::thread([this] { RunWatcher(); });
-    for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { RunWorker(); });
+    base::NameThread(watcher_, "dra-bind-watch");
+    for (int i = 0; i < options_.workers; ++i) {
+      base::NameThread(workers_.emplace_back([this] { RunWorker(); }), "dra-bind");
+    }
   }
 
   void Stop() {

@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/backoff.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "base/backoff.h"
 #include "kubeletplugin/allocated_device_key.h"
 
 namespace dra::kubeletplugin {

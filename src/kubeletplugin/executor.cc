@@ -1,12 +1,11 @@
 #include "kubeletplugin/executor.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <system_error>
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "base/thread_name.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -46,7 +45,7 @@ bool Executor::StartWorkerLocked() {
   } catch (const std::system_error&) {
     return false;  // out of threads: the others take the work
   }
-  pthread_setname_np(threads_.back().native_handle(), "dra-call");
+  base::NameThread(threads_.back(), "dra-call");
   ++running_;
   ++spare_;
   return true;
@@ -74,7 +73,7 @@ void Executor::Post(absl::AnyInvocable<void() &&> work) {
         if (!monitor_started_) {
           try {
             threads_.emplace_back([this] { MonitorLoop(); });
-            pthread_setname_np(threads_.back().native_handle(), "dra-call-mon");
+            base::NameThread(threads_.back(), "dra-call-mon");
             monitor_started_ = true;
           } catch (const std::system_error&) {
           }

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/thread_name.h"
 #include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
@@ -63,7 +64,7 @@ void FetchPool::GrowLocked(size_t wanted) {
   wanted = std::min(wanted, max_threads_);
   while (threads_.size() < wanted) {
     try {
-      threads_.emplace_back([this] { WorkerLoop(); });
+      base::NameThread(threads_.emplace_back([this] { WorkerLoop(); }), "dra-claim-fetch");
     } catch (const std::system_error&) {
       return;  // out of threads: fewer helpers, same result
     }

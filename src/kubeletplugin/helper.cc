@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/thread_name.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/api_claim_source.h"
 #include "dra/mutex.h"
@@ -436,10 +437,12 @@ void Helper::Impl::Stop() {
       options_.logger.Error("Driver calls still running after the shutdown grace; stopping without waiting for them",
                             {{"grace", absl::FormatDuration(options_.shutdown_grace)},
                              {"calls", absl::StrJoin(running, ", ")}});
-      std::thread([self = std::move(self)] {
+      std::thread shutdown([self = std::move(self)] {
         self->dra_server_->Shutdown();
         self->dra_server_->Wait();
-      }).detach();
+      });
+      base::NameThread(shutdown, "dra-shutdown");
+      shutdown.detach();
     }
   }
   if (!paths_.dra.empty()) internal::RemoveSocket(paths_.dra);

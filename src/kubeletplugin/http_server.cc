@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -90,6 +91,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
 HttpServer::HttpServer(int listen_fd, int wake_fd, int port, Handler handler)
     : listen_fd_(listen_fd), wake_fd_(wake_fd), port_(port), handler_(std::move(handler)) {
   thread_ = std::thread([this] { Serve(); });
+  base::NameThread(thread_, "dra-http");
 }
 
 HttpServer::~HttpServer() {

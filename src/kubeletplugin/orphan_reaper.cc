@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "dra/k8s/client.h"
 #include "dra/mutex.h"
 
@@ -46,6 +47,7 @@ OrphanReaper::~OrphanReaper() { Stop(); }
 absl::Status OrphanReaper::Start() {
   try {
     thread_ = std::thread([this] { Run(); });
+    base::NameThread(thread_, "dra-orphans");
   } catch (const std::system_error& e) {
     return absl::ResourceExhaustedError(absl::StrCat("start the orphan check thread: ", e.what()));
   }

@@ -14,13 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/backoff.h"
+#include "base/thread_name.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/names.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "dra/k8s/validation.h"
 #include "dra/mutex.h"
-#include "base/backoff.h"
 #include "resourceslice/canonical.h"
 #include "resourceslice/pool_plan.h"
 #include "resourceslice/pool_validation.h"
@@ -118,6 +119,7 @@ class Publisher::Impl {
     }
     node_uid_ = options_.node_uid;
     worker_ = std::thread([this] { Run(); });
+    base::NameThread(worker_, "dra-publisher");
   }
 
   ~Impl() { Stop(); }
@@ -719,7 +721,7 @@ class Publisher::Impl {
     };
     std::vector<std::thread> helpers;
     const size_t threads = std::min(indexes.size(), kParallelWrites);
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    for (size_t t = 1; t < threads; ++t) base::NameThread(helpers.emplace_back(work), "dra-slice-write");
     work();
     for (std::thread& helper : helpers) helper.join();
     return first_error;

@@ -4,6 +4,7 @@
 // through the same client when no claim source is given, errors routed to
 // Driver::HandleError, the slices left in place when the Helper stops.
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -126,6 +127,48 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   (*helper)->Stop();
   CHECK(f.Slices().size() == 1);
   CHECK(absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())));
+}
+
+// This process's threads by name (/proc/self/task/*/comm).
+std::map<std::string, int> ThreadsByName() {
+  std::map<std::string, int> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm = testing::ReadFile(task.path().string() + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    ++names[comm];
+  }
+  return names;
+}
+
+int Count(const std::map<std::string, int>& names) {
+  int n = 0;
+  for (const auto& [name, count] : names) n += count;
+  return n;
+}
+
+TEST_CASE("threads at idle: a Helper serving both sockets, /metrics and a published pool runs 4 of its own",
+          "[helper][publish][threads]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.http_endpoint = "127.0.0.1:0";
+  const std::map<std::string, int> before = ThreadsByName();
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, options);
+  REQUIRE(helper.ok());
+  REQUIRE((*helper)->PublishResources(TwoGpus()).ok());
+  REQUIRE(PollUntil([&] { return (*helper)->ResourceSliceStats().creates == 1; }, absl::Seconds(20)));
+  std::map<std::string, int> own, grpc;  // the SDK's threads are named dra-*
+  for (const auto& [name, count] : ThreadsByName()) {
+    auto it = before.find(name);
+    const int added = count - (it == before.end() ? 0 : it->second);
+    if (added != 0) (absl::StartsWith(name, "dra-") ? own : grpc)[name] = added;
+  }
+  INFO("gRPC's threads: " << Count(grpc));
+  for (const auto& [name, count] : grpc) INFO(name << ": " << count);
+  // The HTTP server, the orphan check, the publisher and its watch of the
+  // node's slices (the client's I/O thread was there before: the test's).
+  CHECK(own == std::map<std::string, int>{{"dra-http", 1}, {"dra-k8s-watch", 1}, {"dra-orphans", 1},
+                                          {"dra-publisher", 1}});
 }
 
 TEST_CASE("/metrics: the devices published, slice writes, API requests by verb and code, background errors",
