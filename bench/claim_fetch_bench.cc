@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
 #include "dra/k8s/client.h"
@@ -179,6 +180,7 @@ double Percentile(std::vector<double> values, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as the drivers do
   const Flags flags = ParseFlags(argc, argv);
 
   dra::testing::FakeApiServer::Options server_options;

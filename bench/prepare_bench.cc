@@ -53,6 +53,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/synchronization/mutex.h"
 #include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
 #include "dra/k8s/claim_ref.h"
@@ -720,6 +721,7 @@ std::string Fmt(const char* format, double value) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as the drivers do
   const Flags flags = ParseFlags(argc, argv);
   const std::string load_before = LoadAverage();
   const std::string tmpfs_root = MakeTempDir(flags.tmpfs_dir, "dra-bench-");

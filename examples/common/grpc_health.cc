@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<GrpcHealthServer>> GrpcHealthServer::Start(const 
                                                                           std::function<absl::Status()> healthy) {
   // The default health service goes into servers built while it is enabled:
   // only this one.
+  const bool health_enabled = grpc::DefaultHealthCheckServiceEnabled();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -73,7 +74,7 @@ absl::StatusOr<std::unique_ptr<GrpcHealthServer>> GrpcHealthServer::Start(const 
   auto unimplemented = std::make_unique<grpc::CallbackGenericService>();
   builder.RegisterCallbackGenericService(unimplemented.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  grpc::EnableDefaultHealthCheckService(false);
+  grpc::EnableDefaultHealthCheckService(health_enabled);
   if (server == nullptr || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   if (server->GetHealthCheckService() == nullptr) return absl::InternalError("gRPC built no health service");
   return std::unique_ptr<GrpcHealthServer>(

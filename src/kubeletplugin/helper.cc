@@ -193,11 +193,6 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
 
 absl::Status Helper::Impl::Start() {
   if (absl::Status status = ValidateOptions(options_); !status.ok()) return status;
-  // Debian builds abseil with absl::Mutex's lock-order graph on: gRPC's
-  // mutexes then update a global graph on every nested lock, a few per cent
-  // of each kubelet call's CPU. It is a debugging aid; the SDK's own locks
-  // (dra::Mutex) are checked by clang's thread-safety analysis and TSan.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (options_.claim_source == nullptr) {
     options_.claim_source = std::make_shared<ApiClaimSource>(options_.kube_client);
   }
@@ -288,11 +283,14 @@ absl::Status Helper::Impl::Start() {
     }
   }
 
-  // The standard grpc.health.v1 service is added to servers built from now on.
+  // The standard grpc.health.v1 service goes into servers built while it is
+  // enabled: this one, and the process's setting is left as it was.
+  const bool health_enabled = grpc::DefaultHealthCheckServiceEnabled();
   grpc::EnableDefaultHealthCheckService(true);
   std::vector<grpc::Service*> services;
   for (const auto& service : dra_services_) services.push_back(service.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> dra_server = StartUnixServer(paths_.dra, services);
+  grpc::EnableDefaultHealthCheckService(health_enabled);
   if (!dra_server.ok()) return dra_server.status();
   dra_server_ = *std::move(dra_server);
   if (grpc::HealthCheckServiceInterface* health = dra_server_->GetHealthCheckService()) {

@@ -65,6 +65,11 @@
 // thread. Driver::HandleError is called on the Helper's threads, or on the
 // driver's own where it called the Helper. Stop() (also run by the
 // destructor) stops both servers, removes both sockets and is idempotent.
+// The SDK's threads are named dra-<role> (README, "Threads").
+//
+// Process-wide settings are the driver's: the Helper changes none (abseil's
+// deadlock detection, gRPC's default health service), and the README's
+// example shows what a driver's main sets.
 #pragma once
 
 #include <memory>
