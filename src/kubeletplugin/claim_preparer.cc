@@ -282,7 +282,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   };
   std::vector<k8s::ResourceClaim>& pending = work.pending;
   // Another call may have prepared some of them while this one waited.
-  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
+  std::erase_if(pending,
+                [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
   MarkPreparing(pending, outcomes);
   if (pending.empty()) return absl::OkStatus();
   struct Unmark {
