@@ -302,13 +302,25 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     request.protobuf = config.protobuf && internal::HasProtobufSchema(ref);
     return request;
   }
+  enum BodyFormat { kBodyUnknown, kBodyProbing, kBodyProtobuf, kBodyJson };  // see body_format
+  static constexpr absl::Duration kBodyProbeWait = absl::Seconds(10);
+
   // Sets `object` as the body: protobuf when the request accepts it and the
   // codec can carry every field of the object, JSON otherwise.
   void SetBody(HttpRequest& request, const json& object) const {
     request.body_probe = false;
-    int format = body_format.load();
-    const bool probe = format == kBodyUnknown && body_format.compare_exchange_strong(format, kBodyProbing);
-    if (request.protobuf && (format == kBodyProtobuf || probe)) {
+    bool probe = false;
+    BodyFormat format = kBodyJson;
+    if (request.protobuf) {
+      dra::MutexLock lock(&body_format_mu);
+      const absl::Time until = absl::Now() + kBodyProbeWait;
+      while (body_format == kBodyProbing && !body_format_cv.WaitWithDeadline(&body_format_mu, until)) {
+      }
+      probe = body_format == kBodyUnknown;
+      if (probe) body_format = kBodyProbing;
+      format = body_format;
+    }
+    if (format == kBodyProtobuf || probe) {
       absl::StatusOr<std::string> encoded = internal::EncodeProtobuf(object);
       if (encoded.ok()) {
         request.body = *std::move(encoded);
@@ -317,7 +329,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
         return;
       }
     }
-    if (probe) body_format = kBodyUnknown;  // a later body finds out
+    if (probe) SetBodyFormat(kBodyUnknown);  // a later body finds out
     request.body = object.dump();
     request.content_type = "application/json";
   }
@@ -330,12 +342,19 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     if (request.body_probe) {
       request.body_probe = false;
       // Answered other than 415: protobuf it is. No answer: the next one asks.
-      body_format = code == 415 ? kBodyJson : result.value.ok() || code.has_value() ? kBodyProtobuf : kBodyUnknown;
+      SetBodyFormat(code == 415                               ? kBodyJson
+                    : result.value.ok() || code.has_value() ? kBodyProtobuf
+                                                            : kBodyUnknown);
     }
     if (result.value.ok() || request.content_type != internal::kProtobufContentType || code != 415) return result;
-    body_format = kBodyJson;
+    SetBodyFormat(kBodyJson);
     SetBody(request, object);
     return Execute(request);
+  }
+  void SetBodyFormat(BodyFormat format) const {
+    dra::MutexLock lock(&body_format_mu);
+    body_format = format;
+    body_format_cv.SignalAll();
   }
   absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object);
   void RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request, int64_t timeout_seconds,
@@ -349,11 +368,13 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 
   ClientConfig config;
   // Whether the server takes protobuf bodies: unknown until the first
-  // request with one is answered. While that one is on its way the others
-  // send JSON, so that a server refusing them refuses one request, not one
-  // per parallel writer.
-  enum BodyFormat : int { kBodyUnknown, kBodyProbing, kBodyProtobuf, kBodyJson };
-  mutable std::atomic<int> body_format{kBodyUnknown};
+  // request with one is answered. The others wait for that answer (one round
+  // trip, once; at most kBodyProbeWait, then JSON), so that a server refusing
+  // protobuf refuses one request, not one per parallel writer, and one taking
+  // it gets protobuf from all of them.
+  mutable dra::Mutex body_format_mu;
+  mutable dra::CondVar body_format_cv;
+  mutable BodyFormat body_format ABSL_GUARDED_BY(body_format_mu) = kBodyUnknown;
   internal::Authenticator auth;
   internal::TokenBucket limiter;
   std::string base_url;       // scheme://host:port[/prefix], host replaced by tls_server_name
