@@ -123,7 +123,7 @@ spec:
 EOF
 run kubectl -n gpu-demo wait --for=condition=Ready pod/pinned --timeout=180s
 run kubectl -n gpu-demo logs pinned
-run kubectl -n dra-cpu-example logs daemonset/cpu-example-driver | grep -E "runtime's NRI|Pinned container .*gpu-demo/pinned"
+run kubectl -n dra-cpu-example logs daemonset/cpu-example-driver | grep -E "runtime.s NRI|Pinned container.*gpu-demo/pinned"
 
 step "helm upgrade of the GPU driver to a new image tag under the running workloads: the DaemonSet rolls (maxSurge 1)"
 tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.0.tar" \
