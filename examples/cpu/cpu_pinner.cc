@@ -53,31 +53,37 @@ void CpuPinner::ClaimsChanged() {
   cv_.SignalAll();
 }
 
-std::vector<api::ContainerUpdate> CpuPinner::Moves(const PinningState& state) {
+std::vector<api::ContainerUpdate> CpuPinner::Moves(const PinningState& state) const {
   std::vector<api::ContainerUpdate> moves;
-  for (auto& [id, known] : containers_) {
+  for (const auto& [id, known] : containers_) {
     if (known.stopped) continue;
     const Placement want = PlaceContainer(known.claims, state.claims, state.online);
     if (!Differs(want, known.given)) continue;
     api::ContainerUpdate& move = moves.emplace_back();
     move.set_container_id(id);
     *move.mutable_linux()->mutable_resources()->mutable_cpu() = CpuOf(want);
-    known.given = want;
   }
   return moves;
+}
+
+void CpuPinner::Given(const std::vector<api::ContainerUpdate>& moves) {
+  for (const api::ContainerUpdate& move : moves) {
+    auto it = containers_.find(move.container_id());
+    if (it == containers_.end()) continue;
+    const api::LinuxCPU& cpu = move.linux().resources().cpu();
+    it->second.given = {cpu.cpus(), cpu.mems()};
+  }
 }
 
 void CpuPinner::Run() {
   absl::Duration retry = kMinRetry;
   for (;;) {
     std::vector<api::ContainerUpdate> moves;
-    std::map<std::string, Placement> before;  // to put back when the runtime refuses
     {
       dra::MutexLock lock(&mu_);
       while (!changed_ && !stopping_) cv_.Wait(&mu_);
       if (stopping_) return;
       changed_ = false;
-      for (const auto& [id, known] : containers_) before[id] = known.given;
       moves = Moves(state_());
     }
     if (moves.empty()) continue;
@@ -88,11 +94,12 @@ void CpuPinner::Run() {
       auto it = containers_.find(move.container_id());
       if (it == containers_.end()) continue;
       names.push_back(absl::StrCat(it->second.name, "=", move.linux().resources().cpu().cpus()));
-      // Not moved: what the container has is unknown. Without a connection
-      // the next Synchronize reports it; otherwise try again.
-      if (!moved.ok()) it->second.given = before[move.container_id()];
     }
+    // Given only once the runtime applied them. Not moved: without a
+    // connection the next Synchronize reports what the containers have;
+    // otherwise try again.
     if (moved.ok()) {
+      Given(moves);
       logger_.Info("Moved containers to their cpusets", {{"containers", absl::StrJoin(names, " ")}});
       retry = kMinRetry;
       continue;
@@ -123,7 +130,9 @@ std::vector<api::ContainerUpdate> CpuPinner::Synchronize(const std::vector<api::
     known.given = {container.linux().resources().cpu().cpus(), container.linux().resources().cpu().mems()};
     known.stopped = container.state() == api::CONTAINER_STOPPED;
   }
-  return Moves(state);
+  std::vector<api::ContainerUpdate> moves = Moves(state);
+  Given(moves);  // the runtime applies what Synchronize answers
+  return moves;
 }
 
 api::CreateContainerResponse CpuPinner::CreateContainer(const api::PodSandbox& pod, const api::Container& container) {
@@ -139,7 +148,9 @@ api::CreateContainerResponse CpuPinner::CreateContainer(const api::PodSandbox& p
                                     {"cpus", known.given.cpus},
                                     {"mems", known.given.mems},
                                     {"claims", absl::StrJoin(known.claims, ",")}});
-  for (api::ContainerUpdate& move : Moves(state)) *response.add_update() = std::move(move);
+  std::vector<api::ContainerUpdate> moves = Moves(state);
+  Given(moves);  // applied before the container is created
+  for (api::ContainerUpdate& move : moves) *response.add_update() = std::move(move);
   return response;
 }
 

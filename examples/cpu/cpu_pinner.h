@@ -55,8 +55,10 @@ class CpuPinner : public nri::Handler {
   };
 
   // Updates for every live container whose placement differs from what it
-  // was given, counted as given.
-  std::vector<nri::api::ContainerUpdate> Moves(const PinningState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // was given.
+  std::vector<nri::api::ContainerUpdate> Moves(const PinningState& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `moves` as what their containers (those still known) were given.
+  void Given(const std::vector<nri::api::ContainerUpdate>& moves) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run();
 
   const std::function<PinningState()> state_;
