@@ -1,5 +1,6 @@
 #include "dra/kubeletplugin/claim_status_writer.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -32,6 +33,12 @@ bool Retryable(const absl::Status& status) {
     default:
       return false;
   }
+}
+
+// FailedPrecondition when the claim read is not the one `ref` means.
+absl::Status SameClaim(const std::string& uid, const k8s::ClaimRef& ref) {
+  if (uid == ref.uid) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("the claim got replaced (UID ", uid, ", want ", ref.uid, ")"));
 }
 
 std::string Rfc3339Now() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
@@ -91,12 +98,19 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
 absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& ref,
                                           std::vector<AllocatedDeviceStatus> devices) const {
   const absl::Time deadline = ctx.deadline();
-  absl::StatusOr<k8s::ResourceClaim> live = client_->GetResourceClaim(ref.namespace_, ref.name, deadline);
-  if (!live.ok()) return live.status();
-  if (live->metadata.uid != ref.uid) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the claim got replaced (UID ", live->metadata.uid, ", want ", ref.uid, ")"));
+  // Writing by update: the claim as read, to be put back with the entries.
+  std::optional<nlohmann::json> object;
+  absl::StatusOr<k8s::ResourceClaim> live;
+  if (use_update_) {
+    absl::StatusOr<nlohmann::json> read = client_->Get(k8s::kResourceClaims, ref.namespace_, ref.name, deadline);
+    if (!read.ok()) return read.status();
+    live = k8s::ResourceClaimFromJson(*read);
+    object = *std::move(read);
+  } else {
+    live = client_->GetResourceClaim(ref.namespace_, ref.name, deadline);
   }
+  if (!live.ok()) return live.status();
+  if (absl::Status same = SameClaim(live->metadata.uid, ref); !same.ok()) return same;
   if (!live->status.allocation.has_value()) return absl::FailedPreconditionError("the claim is not allocated");
 
   std::set<AllocatedDeviceKey> allocated;
@@ -143,7 +157,7 @@ absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::Cla
   k8s::ResourceClaim applied;
   applied.status.devices = std::move(devices);
   const nlohmann::json entries = k8s::ToJson(applied)["status"].value("devices", nlohmann::json::array());
-  if (use_update_) return UpdateOnce(ref, entries, deadline);
+  if (object) return UpdateOnce(ref, *std::move(object), entries, deadline);
   nlohmann::json body = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaim"},
@@ -164,28 +178,25 @@ absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::Cla
     ctx.logger().Info("Applying device status is forbidden; writing it with update from now on",
                       {{"claim", ref.ToString()}, {"err", patched.status().ToString()}});
   }
-  absl::Status updated = UpdateOnce(ref, entries, deadline);
+  // The typed read cannot be put back whole: read the claim as JSON.
+  absl::StatusOr<nlohmann::json> read = client_->Get(k8s::kResourceClaims, ref.namespace_, ref.name, deadline);
+  if (!read.ok()) return read.status();
+  if (absl::Status same = SameClaim((*read)["metadata"].value("uid", ""), ref); !same.ok()) return same;
+  absl::Status updated = UpdateOnce(ref, *std::move(read), entries, deadline);
   if (updated.code() == absl::StatusCode::kPermissionDenied) use_update_ = false;  // neither: apply next time
   return updated;
 }
 
-absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, const nlohmann::json& entries,
-                                           absl::Time deadline) const {
-  absl::StatusOr<nlohmann::json> claim = client_->Get(k8s::kResourceClaims, ref.namespace_, ref.name, deadline);
-  if (!claim.ok()) return claim.status();
-  nlohmann::json& metadata = (*claim)["metadata"];
-  if (metadata.value("uid", "") != ref.uid) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the claim got replaced (UID ", metadata.value("uid", ""), ", want ", ref.uid, ")"));
-  }
+absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim,
+                                           const nlohmann::json& entries, absl::Time deadline) const {
   nlohmann::json devices = nlohmann::json::array();
-  for (const nlohmann::json& entry : (*claim)["status"].value("devices", nlohmann::json::array())) {
+  for (const nlohmann::json& entry : claim["status"].value("devices", nlohmann::json::array())) {
     if (entry.value("driver", "") != options_.driver_name) devices.push_back(entry);
   }
   devices.insert(devices.end(), entries.begin(), entries.end());
-  (*claim)["status"]["devices"] = std::move(devices);
+  claim["status"]["devices"] = std::move(devices);
   DRA_CRASH_POINT("status.before_write");
-  absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, *claim, deadline);
+  absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, claim, deadline);
   DRA_CRASH_POINT("status.after_write");
   if (updated.status().code() == absl::StatusCode::kPermissionDenied) {
     return absl::PermissionDeniedError(absl::StrCat(

@@ -234,6 +234,11 @@ TEST_CASE("status update allowed but patch forbidden: written by GET and PUT fro
   CHECK(Find(seen, "nic.example.com", "nic-0") != nullptr);
   CHECK(Patches(*server) - patches == 1);
   CHECK(Requests(*server, "UPDATE resourceclaims/status") - puts == 3);  // one, then 409 and the write
+  // One read per write: the claim as JSON serves the checks and the update.
+  const int gets = Requests(*server, "GET resourceclaims");
+  REQUIRE(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0", "False")}).ok());
+  CHECK(Requests(*server, "GET resourceclaims") - gets == 1);
+  CHECK(Find(Get(*client, ref), kTestDriverName, "gpu-0")->conditions[0].status == "False");
 }
 
 TEST_CASE("bad writer options stop Create with the option named", "[claim_status]") {

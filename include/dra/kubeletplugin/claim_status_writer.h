@@ -97,8 +97,10 @@ class ClaimStatusWriter {
   // Errors are the client's, unannotated, so that Apply can classify them.
   absl::Status ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& claim,
                          std::vector<k8s::AllocatedDeviceStatus> devices) const;
-  // The same entries (encoded) by GET and PUT of the status.
-  absl::Status UpdateOnce(const k8s::ClaimRef& claim, const nlohmann::json& entries, absl::Time deadline) const;
+  // Puts `claim` (as read) back with this driver's status entries replaced
+  // by `entries` (encoded).
+  absl::Status UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim, const nlohmann::json& entries,
+                          absl::Time deadline) const;
 
   const std::shared_ptr<k8s::Client> client_;
   const ClaimStatusWriterOptions options_;
