@@ -183,6 +183,7 @@ struct WatchHandle::State {
   absl::Status status ABSL_GUARDED_BY(mu);
   CURLM* multi ABSL_GUARDED_BY(mu) = nullptr;  // while a transfer runs
 
+  void Stop();
   void Finish(absl::Status s) {
     dra::MutexLock lock(&mu);
     status = std::move(s);
@@ -205,12 +206,14 @@ WatchHandle::~WatchHandle() {
   }
 }
 
-void WatchHandle::Stop() {
-  state_->stop = true;
-  dra::MutexLock lock(&state_->mu);
-  if (state_->multi != nullptr) internal::Curl().multi_wakeup(state_->multi);
-  state_->cv.SignalAll();
+void WatchHandle::State::Stop() {
+  stop = true;
+  dra::MutexLock lock(&mu);
+  if (multi != nullptr) internal::Curl().multi_wakeup(multi);
+  cv.SignalAll();
 }
+
+void WatchHandle::Stop() { state_->Stop(); }
 
 absl::Status WatchHandle::Wait() {
   dra::MutexLock lock(&state_->mu);
@@ -357,8 +360,10 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     body_format_cv.SignalAll();
   }
   absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object);
-  void RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request, int64_t timeout_seconds,
-                const std::function<void(const WatchEvent&)>& on_event);
+  absl::StatusOr<HttpRequest> WatchRequest(const ResourceRef& ref, const std::string& ns,
+                                           const WatchOptions& options) const;
+  absl::Status RunWatch(WatchHandle::State& state, HttpRequest request, int64_t timeout_seconds,
+                        const std::function<void(const WatchEvent&)>& on_event);
 
   void CountRequest(std::string verb, long http_code) {
     std::string code = http_code == 0 ? "<error>" : std::to_string(http_code);
@@ -914,30 +919,30 @@ struct WatchWriter {
 
 }  // namespace
 
-void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, HttpRequest request,
-                            int64_t timeout_seconds, const std::function<void(const WatchEvent&)>& on_event) {
+absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest request, int64_t timeout_seconds,
+                                    const std::function<void(const WatchEvent&)>& on_event) {
   const std::string context = request.Context();
   {
     absl::Duration wait = limiter.Reserve(absl::Now());
     const absl::Time until = absl::Now() + wait;
-    dra::MutexLock lock(&state->mu);
-    while (!state->stop && !state->cv.WaitWithDeadline(&state->mu, until)) {
+    dra::MutexLock lock(&state.mu);
+    while (!state.stop && !state.cv.WaitWithDeadline(&state.mu, until)) {
     }
   }
   bool refreshed = false;
   while (true) {
-    if (state->stop) return state->Finish(absl::OkStatus());
+    if (state.stop) return absl::OkStatus();
     absl::StatusOr<internal::Credentials> creds = auth.Get();
     if (!creds.ok()) {
-      return state->Finish(internal::Rewrap(creds.status(), creds.status().code(),
-                                  absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")));
+      return internal::Rewrap(creds.status(), creds.status().code(),
+                              absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]"));
     }
     CURL* h = internal::Curl().easy_init();
     CURLM* multi = internal::Curl().multi_init();
     if (h == nullptr || multi == nullptr) {
       if (h != nullptr) internal::Curl().easy_cleanup(h);
       if (multi != nullptr) internal::Curl().multi_cleanup(multi);
-      return state->Finish(absl::ResourceExhaustedError("watch: cannot allocate a curl handle"));
+      return absl::ResourceExhaustedError("watch: cannot allocate a curl handle");
     }
     curl_slist* headers = nullptr;
     curl_slist* connect_to_list = nullptr;
@@ -947,7 +952,7 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     Configure(h, request, *creds, &headers, &connect_to_list, timeout);
     WatchWriter writer;
     writer.handle = h;
-    writer.state = state.get();
+    writer.state = &state;
     writer.on_event = &on_event;
     writer.context = context;
     writer.count = [this](long code) { CountRequest("WATCH", code); };
@@ -958,18 +963,18 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &writer);
     internal::Curl().multi_add_handle(multi, h);
     {
-      dra::MutexLock lock(&state->mu);
-      state->multi = multi;
+      dra::MutexLock lock(&state.mu);
+      state.multi = multi;
     }
     int running = 1;
-    while (running > 0 && !state->stop) {
+    while (running > 0 && !state.stop) {
       if (internal::Curl().multi_perform(multi, &running) != CURLM_OK) break;
       if (running == 0) break;
       internal::Curl().multi_poll(multi, nullptr, 0, 1000, nullptr);
     }
     {
-      dra::MutexLock lock(&state->mu);
-      state->multi = nullptr;
+      dra::MutexLock lock(&state.mu);
+      state.multi = nullptr;
     }
     CURLcode result = CURLE_OK;
     int left = 0;
@@ -987,8 +992,8 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
     internal::Curl().slist_free_all(headers);
     internal::Curl().slist_free_all(connect_to_list);
 
-    if (state->stop) return state->Finish(absl::OkStatus());
-    if (writer.error.has_value()) return state->Finish(*writer.error);
+    if (state.stop) return absl::OkStatus();
+    if (writer.error.has_value()) return *writer.error;
     if (writer.http_code == 401 && !refreshed && auth.Refresh()) {
       refreshed = true;
       continue;
@@ -998,11 +1003,10 @@ void Client::Impl::RunWatch(const std::shared_ptr<WatchHandle::State>& state, Ht
         absl::StatusOr<json> decoded = internal::DecodeProtobuf(writer.error_body);
         if (decoded.ok()) writer.error_body = decoded->dump();
       }
-      return state->Finish(
-          internal::StatusFromResponse(static_cast<int>(writer.http_code), writer.error_body, context));
+      return internal::StatusFromResponse(static_cast<int>(writer.http_code), writer.error_body, context);
     }
-    if (result != CURLE_OK) return state->Finish(TransportError(transport, context));
-    return state->Finish(absl::OkStatus());  // the server ended the stream
+    if (result != CURLE_OK) return TransportError(transport, context);
+    return absl::OkStatus();  // the server ended the stream
   }
 }
 
@@ -1171,13 +1175,9 @@ absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const
   return result.status();
 }
 
-std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
-                                           std::function<void(const WatchEvent&)> on_event) {
-  auto state = std::make_shared<WatchHandle::State>();
-  if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) {
-    state->Finish(s);
-    return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::thread()));
-  }
+absl::StatusOr<HttpRequest> Client::Impl::WatchRequest(const ResourceRef& ref, const std::string& ns,
+                                                      const WatchOptions& options) const {
+  if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) return s;
   std::string query = internal::Query({
       {"watch", "true"},
       {"resourceVersion", options.resource_version},
@@ -1186,19 +1186,43 @@ std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::st
       {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
       {"timeoutSeconds", options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
   });
-  HttpRequest request = impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query);
+  HttpRequest request = Request(ref, "GET", internal::ResourcePath(ref, ns), query);
   request.stream = true;
   if (options.metadata_only) {
     request.metadata_only = true;
-    request.protobuf = impl_->config.protobuf;  // PartialObjectMetadata has a schema whatever the resource
+    request.protobuf = config.protobuf;  // PartialObjectMetadata has a schema whatever the resource
+  }
+  return request;
+}
+
+std::unique_ptr<WatchHandle> Client::Watch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
+                                           std::function<void(const WatchEvent&)> on_event) {
+  auto state = std::make_shared<WatchHandle::State>();
+  absl::StatusOr<HttpRequest> request = impl_->WatchRequest(ref, ns, options);
+  if (!request.ok()) {
+    state->Finish(request.status());
+    return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::thread()));
   }
   std::shared_ptr<Impl> impl = impl_;
-  std::thread thread([impl, state, request = std::move(request), timeout = options.timeout_seconds,
+  std::thread thread([impl, state, request = *std::move(request), timeout = options.timeout_seconds,
                       on_event = std::move(on_event)]() mutable {
-    impl->RunWatch(state, std::move(request), timeout, on_event);
+    state->Finish(impl->RunWatch(*state, std::move(request), timeout, on_event));
   });
   base::NameThread(thread, "dra-k8s-watch");
   return std::unique_ptr<WatchHandle>(new WatchHandle(state, std::move(thread)));
+}
+
+WatchStop::WatchStop() : state_(std::make_shared<WatchHandle::State>()) {}
+
+void WatchStop::Stop() const { state_->Stop(); }
+
+bool WatchStop::Stopped() const { return state_->stop; }
+
+absl::Status Client::RunWatch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
+                              const std::function<void(const WatchEvent&)>& on_event, const WatchStop& stop) {
+  absl::StatusOr<HttpRequest> request = impl_->WatchRequest(ref, ns, options);
+  if (!request.ok()) return request.status();
+  return impl_->RunWatch(*stop.state_, *std::move(request), options.timeout_seconds, on_event);
 }
 
 absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, const std::string& name,

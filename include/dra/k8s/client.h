@@ -169,6 +169,20 @@ class WatchHandle {
   std::thread thread_;
 };
 
+// Ends a watch run with Client::RunWatch from another thread: the one
+// running (a blocked read is interrupted at once) and every later one with
+// the same WatchStop, which then returns at once. Thread-safe.
+class WatchStop {
+ public:
+  WatchStop();
+  void Stop() const;
+  bool Stopped() const;
+
+ private:
+  friend class Client;
+  std::shared_ptr<WatchHandle::State> state_;
+};
+
 // Requests a Client has sent, for metrics: by HTTP method ("WATCH" for
 // watches) and the response's status code ("<error>" when none came back).
 // Each retry counts.
@@ -231,6 +245,12 @@ class Client {
   // instead of being delivered.
   std::unique_ptr<WatchHandle> Watch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
                                      std::function<void(const WatchEvent&)> on_event);
+
+  // The same watch on the calling thread, for a caller that has a thread of
+  // its own to watch on (an informer): returns when the watch ends, with
+  // what WatchHandle::Wait() would return.
+  absl::Status RunWatch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
+                        const std::function<void(const WatchEvent&)>& on_event, const WatchStop& stop);
 
   // Typed helpers.
   absl::StatusOr<ResourceClaim> GetResourceClaim(const std::string& ns, const std::string& name,

@@ -1,0 +1,133 @@
+// dra::k8s::Informer: one collection listed, then kept current by a watch,
+// in a local store, with every change handed to a handler; the one list and
+// watch loop of the SDK (the publisher's scopes and the binding-condition
+// reconciler run on it), as client-go's reflector and informer are for Go:
+//
+//   class Claims : public dra::k8s::InformerHandler {
+//     void OnEvent(const dra::k8s::InformerEvent& event) override { ... }
+//   };
+//   dra::k8s::InformerOptions options;
+//   options.resource = dra::k8s::kResourceClaims;
+//   auto informer = dra::k8s::Informer::Start(client, options, claims);
+//
+// How it keeps the store equal to the server, on one thread of its own
+// (named "dra-informer"), which also reads the watch:
+// - Lists (all pages), hands the differences to the store to the handler as
+//   events with from_list set, then OnSynced(), and watches from the list's
+//   resourceVersion with bookmarks.
+// - A watch the server ends is resumed from the last resourceVersion seen
+//   (events and bookmarks carry it): no list.
+// - 410 Gone (the version was compacted away) lists again at once: the one
+//   case that needs a list. Any other failure (a refused connection, an API
+//   server restarting, an ERROR event) is reported to OnError and resumed
+//   from the last version after a jittered backoff; a failed list is
+//   retried the same way. So an API server restart costs each informer one
+//   watch, and one list only if its version is gone by then.
+// - Field and label selectors are applied by the server; with
+//   watch_metadata_only the watch carries only metadata (lists stay whole).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dra/k8s/client.h"
+#include "nlohmann/json.hpp"
+
+namespace dra::k8s {
+
+struct InformerOptions {
+  ResourceRef resource;
+  // Empty: all namespaces (and the only choice for a cluster-scoped resource).
+  std::string namespace_;
+  std::string label_selector;
+  std::string field_selector;
+  // Watch events carry only metadata (PartialObjectMetadata); lists return
+  // whole objects. For a watcher that made most changes itself and reads the
+  // few others whole (the publisher).
+  bool watch_metadata_only = false;
+  // Applied to every listed or watched object before it is stored and
+  // handed on, so that a watcher that needs little of most objects keeps
+  // little (client-go's TransformFunc). Called on the informer's thread.
+  std::function<void(nlohmann::json& object)> transform;
+  // Backoff after a failed list or watch. Defaults 250 ms and 10 s.
+  absl::Duration backoff_initial = absl::Milliseconds(250);
+  absl::Duration backoff_max = absl::Seconds(10);
+};
+
+struct InformerEvent {
+  enum class Type { kAdded, kModified, kDeleted };
+  Type type;
+  // The object as now stored; for kDeleted, as last known.
+  const nlohmann::json& object;
+  // The object stored before: null for kAdded.
+  const nlohmann::json* old;
+  // The change was found by comparing a list with the store (the first
+  // list, or one after 410), not seen on the watch: changes in between are
+  // folded into one.
+  bool from_list;
+};
+
+// Implemented by the user of an informer. Called on the informer's thread,
+// one call at a time, in the server's order; a call may read the informer's
+// store but must not stop or destroy the informer.
+class InformerHandler {
+ public:
+  virtual ~InformerHandler() = default;
+  virtual void OnEvent(const InformerEvent& event) = 0;
+  // After every list has been applied: the store is what the server had.
+  virtual void OnSynced() {}
+  // A failed list or watch, before the informer retries it; `context` says
+  // which ("list resourceclaims", "watch resourceslices spec.driver=...").
+  virtual void OnError(const absl::Status& /*status*/, std::string_view /*context*/) {}
+};
+
+struct InformerStats {
+  int64_t lists = 0;    // complete lists: the first, then one per 410
+  int64_t watches = 0;  // watches started
+  int64_t errors = 0;   // reports to OnError
+};
+
+class Informer {
+ public:
+  // Checks the options (InvalidArgument) and starts listing at once; never
+  // waits for the API server. `handler` must outlive the informer.
+  static absl::StatusOr<std::unique_ptr<Informer>> Start(std::shared_ptr<Client> client, InformerOptions options,
+                                                         InformerHandler& handler);
+  // Stop().
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Ends the watch and waits for the thread: no handler call runs after it
+  // returns. Idempotent. A list in progress ends first (its request's
+  // timeout bounds it).
+  void Stop();
+
+  // A list has been applied and no list is due (false again from a 410
+  // until the next list is applied).
+  bool Synced() const;
+  // The stored object with this Key().
+  std::optional<nlohmann::json> Get(const std::string& key) const;
+  // Every stored object, by key.
+  std::vector<nlohmann::json> List() const;
+  InformerStats Stats() const;
+
+  // An object's key in the store: "<namespace>/<name>", or "<name>" without
+  // a namespace.
+  static std::string Key(const nlohmann::json& object);
+
+ private:
+  class Impl;
+  explicit Informer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dra::k8s

@@ -1,0 +1,276 @@
+#include "dra/k8s/informer.h"
+
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/backoff.h"
+#include "base/thread_name.h"
+#include "dra/mutex.h"
+
+namespace dra::k8s {
+namespace {
+
+using nlohmann::json;
+
+std::string StringAt(const json& object, const char* pointer) {
+  const json::json_pointer at(pointer);
+  if (!object.contains(at) || !object.at(at).is_string()) return "";
+  return object.at(at).get<std::string>();
+}
+
+// Failures after which the watch resumes from its version; others need a
+// new list to know where it stands.
+bool Transient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status);
+}
+
+}  // namespace
+
+std::string Informer::Key(const json& object) {
+  const std::string ns = StringAt(object, "/metadata/namespace");
+  const std::string name = StringAt(object, "/metadata/name");
+  return ns.empty() ? name : absl::StrCat(ns, "/", name);
+}
+
+class Informer::Impl {
+ public:
+  Impl(std::shared_ptr<Client> client, InformerOptions options, InformerHandler& handler)
+      : client_(std::move(client)),
+        options_(std::move(options)),
+        handler_(handler),
+        what_(absl::StrCat(options_.resource.resource,
+                           options_.field_selector.empty() ? "" : " " + options_.field_selector,
+                           options_.label_selector.empty() ? "" : " " + options_.label_selector)) {
+    thread_ = std::thread([this] { Run(); });
+    base::NameThread(thread_, "dra-informer");
+  }
+
+  ~Impl() { Stop(); }
+
+  void Stop() {
+    {
+      dra::MutexLock lock(&mu_);
+      stopping_ = true;
+      cv_.SignalAll();
+    }
+    watch_stop_.Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  bool Synced() const {
+    dra::MutexLock lock(&mu_);
+    return synced_;
+  }
+
+  std::optional<json> Get(const std::string& key) const {
+    dra::MutexLock lock(&mu_);
+    auto it = store_.find(key);
+    if (it == store_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  std::vector<json> List() const {
+    dra::MutexLock lock(&mu_);
+    std::vector<json> objects;
+    objects.reserve(store_.size());
+    for (const auto& [key, object] : store_) objects.push_back(object);
+    return objects;
+  }
+
+  InformerStats Stats() const {
+    dra::MutexLock lock(&mu_);
+    return stats_;
+  }
+
+ private:
+  bool Stopping() const {
+    dra::MutexLock lock(&mu_);
+    return stopping_;
+  }
+
+  // Waits the backoff for failure `attempt` unless Stop() comes first;
+  // returns whether it did.
+  bool WaitForStop(int attempt) {
+    const absl::Time until = absl::Now() + base::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
+    dra::MutexLock lock(&mu_);
+    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+    }
+    return stopping_;
+  }
+
+  void Failed(const absl::Status& status, const std::string& context) {
+    {
+      dra::MutexLock lock(&mu_);
+      ++stats_.errors;
+    }
+    handler_.OnError(status, context);
+  }
+
+  void Run() {
+    int failures = 0;
+    while (!Stopping()) {
+      std::optional<std::string> version = ListIntoStore();
+      if (!version.has_value()) {
+        if (WaitForStop(failures++)) return;
+        continue;
+      }
+      failures = 0;
+      const std::string listed_at = *version;
+      // Watches until a list is needed again.
+      while (!Stopping()) {
+        const absl::Status ended = Watch(*version);
+        if (ended.ok()) {
+          failures = 0;
+          continue;
+        }
+        if (IsGone(ended)) {
+          // Gone at once after a list: the server is not well; do not hammer it.
+          if (*version == listed_at && WaitForStop(failures++)) return;
+          break;
+        }
+        if (Stopping()) return;
+        Failed(ended, absl::StrCat("watch ", what_));
+        if (WaitForStop(failures++)) return;
+        if (!Transient(ended)) break;
+      }
+      dra::MutexLock lock(&mu_);
+      synced_ = false;
+    }
+  }
+
+  // Lists, and hands what differs from the store on; the list's version,
+  // or nullopt after a failure (reported).
+  std::optional<std::string> ListIntoStore() {
+    ListOptions list_options;
+    list_options.label_selector = options_.label_selector;
+    list_options.field_selector = options_.field_selector;
+    absl::StatusOr<ListResult> list = client_->ListAll(options_.resource, options_.namespace_, list_options);
+    if (!list.ok()) {
+      Failed(list.status(), absl::StrCat("list ", what_));
+      return std::nullopt;
+    }
+    std::map<std::string, json> listed;
+    for (json& item : list->items) {
+      if (options_.transform) options_.transform(item);
+      std::string key = Key(item);
+      listed.emplace(std::move(key), std::move(item));
+    }
+    std::map<std::string, json> before;
+    {
+      dra::MutexLock lock(&mu_);
+      before = std::move(store_);
+      store_ = listed;
+      ++stats_.lists;
+    }
+    for (const auto& [key, object] : before) {
+      if (!listed.contains(key)) handler_.OnEvent({InformerEvent::Type::kDeleted, object, &object, true});
+    }
+    for (const auto& [key, object] : listed) {
+      auto old = before.find(key);
+      if (old == before.end()) {
+        handler_.OnEvent({InformerEvent::Type::kAdded, object, nullptr, true});
+      } else if (StringAt(old->second, "/metadata/resourceVersion") != StringAt(object, "/metadata/resourceVersion")) {
+        handler_.OnEvent({InformerEvent::Type::kModified, object, &old->second, true});
+      }
+    }
+    {
+      dra::MutexLock lock(&mu_);
+      synced_ = true;
+    }
+    handler_.OnSynced();
+    return list->resource_version;
+  }
+
+  // One watch from `version`, which follows the events; returns why it ended.
+  absl::Status Watch(std::string& version) {
+    WatchOptions watch_options;
+    watch_options.resource_version = version;
+    watch_options.label_selector = options_.label_selector;
+    watch_options.field_selector = options_.field_selector;
+    watch_options.allow_bookmarks = true;
+    watch_options.metadata_only = options_.watch_metadata_only;
+    {
+      dra::MutexLock lock(&mu_);
+      ++stats_.watches;
+    }
+    return client_->RunWatch(
+        options_.resource, options_.namespace_, watch_options,
+        [&](const WatchEvent& event) {
+          std::string event_version = StringAt(event.object, "/metadata/resourceVersion");
+          if (!event_version.empty()) version = std::move(event_version);
+          if (event.type != "BOOKMARK") Apply(event);
+        },
+        watch_stop_);
+  }
+
+  void Apply(const WatchEvent& event) {
+    json object = event.object;
+    if (options_.transform) options_.transform(object);
+    const std::string key = Key(object);
+    std::optional<json> old;
+    {
+      dra::MutexLock lock(&mu_);
+      auto it = store_.find(key);
+      if (it != store_.end()) old = it->second;
+      if (event.type == "DELETED") {
+        if (it != store_.end()) store_.erase(it);
+      } else {
+        store_[key] = object;
+      }
+    }
+    const json* previous = old.has_value() ? &*old : nullptr;
+    if (event.type == "DELETED") {
+      handler_.OnEvent({InformerEvent::Type::kDeleted, object, previous, false});
+    } else {
+      handler_.OnEvent({old.has_value() ? InformerEvent::Type::kModified : InformerEvent::Type::kAdded, object,
+                        previous, false});
+    }
+  }
+
+  const std::shared_ptr<Client> client_;
+  const InformerOptions options_;
+  InformerHandler& handler_;
+  const std::string what_;  // for error contexts
+  const WatchStop watch_stop_;
+
+  mutable dra::Mutex mu_;
+  dra::CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, json> store_ ABSL_GUARDED_BY(mu_);
+  InformerStats stats_ ABSL_GUARDED_BY(mu_);
+
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+absl::StatusOr<std::unique_ptr<Informer>> Informer::Start(std::shared_ptr<Client> client, InformerOptions options,
+                                                          InformerHandler& handler) {
+  if (client == nullptr) return absl::InvalidArgumentError("k8s::Informer: client: Required value");
+  if (options.resource.resource.empty() || options.resource.version.empty()) {
+    return absl::InvalidArgumentError("InformerOptions: resource: Required value");
+  }
+  if (!options.resource.namespaced && !options.namespace_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("InformerOptions: namespace_: Invalid value: \"",
+                                                   options.namespace_, "\": ", options.resource.resource,
+                                                   " are cluster-scoped"));
+  }
+  if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {
+    return absl::InvalidArgumentError(
+        "InformerOptions: backoff_initial: Invalid value: must be positive and at most backoff_max");
+  }
+  return std::unique_ptr<Informer>(
+      new Informer(std::make_unique<Impl>(std::move(client), std::move(options), handler)));
+}
+
+Informer::Informer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Informer::~Informer() { Stop(); }
+void Informer::Stop() { impl_->Stop(); }
+bool Informer::Synced() const { return impl_->Synced(); }
+std::optional<json> Informer::Get(const std::string& key) const { return impl_->Get(key); }
+std::vector<json> Informer::List() const { return impl_->List(); }
+InformerStats Informer::Stats() const { return impl_->Stats(); }
+
+}  // namespace dra::k8s
