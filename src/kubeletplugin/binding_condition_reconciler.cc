@@ -14,6 +14,7 @@
 #include "base/backoff.h"
 #include "base/thread_name.h"
 #include "dra/k8s/field_error.h"
+#include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/claim_status_writer.h"
@@ -96,18 +97,29 @@ BindingResult BindingResult::Pending(absl::Duration retry_after) {
   return BindingResult(Outcome::kPending, "", "", std::max(retry_after, kMinRetry));
 }
 
-class BindingConditionReconciler::Impl {
+class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
  public:
   Impl(std::shared_ptr<k8s::Client> client, BindingConditionReconcilerOptions options, BindingHandler& handler,
        std::unique_ptr<ClaimStatusWriter> writer)
       : client_(std::move(client)), options_(std::move(options)), handler_(handler), writer_(std::move(writer)) {}
 
-  void StartThreads() {
-    watcher_ = std::thread([this] { RunWatcher(); });
-    base::NameThread(watcher_, "dra-bind-watch");
+  absl::Status StartThreads() {
+    k8s::InformerOptions informer_options;
+    informer_options.resource = k8s::kResourceClaims;
+    informer_options.backoff_initial = options_.backoff_initial;
+    informer_options.backoff_max = options_.backoff_max;
+    // Most claims of the cluster are not this reconciler's: their metadata
+    // is all it keeps of them.
+    informer_options.transform = [driver = options_.driver_name](json& object) {
+      if (!MayConcern(object, driver)) object = json{{"metadata", std::move(object["metadata"])}};
+    };
+    absl::StatusOr<std::unique_ptr<k8s::Informer>> informer = k8s::Informer::Start(client_, informer_options, *this);
+    if (!informer.ok()) return informer.status();
+    informer_ = *std::move(informer);
     for (int i = 0; i < options_.workers; ++i) {
       base::NameThread(workers_.emplace_back([this] { RunWorker(); }), "dra-bind");
     }
+    return absl::OkStatus();
   }
 
   void Stop() {
@@ -115,11 +127,10 @@ class BindingConditionReconciler::Impl {
       dra::MutexLock lock(&mu_);
       if (stopping_) return;
       stopping_ = true;
-      if (watch_ != nullptr) watch_->Stop();
       for (auto& [uid, tracked] : tracked_) CancelLocked(tracked, absl::UnavailableError("the reconciler is stopping"));
       cv_.SignalAll();
     }
-    watcher_.join();
+    if (informer_ != nullptr) informer_->Stop();  // outside mu_, which its handler takes
     for (std::thread& worker : workers_) worker.join();
   }
 
@@ -136,8 +147,11 @@ class BindingConditionReconciler::Impl {
   }
 
   BindingConditionReconcilerStats stats() const {
+    const int64_t lists = informer_->Stats().lists;
     dra::MutexLock lock(&mu_);
-    return stats_;
+    BindingConditionReconcilerStats stats = stats_;
+    stats.lists = lists;
+    return stats;
   }
 
  private:
@@ -153,97 +167,29 @@ class BindingConditionReconciler::Impl {
     std::shared_ptr<internal::CallState> call;  // the handler call or write in flight
   };
 
-  bool Stopping() const {
-    dra::MutexLock lock(&mu_);
-    return stopping_;
-  }
-
-  // Waits `timeout` unless Stop() comes first; returns whether it did.
-  bool WaitForStop(absl::Duration timeout) {
-    const absl::Time until = absl::Now() + timeout;
-    dra::MutexLock lock(&mu_);
-    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
-    }
-    return stopping_;
-  }
-
   void Report(const absl::Status& status, const std::string& context) {
     options_.logger.Error("Binding condition reconciler failed", {{"context", context}, {"err", status.ToString()}});
   }
 
-  void RunWatcher() {
-    int failures = 0;
-    while (!Stopping()) {
-      absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceClaims, "");
-      if (!list.ok()) {
-        Report(list.status(), "list ResourceClaims");
-        if (WaitForStop(base::Backoff(failures++, options_.backoff_initial, options_.backoff_max))) return;
-        continue;
-      }
-      std::map<std::string, k8s::ResourceClaim> handled;
-      for (const json& item : list->items) {
-        std::optional<k8s::ResourceClaim> claim = Decode(item);
-        if (claim.has_value()) handled.emplace(claim->metadata.uid, *std::move(claim));
-      }
-      {
-        dra::MutexLock lock(&mu_);
-        ++stats_.lists;
-        std::vector<std::string> gone;
-        for (const auto& [uid, tracked] : tracked_) {
-          if (!handled.contains(uid)) gone.push_back(uid);
-        }
-        for (const std::string& uid : gone) RemoveLocked(uid);
-        for (auto& [uid, claim] : handled) UpsertLocked(std::move(claim));
-        synced_ = true;
-      }
-      failures = 0;
-      if (!WatchFrom(list->resource_version, failures)) return;
-    }
-  }
-
-  // Watches from `resource_version` until the watch cannot go on without a
-  // new list (true) or Stop() (false).
-  bool WatchFrom(std::string resource_version, int& failures) {
-    for (;;) {
-      k8s::WatchOptions options;
-      options.resource_version = resource_version;
-      options.allow_bookmarks = true;
-      std::unique_ptr<k8s::WatchHandle> handle =
-          client_->Watch(k8s::kResourceClaims, "", options, [this, &resource_version](const k8s::WatchEvent& event) {
-            const std::string version = event.object.value(json::json_pointer("/metadata/resourceVersion"), "");
-            if (!version.empty()) resource_version = version;
-            OnEvent(event);
-          });
-      {
-        dra::MutexLock lock(&mu_);
-        if (stopping_) handle->Stop();
-        watch_ = handle.get();
-      }
-      const absl::Status ended = handle->Wait();
-      {
-        dra::MutexLock lock(&mu_);
-        watch_ = nullptr;
-      }
-      handle.reset();  // joins the watch thread, whose callback takes mu_
-      if (Stopping()) return false;
-      if (ended.ok()) continue;
-      if (k8s::IsGone(ended)) return true;
-      Report(ended, "watch ResourceClaims");
-      return !WaitForStop(base::Backoff(failures++, options_.backoff_initial, options_.backoff_max));
-    }
-  }
-
-  void OnEvent(const k8s::WatchEvent& event) {
-    if (event.type == "BOOKMARK") return;
-    const std::string uid = event.object.value(json::json_pointer("/metadata/uid"), "");
+  void OnEvent(const k8s::InformerEvent& event) override {
     std::optional<k8s::ResourceClaim> claim;
-    if (event.type != "DELETED") claim = Decode(event.object);
+    if (event.type != k8s::InformerEvent::Type::kDeleted) claim = Decode(event.object);
     dra::MutexLock lock(&mu_);
     if (claim.has_value()) {
       UpsertLocked(*std::move(claim));
     } else {
-      RemoveLocked(uid);
+      RemoveLocked(event.object.value(json::json_pointer("/metadata/uid"), ""));
     }
+  }
+
+  void OnSynced() override {
+    dra::MutexLock lock(&mu_);
+    synced_ = true;
+    cv_.SignalAll();
+  }
+
+  void OnError(const absl::Status& status, std::string_view context) override {
+    Report(status, std::string(context));
   }
 
   // The claim, if it has allocation results for this reconciler: this
@@ -546,17 +492,16 @@ class BindingConditionReconciler::Impl {
   dra::CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
-  k8s::WatchHandle* watch_ ABSL_GUARDED_BY(mu_) = nullptr;  // the watch running, for Stop()
   std::map<std::string, Tracked> tracked_ ABSL_GUARDED_BY(mu_);  // by claim UID
   std::map<std::string, absl::Time> queue_ ABSL_GUARDED_BY(mu_);  // claim UID -> when to process it
   std::set<std::string> in_progress_ ABSL_GUARDED_BY(mu_);
   BindingConditionReconcilerStats stats_ ABSL_GUARDED_BY(mu_);
 
-  // Watcher thread only.
+  // Informer thread only.
   std::map<std::string, std::string> node_labels_;
   absl::Time labels_read_at_ = absl::InfinitePast();
 
-  std::thread watcher_;
+  std::unique_ptr<k8s::Informer> informer_;
   std::vector<std::thread> workers_;
 };
 
@@ -585,7 +530,7 @@ absl::StatusOr<std::unique_ptr<BindingConditionReconciler>> BindingConditionReco
   }
   options.logger = options.logger.WithValues({{"component", "BindingConditionReconciler"}});
   auto impl = std::make_shared<Impl>(std::move(client), std::move(options), handler, *std::move(writer));
-  impl->StartThreads();
+  if (absl::Status started = impl->StartThreads(); !started.ok()) return started;
   return std::unique_ptr<BindingConditionReconciler>(new BindingConditionReconciler(std::move(impl)));
 }
 

@@ -18,6 +18,7 @@
 #include "base/thread_name.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/field_error.h"
+#include "dra/k8s/informer.h"
 #include "dra/k8s/names.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "dra/k8s/validation.h"
@@ -32,9 +33,6 @@ namespace {
 
 using nlohmann::json;
 
-// How often the worker looks whether a watch has ended (the client has no
-// callback for that).
-constexpr absl::Duration kWatchCheckInterval = absl::Milliseconds(200);
 // A burst of changes by someone else defers the repair by at most this many
 // drift delays after its first change.
 constexpr int kMaxDriftDeferrals = 10;
@@ -86,36 +84,14 @@ absl::Duration Backoff(const Options& options, int failures) {
 
 }  // namespace
 
-// The slices one field selector selects: listed, then kept current by a
-// watch that resumes from the last resourceVersion, or relists after 410 or
-// an error.
-struct Scope {
-  std::string field_selector;
-  // Guarded by Impl::mu_.
-  std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
-  std::string resource_version;
-  // Slices the metadata-only watch showed changed by someone else, to be
-  // read whole by the worker, with the resource version the event showed.
-  // Guarded by Impl::mu_.
-  std::map<std::string, int64_t> to_fetch;
-  // Worker thread only.
-  bool listed = false;  // slices reflect the server and a watch runs
-  int failures = 0;
-  absl::Time retry_at = absl::InfinitePast();
-  int fetch_failures = 0;
-  absl::Time fetch_at = absl::InfinitePast();
-  // Last: destroyed first, so its thread is gone before the rest.
-  std::unique_ptr<k8s::WatchHandle> watch;
-};
-
 class Publisher::Impl {
  public:
   Impl(std::shared_ptr<k8s::Client> client, Options options, ErrorHandler on_error)
       : client_(std::move(client)), options_(std::move(options)), on_error_(std::move(on_error)) {
     if (!options_.node_name.empty()) {
-      node_scope_ = std::make_unique<Scope>();
-      node_scope_->field_selector =
-          absl::StrCat("spec.driver=", options_.driver_name, ",spec.nodeName=", options_.node_name);
+      node_scope_ = std::make_unique<Scope>(
+          this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.nodeName=", options_.node_name));
+      StartInformer(*node_scope_);
     }
     node_uid_ = options_.node_uid;
     worker_ = std::thread([this] { Run(); });
@@ -132,8 +108,9 @@ class Publisher::Impl {
     for (auto& [name, pool] : resources.pools) {
       ScheduleLocked(name, now);
       if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) {
-        auto scope = std::make_unique<Scope>();
-        scope->field_selector = absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name);
+        auto scope = std::make_unique<Scope>(
+            this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
+        StartInformer(*scope);
         pool_scopes_.emplace(name, std::move(scope));
       }
       // An unchanged pool keeps its object, which tells the worker it needs
@@ -166,9 +143,9 @@ class Publisher::Impl {
     for (const auto& [pool, drift] : drift_) {
       if (!drift.names.empty()) return false;
     }
-    if (node_scope_ && (!node_scope_->listed || !node_scope_->to_fetch.empty())) return false;
+    if (node_scope_ && (!node_scope_->Synced() || !CacheOf(*node_scope_).to_fetch.empty())) return false;
     for (const auto& [name, scope] : pool_scopes_) {
-      if (!scope->listed || !scope->to_fetch.empty()) return false;
+      if (!scope->Synced() || !CacheOf(*scope).to_fetch.empty()) return false;
     }
     return true;
   }
@@ -183,13 +160,65 @@ class Publisher::Impl {
     }
     worker_.join();
     std::vector<Scope*> scopes = AllScopes();
-    for (Scope* scope : scopes) StopWatch(*scope);
+    for (Scope* scope : scopes) scope->informer->Stop();  // outside mu_, which its handler takes
     if (options_.remove_on_stop) {
       for (Scope* scope : scopes) RemoveAll(*scope);
     }
   }
 
  private:
+  // The slices one field selector selects, as this publisher knows them:
+  // from its informer (a list, then a metadata-only watch, whose changes by
+  // someone else are read whole) and from its own writes.
+  struct Scope final : k8s::InformerHandler {
+    Scope(Impl* impl, std::string selector) : owner(impl), field_selector(std::move(selector)) {}
+
+    void OnEvent(const k8s::InformerEvent& event) override { owner->OnScopeEvent(*this, event); }
+    void OnSynced() override { owner->Wake(); }
+    void OnError(const absl::Status& status, std::string_view context) override { owner->Report(status, context); }
+    // Listed, and no relist due: the slices reflect the server.
+    bool Synced() const { return informer != nullptr && informer->Synced(); }
+
+    Impl* const owner;
+    const std::string field_selector;
+    // Reached only through Impl::CacheOf(), which requires Impl::mu_.
+    struct Cache {
+      std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
+      // Slices the watch showed changed by someone else, to be read whole
+      // by the worker, with the resource version the event showed.
+      std::map<std::string, int64_t> to_fetch;
+    } cache;
+    // Worker thread only.
+    int fetch_failures = 0;
+    absl::Time fetch_at = absl::InfinitePast();
+    // Set once after construction; last: its thread ends before the rest goes.
+    std::unique_ptr<k8s::Informer> informer;
+  };
+
+  Scope::Cache& CacheOf(Scope& scope) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scope.cache; }
+
+  void StartInformer(Scope& scope) {
+    k8s::InformerOptions options;
+    options.resource = k8s::kResourceSlices;
+    options.field_selector = scope.field_selector;
+    // Most events are this publisher's own writes, which it knows already:
+    // their metadata says so, and saves receiving every slice twice.
+    options.watch_metadata_only = true;
+    options.backoff_initial = options_.backoff_initial;
+    options.backoff_max = options_.backoff_max;
+    absl::StatusOr<std::unique_ptr<k8s::Informer>> informer = k8s::Informer::Start(client_, options, scope);
+    if (!informer.ok()) {
+      Report(informer.status(), absl::StrCat("watch ResourceSlices ", scope.field_selector));
+      return;
+    }
+    scope.informer = *std::move(informer);
+  }
+
+  void Wake() {
+    dra::MutexLock lock(&mu_);
+    cv_.SignalAll();
+  }
+
   // Per-pool bookkeeping of the worker.
   struct PoolState {
     int64_t generation = 0;  // highest seen or written: generations never go back
@@ -256,62 +285,23 @@ class Publisher::Impl {
     return scopes;
   }
 
-  void StopWatch(Scope& scope) {
-    std::unique_ptr<k8s::WatchHandle> watch;
-    {
-      dra::MutexLock lock(&mu_);
-      watch = std::move(scope.watch);
-    }
-    if (watch) watch->Stop();  // the destructor joins; outside mu_, which the callback takes
-  }
-
   void Run() {
     dra::MutexLock lock(&mu_);
     while (!stopped_) {
       const absl::Time now = absl::Now();
-      absl::Time wake = now + kWatchCheckInterval;
+      absl::Time wake = absl::InfiniteFuture();
       bool worked = false;
 
       for (Scope* scope : ScopesLocked()) {
-        if (scope->watch && scope->watch->Done()) {
-          std::unique_ptr<k8s::WatchHandle> watch = std::move(scope->watch);
+        if (!scope->Synced() || CacheOf(*scope).to_fetch.empty()) continue;
+        if (scope->fetch_at <= now) {
+          std::map<std::string, int64_t> names = std::exchange(CacheOf(*scope).to_fetch, {});
           mu_.Unlock();
-          absl::Status ended = watch->Wait();
-          watch.reset();
+          FetchChanged(*scope, std::move(names));
           mu_.Lock();
-          if (ended.ok()) {
-            StartWatchLocked(*scope);
-          } else {
-            scope->listed = false;
-            scope->failures += k8s::IsGone(ended) ? 0 : 1;
-            scope->retry_at = k8s::IsGone(ended) ? now : now + Backoff(options_, scope->failures);
-            if (!k8s::IsGone(ended)) {
-              mu_.Unlock();
-              Report(ended, absl::StrCat("watch ResourceSlices ", scope->field_selector));
-              mu_.Lock();
-            }
-          }
           worked = true;
-        }
-        if (!scope->listed) {
-          if (scope->retry_at <= now) {
-            mu_.Unlock();
-            ListAndWatch(*scope);
-            mu_.Lock();
-            worked = true;
-          } else {
-            wake = std::min(wake, scope->retry_at);
-          }
-        } else if (!scope->to_fetch.empty()) {
-          if (scope->fetch_at <= now) {
-            std::map<std::string, int64_t> names = std::exchange(scope->to_fetch, {});
-            mu_.Unlock();
-            FetchChanged(*scope, std::move(names));
-            mu_.Lock();
-            worked = true;
-          } else {
-            wake = std::min(wake, scope->fetch_at);
-          }
+        } else {
+          wake = std::min(wake, scope->fetch_at);
         }
       }
       if (worked) continue;
@@ -357,7 +347,7 @@ class Publisher::Impl {
   std::optional<std::string> NextDuePoolLocked(absl::Time now, absl::Time& wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& [pool, when] : due_) {
       bool ready = true;
-      for (Scope* scope : ScopesOfLocked(pool)) ready = ready && scope->listed;
+      for (Scope* scope : ScopesOfLocked(pool)) ready = ready && scope->Synced();
       if (!ready) continue;
       if (when <= now) return pool;
       wake = std::min(wake, when);
@@ -365,78 +355,43 @@ class Publisher::Impl {
     return std::nullopt;
   }
 
-  void ListAndWatch(Scope& scope) {
-    k8s::ListOptions options;
-    options.field_selector = scope.field_selector;
-    absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
-    if (!list.ok()) {
-      {
-        dra::MutexLock lock(&mu_);
-        scope.failures++;
-        scope.retry_at = absl::Now() + Backoff(options_, scope.failures);
-      }
-      Report(list.status(), absl::StrCat("list ResourceSlices ", scope.field_selector));
-      return;
-    }
-    std::map<std::string, std::shared_ptr<const CachedSlice>> slices;
-    for (json& item : list->items) {
-      std::string name = StringAt(item, json::json_pointer("/metadata/name"));
-      slices.emplace(std::move(name), MakeCached(std::move(item)));
-    }
-    dra::MutexLock lock(&mu_);
-    // Every pool the list shows differently from the cache gets synced: a
-    // relist after a broken watch may reveal deletions nobody saw.
-    const absl::Time now = absl::Now();
-    std::set<std::string> changed;
-    for (const auto& [name, slice] : scope.slices) {
-      auto it = slices.find(name);
-      if (it == slices.end() || it->second->resource_version != slice->resource_version) changed.insert(slice->pool);
-    }
-    for (const auto& [name, slice] : slices) {
-      if (!scope.slices.contains(name)) changed.insert(slice->pool);
-    }
-    for (const std::string& pool : changed) ScheduleLocked(pool, now);
-    scope.slices = std::move(slices);
-    scope.resource_version = list->resource_version;
-    scope.failures = 0;
-    scope.listed = true;
-    StartWatchLocked(scope);
-  }
-
-  void StartWatchLocked(Scope& scope) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    k8s::WatchOptions options;
-    options.resource_version = scope.resource_version;
-    options.field_selector = scope.field_selector;
-    options.allow_bookmarks = true;
-    // Most events are this publisher's own writes, which it knows already:
-    // their metadata says so, and saves receiving every slice twice.
-    options.metadata_only = true;
-    Scope* target = &scope;
-    scope.watch = client_->Watch(k8s::kResourceSlices, "", options,
-                                 [this, target](const k8s::WatchEvent& event) { OnEvent(*target, event); });
-  }
-
-  void OnEvent(Scope& scope, const k8s::WatchEvent& event) {
-    dra::MutexLock lock(&mu_);
-    const std::string rv = StringAt(event.object, json::json_pointer("/metadata/resourceVersion"));
-    if (!rv.empty()) scope.resource_version = rv;
-    if (event.type == "BOOKMARK") return;
+  void OnScopeEvent(Scope& scope, const k8s::InformerEvent& event) {
     const std::string name = StringAt(event.object, json::json_pointer("/metadata/name"));
     const int64_t version = ResourceVersionOf(event.object);
-    auto it = scope.slices.find(name);
-    if (event.type == "DELETED") {
+    dra::MutexLock lock(&mu_);
+    auto it = CacheOf(scope).slices.find(name);
+    if (event.from_list) {
+      // A list (the first, or one after the watch's history was gone) shows
+      // the server as it is, whole: the pools it shows changed are synced
+      // now, with no drift delay. A slice the list lacks is gone, whatever
+      // this publisher wrote to it since.
+      const absl::Time now = absl::Now();
+      if (event.type == k8s::InformerEvent::Type::kDeleted) {
+        if (it == CacheOf(scope).slices.end()) return;
+        ScheduleLocked(it->second->pool, now);
+        CacheOf(scope).slices.erase(it);
+        return;
+      }
+      if (it != CacheOf(scope).slices.end() && it->second->resource_version >= version) return;
+      std::shared_ptr<const CachedSlice> slice = MakeCached(event.object);
+      if (it != CacheOf(scope).slices.end()) ScheduleLocked(it->second->pool, now);
+      ScheduleLocked(slice->pool, now);
+      CacheOf(scope).slices[name] = std::move(slice);
+      return;
+    }
+    if (event.type == k8s::InformerEvent::Type::kDeleted) {
       // Not cached: this publisher deleted it already.
-      if (it == scope.slices.end() || it->second->resource_version > version) return;
+      if (it == CacheOf(scope).slices.end() || it->second->resource_version > version) return;
       NoteDriftLocked(it->second->pool, name);
-      scope.slices.erase(it);
+      CacheOf(scope).slices.erase(it);
       return;
     }
     // Already cached at this version or later: this publisher wrote it.
-    if (it != scope.slices.end() && it->second->resource_version >= version) return;
+    if (it != CacheOf(scope).slices.end() && it->second->resource_version >= version) return;
     if (!event.object.contains("spec")) {
       // Metadata only: the worker reads it, unless the write that caused it
       // (its response still on the way) explains it by then.
-      int64_t& wanted = scope.to_fetch[name];
+      int64_t& wanted = CacheOf(scope).to_fetch[name];
       wanted = std::max(wanted, version);
       cv_.SignalAll();
       return;
@@ -447,12 +402,12 @@ class Publisher::Impl {
   // A slice as someone else left it: cached, and its pool (old and new)
   // checked for drift.
   void CacheForeignLocked(Scope& scope, const std::string& name, const json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = scope.slices.find(name);
-    if (it != scope.slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
+    auto it = CacheOf(scope).slices.find(name);
+    if (it != CacheOf(scope).slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
     std::shared_ptr<const CachedSlice> slice = MakeCached(object);
-    if (it != scope.slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
+    if (it != CacheOf(scope).slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
     NoteDriftLocked(slice->pool, name);
-    scope.slices[name] = std::move(slice);
+    CacheOf(scope).slices[name] = std::move(slice);
   }
 
   // Reads the slices the metadata-only watch showed changed by someone else.
@@ -462,8 +417,8 @@ class Publisher::Impl {
       const auto [name, version] = *names.begin();
       {
         dra::MutexLock lock(&mu_);
-        auto cached = scope.slices.find(name);
-        if (cached != scope.slices.end() && cached->second->resource_version >= version) {
+        auto cached = CacheOf(scope).slices.find(name);
+        if (cached != CacheOf(scope).slices.end() && cached->second->resource_version >= version) {
           names.erase(names.begin());  // this publisher's own write, cached since
           continue;
         }
@@ -472,7 +427,7 @@ class Publisher::Impl {
       if (!object.ok() && !absl::IsNotFound(object.status())) {
         {
           dra::MutexLock lock(&mu_);
-          scope.to_fetch.merge(names);
+          CacheOf(scope).to_fetch.merge(names);
           scope.fetch_at = absl::Now() + Backoff(options_, ++scope.fetch_failures);
         }
         Report(object.status(), absl::StrCat("read changed ResourceSlice ", k8s::GoQuote(name)));
@@ -498,16 +453,16 @@ class Publisher::Impl {
     std::shared_ptr<const CachedSlice> slice = MakeCached(std::move(object));
     const std::string name = StringAt(slice->object, json::json_pointer("/metadata/name"));
     dra::MutexLock lock(&mu_);
-    auto it = scope.slices.find(name);
+    auto it = CacheOf(scope).slices.find(name);
     // Newer in the cache: someone changed it after this write.
-    if (it != scope.slices.end() && it->second->resource_version > slice->resource_version) return;
+    if (it != CacheOf(scope).slices.end() && it->second->resource_version > slice->resource_version) return;
     ExplainedLocked(slice->pool, name);
-    scope.slices[name] = std::move(slice);
+    CacheOf(scope).slices[name] = std::move(slice);
   }
 
   void Forget(Scope& scope, const std::string& name, const std::string& pool) {
     dra::MutexLock lock(&mu_);
-    scope.slices.erase(name);
+    CacheOf(scope).slices.erase(name);
     ExplainedLocked(pool, name);
   }
 
@@ -518,10 +473,10 @@ class Publisher::Impl {
     if (fresh.ok()) {
       std::shared_ptr<const CachedSlice> slice = MakeCached(*std::move(fresh));
       dra::MutexLock lock(&mu_);
-      scope.slices[name] = std::move(slice);
+      CacheOf(scope).slices[name] = std::move(slice);
     } else if (absl::IsNotFound(fresh.status())) {
       dra::MutexLock lock(&mu_);
-      scope.slices.erase(name);
+      CacheOf(scope).slices.erase(name);
     }
   }
 
@@ -587,7 +542,7 @@ class Publisher::Impl {
       if (it != desired_.end()) desired = it->second;
       for (Scope* scope : ScopesOfLocked(name)) {
         const bool pool_scope = scope != node_scope_.get();
-        for (const auto& [slice_name, slice] : scope->slices) {
+        for (const auto& [slice_name, slice] : CacheOf(*scope).slices) {
           // The pool scope also sees other nodes' slices of a pool by that name.
           if (slice->pool == name && (!pool_scope || !slice->node_local)) existing.push_back({scope, slice});
         }
@@ -783,15 +738,15 @@ class Publisher::Impl {
     {
       dra::MutexLock lock(&mu_);
       auto it = pool_scopes_.find(pool);
-      if (it == pool_scopes_.end() || desired_.contains(pool) || !it->second->slices.empty()) return;
+      if (it == pool_scopes_.end() || desired_.contains(pool) || !CacheOf(*it->second).slices.empty()) return;
       scope = std::move(it->second);
       pool_scopes_.erase(it);
     }
-    if (scope->watch) scope->watch->Stop();
+    // Destroyed here, outside mu_, which its informer's handler takes.
   }
 
   void RemoveAll(Scope& scope) {
-    if (!scope.listed) {
+    if (!scope.Synced()) {
       k8s::ListOptions options;
       options.field_selector = scope.field_selector;
       absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
@@ -802,13 +757,13 @@ class Publisher::Impl {
       dra::MutexLock lock(&mu_);
       for (json& item : list->items) {
         std::string name = StringAt(item, json::json_pointer("/metadata/name"));
-        scope.slices[name] = MakeCached(std::move(item));
+        CacheOf(scope).slices[name] = MakeCached(std::move(item));
       }
     }
     std::vector<Existing> all;
     {
       dra::MutexLock lock(&mu_);
-      for (const auto& [name, slice] : scope.slices) all.push_back({&scope, slice});
+      for (const auto& [name, slice] : CacheOf(scope).slices) all.push_back({&scope, slice});
     }
     absl::Status status = DeleteAll(all);
     if (!status.ok()) Report(status, "remove ResourceSlices on stop");

@@ -152,7 +152,7 @@ struct BindingConditionReconcilerStats {
   int64_t timed_out = 0;  // devices given up because the binding deadline passed
   int64_t writes = 0;     // successful status writes
   int64_t write_errors = 0;
-  int64_t lists = 0;  // full lists of ResourceClaims (the first, and after a broken watch)
+  int64_t lists = 0;  // full lists of ResourceClaims: the first, then one after each 410 (k8s::Informer)
 };
 
 class BindingConditionReconciler {
