@@ -446,8 +446,9 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   const dra::Logger logger(std::make_shared<QuietSink>());
   kp::CallTracker calls(logger);
   kp::HelperMetrics metrics;
+  dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
   kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false,
-                             **serializer, calls, metrics);
+                             **serializer, calls, metrics, work_pool);
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -606,7 +607,8 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   for (kp::Checkpoint* ckpt : {checkpoint->get(), static_cast<kp::Checkpoint*>(nullptr)}) {
     kp::HelperMetrics metrics;
     kp::CallTracker calls(logger);
-    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, calls, metrics);
+    dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
+    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, calls, metrics, work_pool);
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
       const ClaimRef ref = Ref(series, i);

@@ -18,17 +18,6 @@
 namespace dra::kubeletplugin::internal {
 namespace {
 
-// At most this many claims of one NodePrepareResources call are fetched at
-// once, by the calling thread and the threads of the preparer's FetchPool
-// (which has kMaxConcurrentFetches - 1 threads, started on demand). A pod
-// rarely has more than a few claims; the bound is for the odd call with
-// dozens. 64 because the API client (k8s::Client) multiplexes concurrent
-// requests as HTTP/2 streams on one TLS connection, so a 64-claim call costs
-// about one round trip and no extra handshakes; and it is within the client's
-// default burst (64), so one call's fetches are not paced by the client's own
-// rate limiter.
-constexpr size_t kMaxConcurrentFetches = 64;
-
 // The kubelet may name a claim twice in one call; it gets one answer per UID.
 std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) {
   std::vector<k8s::ClaimRef> distinct;
@@ -91,7 +80,7 @@ std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                              bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls,
-                             HelperMetrics& metrics, const ClaimCdiSpecs* cdi_specs,
+                             HelperMetrics& metrics, WorkPool& work_pool, const ClaimCdiSpecs* cdi_specs,
                              const ClaimMetadataFiles* metadata_files)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
@@ -101,9 +90,9 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       serializer_(serializer),
       calls_(calls),
       metrics_(metrics),
+      work_pool_(work_pool),
       cdi_specs_(cdi_specs),
-      metadata_files_(metadata_files),
-      fetch_pool_(kMaxConcurrentFetches - 1) {}
+      metadata_files_(metadata_files) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
@@ -248,8 +237,8 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError(""));
   const absl::Time deadline = pending_call.call.context().deadline();
-  fetch_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
-                          [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], deadline); });
+  work_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
+                         [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], deadline); });
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {
       outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());

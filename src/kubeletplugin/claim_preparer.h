@@ -17,16 +17,27 @@
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/mutex.h"
+#include "dra/work_pool.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_cdi_specs.h"
 #include "kubeletplugin/claim_metadata_files.h"
-#include "kubeletplugin/fetch_pool.h"
 #include "kubeletplugin/metrics.h"
 #include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
+
+// At most this many claims of one NodePrepareResources call are fetched at
+// once, by the calling thread and the Helper's WorkPool (which has
+// kMaxConcurrentFetches - 1 threads, started on demand). A pod
+// rarely has more than a few claims; the bound is for the odd call with
+// dozens. 64 because the API client (k8s::Client) multiplexes concurrent
+// requests as HTTP/2 streams on one TLS connection, so a 64-claim call costs
+// about one round trip and no extra handshakes; and it is within the client's
+// default burst (64), so one call's fetches are not paced by the client's own
+// rate limiter.
+inline constexpr size_t kMaxConcurrentFetches = 64;
 
 struct ClaimOutcome {
   std::string error;            // empty on success
@@ -46,7 +57,8 @@ class ClaimPreparer {
   // outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
                 bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls, HelperMetrics& metrics,
-                const ClaimCdiSpecs* cdi_specs = nullptr, const ClaimMetadataFiles* metadata_files = nullptr);
+                WorkPool& work_pool, const ClaimCdiSpecs* cdi_specs = nullptr,
+                const ClaimMetadataFiles* metadata_files = nullptr);
 
   // An error status fails the whole call (the kubelet retries all claims).
   using Done = absl::AnyInvocable<void(absl::StatusOr<ClaimOutcomes>) &&>;
@@ -62,7 +74,7 @@ class ClaimPreparer {
   // when it has to wait for the call before it, on an Executor thread. No
   // thread waits for the serializer. A call that is cancelled while it
   // waits fails without calling the driver. Prepare fetches the claims it
-  // needs concurrently (bounded; see kMaxConcurrentFetches in the .cc);
+  // needs concurrently (at most kMaxConcurrentFetches at once);
   // ClaimSource is thread-safe.
   void Prepare(std::vector<k8s::ClaimRef> claims, CallTracker::Call call, Done done);
   void Unprepare(std::vector<k8s::ClaimRef> claims, CallTracker::Call call, Done done);
@@ -162,6 +174,7 @@ class ClaimPreparer {
   CallSerializer& serializer_;
   CallTracker& calls_;
   HelperMetrics& metrics_;
+  WorkPool& work_pool_;  // Prepare's concurrent fetches
   const ClaimCdiSpecs* const cdi_specs_;
   const ClaimMetadataFiles* const metadata_files_;
 
@@ -172,9 +185,6 @@ class ClaimPreparer {
   std::map<std::string, int> preparing_ ABSL_GUARDED_BY(in_flight_mu_);
   // Claim UIDs UnprepareOrphan is working on.
   std::set<std::string> reaping_ ABSL_GUARDED_BY(in_flight_mu_);
-
-  // Threads for Prepare's concurrent fetches; last, so it is joined first.
-  FetchPool fetch_pool_;
 };
 
 }  // namespace dra::kubeletplugin::internal

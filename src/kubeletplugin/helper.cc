@@ -163,6 +163,9 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<CallSerializer> serializer_;
   internal::CallTracker calls_{options_.logger};
+  // The one pool for parallel work: the preparer's claim fetches, the
+  // publisher's writes.
+  const std::shared_ptr<WorkPool> work_pool_ = std::make_shared<WorkPool>(internal::kMaxConcurrentFetches - 1);
   std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;  // null when options.cdi is off
   std::unique_ptr<internal::ClaimMetadataFiles> metadata_files_;  // null when options.device_metadata is off
   std::unique_ptr<ClaimPreparer> preparer_;
@@ -236,7 +239,7 @@ absl::Status Helper::Impl::Start() {
   }
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, calls_, metrics_, cdi_specs_.get(),
+                                              *serializer_, calls_, metrics_, *work_pool_, cdi_specs_.get(),
                                               metadata_files_.get());
   if (checkpoint_ != nullptr) {
     std::vector<PreparedClaim> prepared;
@@ -458,6 +461,7 @@ absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resou
     options.driver_name = options_.driver_name;
     options.node_name = options_.node_name;
     options.logger = options_.logger;
+    options.work_pool = work_pool_;
     absl::StatusOr<std::unique_ptr<resourceslice::Publisher>> started = resourceslice::Publisher::Start(
         options_.kube_client, std::move(options), [this](const absl::Status& status, std::string_view context) {
           // As in the Go helper: neither retrying nor a restart heals a

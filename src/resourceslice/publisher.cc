@@ -654,31 +654,23 @@ class Publisher::Impl {
     return pool_scopes_.at(pool).get();
   }
 
-  // Runs write(i) for every index, up to kParallelWrites at once (streams
-  // on the client's one HTTP/2 connection: a wiped pool of 79 slices comes
-  // back in the time of a few round trips, not 79). Indexes not started when
-  // one fails or Stop() is called are skipped; returns the first error.
+  // Runs write(i) for every index, up to kParallelWrites at once on the
+  // work pool (streams on the client's one HTTP/2 connection: a wiped pool of
+  // 79 slices comes back in the time of a few round trips, not 79). Indexes
+  // not started when one fails or Stop() is called are skipped; returns the
+  // first error.
   absl::Status WriteEach(const std::vector<size_t>& indexes, const std::function<absl::Status(size_t)>& write) {
-    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
     dra::Mutex mu;
     absl::Status first_error;
-    auto work = [&] {
-      for (size_t k = next++; k < indexes.size(); k = next++) {
-        if (stop_requested_) return;
-        absl::Status status = write(indexes[k]);
-        if (!status.ok()) {
-          next = indexes.size();
-          dra::MutexLock lock(&mu);
-          if (first_error.ok()) first_error = std::move(status);
-          return;
-        }
-      }
-    };
-    std::vector<std::thread> helpers;
-    const size_t threads = std::min(indexes.size(), kParallelWrites);
-    for (size_t t = 1; t < threads; ++t) base::NameThread(helpers.emplace_back(work), "dra-slice-write");
-    work();
-    for (std::thread& helper : helpers) helper.join();
+    work_pool_->ParallelFor(indexes.size(), kParallelWrites, [&](size_t k) {
+      if (failed || stop_requested_) return;
+      absl::Status status = write(indexes[k]);
+      if (status.ok()) return;
+      failed = true;
+      dra::MutexLock lock(&mu);
+      if (first_error.ok()) first_error = std::move(status);
+    });
     return first_error;
   }
 
@@ -771,6 +763,8 @@ class Publisher::Impl {
 
   const std::shared_ptr<k8s::Client> client_;
   const Options options_;
+  const std::shared_ptr<WorkPool> work_pool_ =
+      options_.work_pool != nullptr ? options_.work_pool : std::make_shared<WorkPool>(kParallelWrites - 1);
   const Publishing publishing_{options_.driver_name, options_.node_name};
   const ErrorHandler on_error_;
 

@@ -4,12 +4,14 @@
 //   auto publisher = dra::resourceslice::Publisher::Start(client, options, on_error);
 //   (*publisher)->Update(resources);  // returns at once; bursts coalesce
 //
-// What it does, on one background thread (and up to 8 while it writes):
-// - Lists and watches only this driver's slices: spec.driver and
-//   spec.nodeName for node-local pools, spec.driver and spec.pool.name for
-//   each other pool. Work is keyed by pool. The watch carries metadata only;
-//   a slice whose resource version is newer than this publisher's own write
-//   of it is read whole.
+// What it does, on one background thread ("dra-publisher"), one informer
+// thread per scope, and the work pool while it writes:
+// - Lists and watches only this driver's slices, with a k8s::Informer per
+//   scope: spec.driver and spec.nodeName for node-local pools, spec.driver
+//   and spec.pool.name for each other pool. Work is keyed by pool. The watch
+//   carries metadata only; a slice whose resource version is newer than this
+//   publisher's own write of it is read whole. A broken watch resumes from
+//   its version; only 410 lists again.
 // - Validates every pool before any request (ValidateResourceSlice on each
 //   slice, plus pool-wide rules: unique device and counter set names, counters
 //   that devices consume exist). An invalid pool is reported through the
@@ -56,6 +58,7 @@
 #include "dra/k8s/client.h"
 #include "dra/log.h"
 #include "dra/resourceslice/driver_resources.h"
+#include "dra/work_pool.h"
 
 namespace dra::resourceslice {
 
@@ -80,6 +83,10 @@ struct Options {
   bool remove_on_stop = false;
   // Default: klog text on stderr at -v 0. Writes are logged at -v 4.
   Logger logger;
+  // Where a sync's writes run in parallel (8 at once). Default: a pool of
+  // the publisher's own (7 threads, started at the first parallel write);
+  // the Helper gives its publisher the pool it shares.
+  std::shared_ptr<WorkPool> work_pool;
 };
 
 // Called on a background thread of the publisher, one call at a time, with

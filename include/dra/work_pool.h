@@ -1,6 +1,9 @@
-// FetchPool: a small persistent thread pool for ClaimPreparer's concurrent
-// claim fetches, so that a NodePrepareResources call with several claims
-// does not create (and join) threads of its own.
+// dra::WorkPool: the SDK's one way to run work in parallel, a bounded pool
+// of persistent threads ("dra-work") that the Helper owns and shares: the
+// claims of one NodePrepareResources call are fetched on it, and the
+// publisher writes a pool's slices on it, so neither creates (and joins)
+// threads per call. A driver that runs a Publisher of its own may give it
+// the same pool (resourceslice::Options::work_pool).
 //
 // ParallelFor(n, max_parallel, fn) runs fn(0) .. fn(n - 1) and returns when
 // all have run. The calling thread works too: it claims indices from the
@@ -20,16 +23,16 @@
 
 #include "dra/mutex.h"
 
-namespace dra::kubeletplugin::internal {
+namespace dra {
 
-class FetchPool {
+class WorkPool {
  public:
   // At most `max_threads` pool threads (the callers come on top).
-  explicit FetchPool(size_t max_threads);
+  explicit WorkPool(size_t max_threads);
   // Joins the threads. No ParallelFor call may be running.
-  ~FetchPool();
-  FetchPool(const FetchPool&) = delete;
-  FetchPool& operator=(const FetchPool&) = delete;
+  ~WorkPool();
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
 
   // Runs fn(i) exactly once for every i in [0, n), at most `max_parallel`
   // (>= 1) of them at the same time, the caller included. fn must be safe to
@@ -54,4 +57,4 @@ class FetchPool {
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace dra::kubeletplugin::internal
+}  // namespace dra

@@ -1,4 +1,4 @@
-#include "kubeletplugin/fetch_pool.h"
+#include "dra/work_pool.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace dra::kubeletplugin::internal {
+namespace dra {
 namespace {
 
 // Tracks how many calls of fn run at the same time.
@@ -27,8 +27,8 @@ struct Gauge {
   void Leave() { --now; }
 };
 
-TEST_CASE("fetch pool: every index runs exactly once", "[fetch_pool]") {
-  FetchPool pool(7);
+TEST_CASE("work pool: every index runs exactly once", "[work_pool]") {
+  WorkPool pool(7);
   for (size_t n : {0, 1, 2, 5, 8, 64, 1000}) {
     std::vector<std::atomic<int>> runs(n);
     pool.ParallelFor(n, 8, [&](size_t i) { ++runs[i]; });
@@ -36,8 +36,8 @@ TEST_CASE("fetch pool: every index runs exactly once", "[fetch_pool]") {
   }
 }
 
-TEST_CASE("fetch pool: one index runs inline and starts no thread", "[fetch_pool]") {
-  FetchPool pool(7);
+TEST_CASE("work pool: one index runs inline and starts no thread", "[work_pool]") {
+  WorkPool pool(7);
   std::thread::id where;
   pool.ParallelFor(1, 8, [&](size_t) { where = std::this_thread::get_id(); });
   CHECK(where == std::this_thread::get_id());
@@ -46,8 +46,8 @@ TEST_CASE("fetch pool: one index runs inline and starts no thread", "[fetch_pool
   CHECK(pool.threads_started() == 0);
 }
 
-TEST_CASE("fetch pool: threads start on demand, up to the pool's size", "[fetch_pool]") {
-  FetchPool pool(7);
+TEST_CASE("work pool: threads start on demand, up to the pool's size", "[work_pool]") {
+  WorkPool pool(7);
   pool.ParallelFor(3, 8, [](size_t) {});
   CHECK(pool.threads_started() == 2);
   pool.ParallelFor(100, 8, [](size_t) {});
@@ -73,8 +73,8 @@ struct Wave {
   int arrived = 0;
 };
 
-TEST_CASE("fetch pool: concurrency is bounded by max_parallel, and reaches it", "[fetch_pool]") {
-  FetchPool pool(15);
+TEST_CASE("work pool: concurrency is bounded by max_parallel, and reaches it", "[work_pool]") {
+  WorkPool pool(15);
   for (size_t max_parallel : {2, 4, 16}) {
     Gauge gauge;
     Wave wave(static_cast<int>(max_parallel));
@@ -88,8 +88,8 @@ TEST_CASE("fetch pool: concurrency is bounded by max_parallel, and reaches it", 
   }
 }
 
-TEST_CASE("fetch pool: a pool of 15 and its caller run 16 calls at once", "[fetch_pool]") {
-  FetchPool pool(15);
+TEST_CASE("work pool: a pool of 15 and its caller run 16 calls at once", "[work_pool]") {
+  WorkPool pool(15);
   Gauge gauge;
   Wave wave(16);
   pool.ParallelFor(16, 16, [&](size_t) {
@@ -100,9 +100,9 @@ TEST_CASE("fetch pool: a pool of 15 and its caller run 16 calls at once", "[fetc
   CHECK(gauge.peak == 16);
 }
 
-TEST_CASE("fetch pool: concurrent calls from many threads complete", "[fetch_pool]") {
+TEST_CASE("work pool: concurrent calls from many threads complete", "[work_pool]") {
   // Fewer pool threads than callers' demand: callers must not wait for one.
-  FetchPool pool(3);
+  WorkPool pool(3);
   Gauge gauge;
   constexpr int kCallers = 16;
   constexpr int kCalls = 50;
@@ -139,22 +139,22 @@ TEST_CASE("fetch pool: concurrent calls from many threads complete", "[fetch_poo
   CHECK(pool.threads_started() <= 3);
 }
 
-TEST_CASE("fetch pool: a nested call does not deadlock", "[fetch_pool]") {
-  FetchPool pool(2);
+TEST_CASE("work pool: a nested call does not deadlock", "[work_pool]") {
+  WorkPool pool(2);
   std::atomic<int> runs{0};
   pool.ParallelFor(3, 3, [&](size_t) { pool.ParallelFor(4, 3, [&](size_t) { ++runs; }); });
   CHECK(runs == 12);
 }
 
-TEST_CASE("fetch pool: destruction joins the threads", "[fetch_pool]") {
-  auto pool = std::make_unique<FetchPool>(4);
+TEST_CASE("work pool: destruction joins the threads", "[work_pool]") {
+  auto pool = std::make_unique<WorkPool>(4);
   std::atomic<int> runs{0};
   pool->ParallelFor(20, 5, [&](size_t) { ++runs; });
   CHECK(pool->threads_started() == 4);
   pool.reset();  // must return (joins idle workers)
   CHECK(runs == 20);
-  FetchPool unused(4);  // never started: nothing to join
+  WorkPool unused(4);  // never started: nothing to join
 }
 
 }  // namespace
-}  // namespace dra::kubeletplugin::internal
+}  // namespace dra

@@ -1,4 +1,4 @@
-#include "kubeletplugin/fetch_pool.h"
+#include "dra/work_pool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,11 +8,11 @@
 #include "base/thread_name.h"
 #include "dra/mutex.h"
 
-namespace dra::kubeletplugin::internal {
+namespace dra {
 
 // One ParallelFor call. Indices are claimed from `next`; `done` counts the
 // finished ones, and the caller waits for it to reach n under `mu`.
-struct FetchPool::Batch {
+struct WorkPool::Batch {
   Batch(size_t n, size_t max_helpers, const std::function<void(size_t)>& fn)
       : n(n), max_helpers(max_helpers), fn(fn) {}
 
@@ -20,7 +20,7 @@ struct FetchPool::Batch {
   const size_t max_helpers;  // pool threads allowed on this batch
   const std::function<void(size_t)>& fn;  // valid until done == n
   std::atomic<size_t> next{0};
-  size_t helpers = 0;  // guarded by FetchPool::mu_
+  size_t helpers = 0;  // guarded by WorkPool::mu_
 
   dra::Mutex mu;
   dra::CondVar cv;
@@ -42,9 +42,9 @@ struct FetchPool::Batch {
   }
 };
 
-FetchPool::FetchPool(size_t max_threads) : max_threads_(max_threads) {}
+WorkPool::WorkPool(size_t max_threads) : max_threads_(max_threads) {}
 
-FetchPool::~FetchPool() {
+WorkPool::~WorkPool() {
   std::vector<std::thread> threads;
   {
     dra::MutexLock lock(&mu_);
@@ -55,23 +55,23 @@ FetchPool::~FetchPool() {
   for (std::thread& thread : threads) thread.join();
 }
 
-size_t FetchPool::threads_started() const {
+size_t WorkPool::threads_started() const {
   dra::MutexLock lock(&mu_);
   return threads_.size();
 }
 
-void FetchPool::GrowLocked(size_t wanted) {
+void WorkPool::GrowLocked(size_t wanted) {
   wanted = std::min(wanted, max_threads_);
   while (threads_.size() < wanted) {
     try {
-      base::NameThread(threads_.emplace_back([this] { WorkerLoop(); }), "dra-claim-fetch");
+      base::NameThread(threads_.emplace_back([this] { WorkerLoop(); }), "dra-work");
     } catch (const std::system_error&) {
       return;  // out of threads: fewer helpers, same result
     }
   }
 }
 
-void FetchPool::ParallelFor(size_t n, size_t max_parallel, const std::function<void(size_t)>& fn) {
+void WorkPool::ParallelFor(size_t n, size_t max_parallel, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
   const size_t helpers = std::min(n, std::max<size_t>(max_parallel, 1)) - 1;
   if (helpers == 0 || max_threads_ == 0) {
@@ -101,7 +101,7 @@ void FetchPool::ParallelFor(size_t n, size_t max_parallel, const std::function<v
   while (batch->done != batch->n) batch->cv.Wait(&batch->mu);
 }
 
-void FetchPool::WorkerLoop() {
+void WorkPool::WorkerLoop() {
   dra::MutexLock lock(&mu_);
   while (true) {
     while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
@@ -119,4 +119,4 @@ void FetchPool::WorkerLoop() {
   }
 }
 
-}  // namespace dra::kubeletplugin::internal
+}  // namespace dra
