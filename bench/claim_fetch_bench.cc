@@ -71,7 +71,7 @@ constexpr char kNamespace[] = "bench";
 class BenchDriver : public dra::bench::UnprepareAllDriver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
+      const dra::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
     dra::kubeletplugin::PrepareResults results;
     for (const dra::k8s::ResourceClaim& claim : claims) {
       dra::kubeletplugin::PrepareResult& result = results[claim.metadata.uid];

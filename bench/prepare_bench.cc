@@ -120,7 +120,7 @@ dra::k8s::ResourceClaim AllocatedClaim(const ClaimRef& ref) {
 class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
+      const dra::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
     dra::kubeletplugin::PrepareResults results;
     for (const dra::k8s::ResourceClaim& claim : claims) {
       const auto& allocated = claim.status.allocation->devices.results.front();

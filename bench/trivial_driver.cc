@@ -54,7 +54,7 @@ class TrivialDriver : public dra::bench::UnprepareAllDriver {
  public:
   explicit TrivialDriver(std::string name) : name_(std::move(name)) {}
 
-  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::kubeletplugin::CallContext&,
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::CallContext&,
                                                        std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {

@@ -14,7 +14,7 @@ namespace dra::bench {
 class UnprepareAllDriver : public kubeletplugin::Driver {
  public:
   absl::StatusOr<kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const kubeletplugin::CallContext&, std::span<const k8s::ClaimRef> claims) override {
+      const dra::CallContext&, std::span<const k8s::ClaimRef> claims) override {
     kubeletplugin::UnprepareResults results;
     for (const k8s::ClaimRef& claim : claims) results[claim.uid] = absl::OkStatus();
     return results;

@@ -43,7 +43,7 @@ CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logg
       errors_(logger_, signals),
       allocator_(std::move(topology), publish_.reserved) {}
 
-absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const dra::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
   {
@@ -118,7 +118,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
   return result;
 }
 
-absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const dra::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   kp::UnprepareResults results;
   {

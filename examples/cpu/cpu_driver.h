@@ -33,9 +33,9 @@ class CpuDriver : public dra::kubeletplugin::Driver {
             const dra::kubeletplugin::TerminationSignals& signals);
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
   void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
                    std::string_view context) override;
   void RestorePreparedClaims(std::span<const dra::kubeletplugin::PreparedClaim> claims) override;

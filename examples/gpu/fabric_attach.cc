@@ -8,9 +8,9 @@
 
 namespace gpu {
 
-namespace kp = dra::kubeletplugin;
+namespace rc = dra::resourceclaim;
 
-kp::BindingResult FabricAttach::PrepareForBinding(const kp::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
+rc::BindingResult FabricAttach::PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                   const dra::k8s::DeviceRequestAllocationResult& device) {
   const std::string key = absl::StrCat(claim.metadata.uid, "/",
                                        claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);
@@ -20,16 +20,16 @@ kp::BindingResult FabricAttach::PrepareForBinding(const kp::CallContext& ctx, co
   auto [it, first] = started_.try_emplace(key, now);
   if (first) ctx.logger().Info("Attaching fabric GPU", {{"node", node_name_}, {"delay", absl::FormatDuration(delay_)}});
   const absl::Duration left = it->second + delay_ - now;
-  if (left > absl::ZeroDuration()) return kp::BindingResult::Pending(std::min(left, absl::Seconds(1)));
+  if (left > absl::ZeroDuration()) return rc::BindingResult::Pending(std::min(left, absl::Seconds(1)));
   started_.erase(it);
   ++finished_;
   // Fail when the running count of failures due, rounded up, goes up.
   if (std::ceil(static_cast<double>(finished_) * failure_rate_ - 1e-9) >
       std::ceil(static_cast<double>(finished_ - 1) * failure_rate_ - 1e-9)) {
-    return kp::BindingResult::Failed("AttachFailed",
+    return rc::BindingResult::Failed("AttachFailed",
                                      absl::StrCat("simulated fabric failure attaching ", device.device, " to ", node_name_));
   }
-  return kp::BindingResult::Ready("Attached", absl::StrCat(device.device, " attached to ", node_name_));
+  return rc::BindingResult::Ready("Attached", absl::StrCat(device.device, " attached to ", node_name_));
 }
 
 }  // namespace gpu

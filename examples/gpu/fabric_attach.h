@@ -17,11 +17,11 @@
 #include "dra/mutex.h"
 
 #include "absl/time/time.h"
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
 
 namespace gpu {
 
-class FabricAttach : public dra::kubeletplugin::BindingHandler {
+class FabricAttach : public dra::resourceclaim::BindingHandler {
  public:
   // An attach the reconciler stops asking about (the claim was deallocated
   // meanwhile) is forgotten `forget_after` after it started: pass the
@@ -29,7 +29,7 @@ class FabricAttach : public dra::kubeletplugin::BindingHandler {
   FabricAttach(std::string node_name, absl::Duration delay, double failure_rate, absl::Duration forget_after)
       : node_name_(std::move(node_name)), delay_(delay), failure_rate_(failure_rate), forget_after_(forget_after) {}
 
-  dra::kubeletplugin::BindingResult PrepareForBinding(const dra::kubeletplugin::CallContext& ctx,
+  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
                                                       const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override;
 

@@ -8,21 +8,21 @@
 #include <string>
 #include <utility>
 
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "fabric_attach.h"
 
 namespace gpu {
 
-class GpuBinding : public dra::kubeletplugin::BindingHandler {
+class GpuBinding : public dra::resourceclaim::BindingHandler {
  public:
   // `node_pool`: the pool of the node's own GPUs (named after the node).
   GpuBinding(std::string node_pool, FabricAttach& fabric) : node_pool_(std::move(node_pool)), fabric_(fabric) {}
 
-  dra::kubeletplugin::BindingResult PrepareForBinding(const dra::kubeletplugin::CallContext& ctx,
+  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
                                                       const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override {
     if (device.pool != node_pool_) return fabric_.PrepareForBinding(ctx, claim, device);
-    return dra::kubeletplugin::BindingResult::Ready("OnNode", device.device + " is on node " + node_pool_);
+    return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + node_pool_);
   }
 
  private:

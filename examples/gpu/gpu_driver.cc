@@ -38,7 +38,7 @@ std::string DeviceVariable(const std::string& device_name) {
   return EnvName("GPU_DEVICE_", absl::StartsWith(device_name, "gpu-") ? device_name.substr(4) : device_name);
 }
 
-absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const dra::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
   for (const k8s::ResourceClaim& claim : claims) {
@@ -54,7 +54,7 @@ absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const kp::Ca
   return results;
 }
 
-kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::ResourceClaim& claim) const {
+kp::PrepareResult GpuDriver::Prepare(const dra::CallContext& ctx, const k8s::ResourceClaim& claim) const {
   kp::PrepareResult result;
   absl::StatusOr<std::map<size_t, GpuConfig>> configs = ConfigsForResults(claim, options_.driver_name);
   if (!configs.ok()) {
@@ -120,8 +120,8 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
   }
   if (options_.status_writer != nullptr) {
     const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
-    const kp::CallContext report =
-        kp::CallContext::Background(std::min(ctx.deadline(), absl::Now() + kStatusWriteTimeout), ctx.logger());
+    const dra::CallContext report =
+        dra::CallContext::Background(std::min(ctx.deadline(), absl::Now() + kStatusWriteTimeout), ctx.logger());
     if (absl::Status written = options_.status_writer->Apply(report, ref, std::move(statuses)); !written.ok()) {
       ctx.logger().Warning("Device status not written", {{"claim", ClaimName(claim)}, {"err", written.ToString()}});
     }
@@ -129,7 +129,7 @@ kp::PrepareResult GpuDriver::Prepare(const kp::CallContext& ctx, const k8s::Reso
   return result;
 }
 
-absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const dra::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   // The Helper removes the claims' CDI specs; mock and NVML GPUs keep no
   // other per-claim state. A claim adopted from dra-example-driver may still

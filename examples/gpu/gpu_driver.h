@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "common/background_errors.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
@@ -35,7 +35,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
     std::string driver_name;
     std::string common_cdi_id;
     std::map<std::string, GpuInfo> devices;  // the GPU each device name is (a partition of)
-    std::shared_ptr<const dra::kubeletplugin::ClaimStatusWriter> status_writer;  // may be null
+    std::shared_ptr<const dra::resourceclaim::ClaimStatusWriter> status_writer;  // may be null
     bool device_metadata = false;  // give each prepared GPU Device::metadata
     // Where dra-example-driver wrote its CDI specs, on a node taken over
     // from it (reference_takeover.h): an unprepared claim's spec there goes
@@ -48,9 +48,9 @@ class GpuDriver : public dra::kubeletplugin::Driver {
       : options_(std::move(options)), errors_(options_.logger, signals) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
   // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
   // restarts it (example::BackgroundErrors).
   void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
@@ -62,7 +62,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
   bool fatal() const { return errors_.fatal(); }
 
  private:
-  dra::kubeletplugin::PrepareResult Prepare(const dra::kubeletplugin::CallContext& ctx,
+  dra::kubeletplugin::PrepareResult Prepare(const dra::CallContext& ctx,
                                             const dra::k8s::ResourceClaim& claim) const;
 
   const Options options_;

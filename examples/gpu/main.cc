@@ -22,8 +22,8 @@
 #include "common/plugin_flags.h"
 #include "device_source.h"
 #include "dra/k8s/quantity.h"
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceslice/publisher.h"
@@ -41,6 +41,7 @@ namespace {
 
 namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
+namespace rc = dra::resourceclaim;
 
 struct GpuFlags {
   std::string device_profile = "gpu";
@@ -337,12 +338,12 @@ int main(int argc, char** argv) {
   const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
   for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = gpu;
 
-  std::shared_ptr<kp::ClaimStatusWriter> status_writer;
+  std::shared_ptr<rc::ClaimStatusWriter> status_writer;
   if (gpu_flags.device_status) {
-    kp::ClaimStatusWriterOptions writer_options;
+    rc::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = gpu_flags.driver_name;
-    absl::StatusOr<std::unique_ptr<kp::ClaimStatusWriter>> writer =
-        kp::ClaimStatusWriter::Create(options->kube_client, writer_options);
+    absl::StatusOr<std::unique_ptr<rc::ClaimStatusWriter>> writer =
+        rc::ClaimStatusWriter::Create(options->kube_client, writer_options);
     if (!writer.ok()) return Fail("--gpu-device-status", writer.status());
     status_writer = *std::move(writer);
   }
@@ -384,15 +385,15 @@ int main(int argc, char** argv) {
   gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate,
                            gpu_flags.binding_timeout);
   gpu::GpuBinding binding(plugin.node_name, attach);
-  std::unique_ptr<kp::BindingConditionReconciler> reconciler;
+  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
   if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
-    kp::BindingConditionReconcilerOptions reconciler_options;
+    rc::BindingConditionReconcilerOptions reconciler_options;
     reconciler_options.driver_name = gpu_flags.driver_name;
     reconciler_options.node_name = plugin.node_name;
     reconciler_options.binding_timeout = gpu_flags.binding_timeout;
     reconciler_options.logger = logger;
-    absl::StatusOr<std::unique_ptr<kp::BindingConditionReconciler>> started =
-        kp::BindingConditionReconciler::Start(client, reconciler_options, binding);
+    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
+        rc::BindingConditionReconciler::Start(client, reconciler_options, binding);
     if (!started.ok()) return Fail("--fabric-attach, --binding-conditions", started.status());
     reconciler = *std::move(started);
   }

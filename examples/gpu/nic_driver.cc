@@ -18,7 +18,7 @@ std::string ClaimName(const k8s::ResourceClaim& claim) {
 
 }  // namespace
 
-absl::StatusOr<kp::PrepareResults> NicDriver::PrepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::PrepareResults> NicDriver::PrepareResourceClaims(const dra::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
   for (const k8s::ResourceClaim& claim : claims) {
@@ -71,7 +71,7 @@ kp::PrepareResult NicDriver::Prepare(const k8s::ResourceClaim& claim) const {
   return result;
 }
 
-absl::StatusOr<kp::UnprepareResults> NicDriver::UnprepareResourceClaims(const kp::CallContext& ctx,
+absl::StatusOr<kp::UnprepareResults> NicDriver::UnprepareResourceClaims(const dra::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   // The Helper removes the claims' CDI specs; mock NICs keep no other state.
   kp::UnprepareResults results;

@@ -31,9 +31,9 @@ class NicDriver : public dra::kubeletplugin::Driver {
       : options_(std::move(options)), errors_(options_.logger, signals) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const dra::kubeletplugin::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
+      const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
   // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
   // restarts it (example::BackgroundErrors).
   void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,

@@ -45,7 +45,7 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
   MinimalDriver(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
       : logger_(std::move(logger)), signals_(signals) {}
 
-  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::kubeletplugin::CallContext& ctx,
+  absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::CallContext& ctx,
                                                        std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
@@ -67,7 +67,7 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
     return results;
   }
 
-  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const dra::kubeletplugin::CallContext& ctx,
+  absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const dra::CallContext& ctx,
                                                            std::span<const dra::k8s::ClaimRef> claims) override {
     UnprepareResults results;
     for (const auto& claim : claims) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "dra/kubeletplugin/driver.h"
 #include "dra/mutex.h"
 
 namespace dra::kubeletplugin {
@@ -20,66 +21,21 @@ constexpr absl::Duration kPropagatedDeadlineLag = absl::Milliseconds(100);
 
 }  // namespace
 
-CallState::CallState(std::string description, absl::Time deadline)
-    : description_(std::move(description)), deadline_(deadline) {}
-
-void CallState::RefreshLocked() const {
-  if (!reason_.ok()) return;
-  if (absl::Now() >= deadline_) {
-    reason_ = absl::DeadlineExceededError(
-        absl::StrCat(description_, ": the call's deadline ", absl::FormatTime(deadline_, absl::UTCTimeZone()),
-                     " passed"));
-  }
-}
-
-void CallState::Cancel(absl::Status reason) {
-  {
-    dra::MutexLock lock(&mu_);
-    RefreshLocked();
-    if (reason_.ok()) reason_ = std::move(reason);
-  }
-  cv_.SignalAll();
-}
-
-void CallState::CallerCancelled() {
+void TrackedCall::CallerCancelled() const {
   // The deadline gRPC propagates is the caller's timeout from when the
   // request arrived, so it lies behind the caller's own by the request's
   // transit time: a caller that gives up this close to it ran out of time.
-  if (absl::Now() >= deadline_ - kPropagatedDeadlineLag) {
+  const absl::Time deadline = canceller_.deadline();
+  if (absl::Now() >= deadline - kPropagatedDeadlineLag) {
     Cancel(absl::DeadlineExceededError(absl::StrCat(description_, ": the call's deadline ",
-                                                    absl::FormatTime(deadline_, absl::UTCTimeZone()),
+                                                    absl::FormatTime(deadline, absl::UTCTimeZone()),
                                                     " passed (the caller gave up at it)")));
     return;
   }
   Cancel(absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call")));
 }
 
-void CallState::Finish() {
-  {
-    dra::MutexLock lock(&mu_);
-    if (reason_.ok()) reason_ = absl::CancelledError(absl::StrCat(description_, ": the call has returned"));
-  }
-  cv_.SignalAll();
-}
-
-absl::Status CallState::status() const {
-  dra::MutexLock lock(&mu_);
-  RefreshLocked();
-  return reason_;
-}
-
-bool CallState::WaitForCancellation(absl::Duration timeout) const {
-  const absl::Time until = absl::Now() + timeout;
-  dra::MutexLock lock(&mu_);
-  while (true) {
-    RefreshLocked();
-    if (!reason_.ok()) return true;
-    const absl::Time now = absl::Now();
-    if (now >= until) return false;
-    const absl::Time wake = std::min(until, deadline_);
-    cv_.WaitWithTimeout(&mu_, std::min(wake - now, kMaxWaitSlice));
-  }
-}
+void TrackedCall::Finish() const { Cancel(absl::CancelledError(absl::StrCat(description_, ": the call has returned"))); }
 
 CallTracker::Call::~Call() {
   if (tracker_ != nullptr) tracker_->End(state_);
@@ -90,14 +46,16 @@ CallTracker::Call CallTracker::Begin(const std::string& method, absl::Time calle
   const absl::Time deadline = caller_deadline == absl::InfiniteFuture() ? now + kDefaultCallTimeout : caller_deadline;
   dra::MutexLock lock(&mu_);
   const std::string request_id = std::to_string(next_request_id_++);
-  auto state = std::make_shared<CallState>(absl::StrCat(method, " requestID=", request_id), deadline);
+  std::string description = absl::StrCat(method, " requestID=", request_id);
+  auto [context, canceller] = CallContext::WithCancel(
+      deadline, logger_.WithValues({{"method", method}, {"requestID", request_id}}), description);
+  auto state = std::make_shared<const TrackedCall>(std::move(description), std::move(canceller));
   if (!cancel_all_.ok()) state->Cancel(cancel_all_);
   in_flight_.insert(state);
-  CallContext context(state, logger_.WithValues({{"method", method}, {"requestID", request_id}}));
   return Call(this, std::move(state), std::move(context), now);
 }
 
-void CallTracker::End(const std::shared_ptr<CallState>& state) {
+void CallTracker::End(const std::shared_ptr<const TrackedCall>& state) {
   state->Finish();
   {
     dra::MutexLock lock(&mu_);
@@ -109,7 +67,7 @@ void CallTracker::End(const std::shared_ptr<CallState>& state) {
 void CallTracker::CancelAll(const absl::Status& reason) {
   dra::MutexLock lock(&mu_);
   cancel_all_ = reason;
-  for (const std::shared_ptr<CallState>& state : in_flight_) state->Cancel(reason);
+  for (const std::shared_ptr<const TrackedCall>& state : in_flight_) state->Cancel(reason);
 }
 
 std::vector<std::string> CallTracker::WaitIdle(absl::Time deadline) {
@@ -118,7 +76,7 @@ std::vector<std::string> CallTracker::WaitIdle(absl::Time deadline) {
     idle_cv_.WaitWithTimeout(&mu_, std::min(deadline - now, kMaxWaitSlice));
   }
   std::vector<std::string> running;
-  for (const std::shared_ptr<CallState>& state : in_flight_) running.push_back(state->description());
+  for (const std::shared_ptr<const TrackedCall>& state : in_flight_) running.push_back(state->description());
   return running;
 }
 

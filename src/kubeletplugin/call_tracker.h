@@ -1,5 +1,4 @@
-// The state behind a CallContext, and the Helper's register of the driver
-// calls in flight: it numbers them (the request ID), cancels them all when
+// The Helper's register of the driver calls in flight: it numbers them (the request ID), cancels them all when
 // Stop() runs, and tells Stop() which ones are still running at the end of
 // the shutdown grace.
 #pragma once
@@ -13,37 +12,30 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 #include "dra/log.h"
 #include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 
-class CallState {
+// One kubelet call as the tracker holds it: what cancels its CallContext.
+class TrackedCall {
  public:
-  CallState(std::string description, absl::Time deadline);
+  TrackedCall(std::string description, CallCanceller canceller)
+      : description_(std::move(description)), canceller_(std::move(canceller)) {}
 
-  // Cancels with `reason` unless already cancelled; wakes the waiters.
-  void Cancel(absl::Status reason);
+  // Cancels with `reason` unless already cancelled.
+  void Cancel(absl::Status reason) const { canceller_.Cancel(std::move(reason)); }
   // The caller cancelled the call or its connection closed (gRPC's OnCancel).
-  void CallerCancelled();
+  void CallerCancelled() const;
   // The call returned: cancels, as Go cancels a handler's ctx.
-  void Finish();
-
-  absl::Time deadline() const { return deadline_; }
-  absl::Status status() const;
-  bool WaitForCancellation(absl::Duration timeout) const;
+  void Finish() const;
+  absl::Status status() const { return canceller_.status(); }
   const std::string& description() const { return description_; }
 
  private:
-  // Sets reason_ from the deadline when due.
-  void RefreshLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   const std::string description_;
-  const absl::Time deadline_;
-  mutable dra::Mutex mu_;
-  mutable dra::CondVar cv_;
-  mutable absl::Status reason_ ABSL_GUARDED_BY(mu_);
+  const CallCanceller canceller_;
 };
 
 class CallTracker {
@@ -60,16 +52,16 @@ class CallTracker {
     ~Call();
     const CallContext& context() const { return context_; }
     // For the gRPC layer to cancel the call, also after it ended.
-    const std::shared_ptr<CallState>& state() const { return state_; }
+    const std::shared_ptr<const TrackedCall>& tracked() const { return state_; }
     // When Begin ran.
     absl::Time start() const { return start_; }
 
    private:
     friend class CallTracker;
-    Call(CallTracker* tracker, std::shared_ptr<CallState> state, CallContext context, absl::Time start)
+    Call(CallTracker* tracker, std::shared_ptr<const TrackedCall> state, CallContext context, absl::Time start)
         : tracker_(tracker), state_(std::move(state)), context_(std::move(context)), start_(start) {}
     CallTracker* tracker_;
-    std::shared_ptr<CallState> state_;
+    std::shared_ptr<const TrackedCall> state_;
     CallContext context_;
     absl::Time start_;
   };
@@ -89,14 +81,14 @@ class CallTracker {
   std::vector<std::string> WaitIdle(absl::Time deadline);
 
  private:
-  void End(const std::shared_ptr<CallState>& state);
+  void End(const std::shared_ptr<const TrackedCall>& state);
 
   const Logger& logger_;
   dra::Mutex mu_;
   dra::CondVar idle_cv_;
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status cancel_all_ ABSL_GUARDED_BY(mu_);  // OK until CancelAll
-  std::set<std::shared_ptr<CallState>> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::set<std::shared_ptr<const TrackedCall>> in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dra::kubeletplugin::internal

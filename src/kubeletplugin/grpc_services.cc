@@ -64,15 +64,16 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
 // cancels the driver's CallContext at once.
 class KubeletCall final : public grpc::ServerUnaryReactor {
  public:
-  KubeletCall(std::shared_ptr<CallState> state, Logger logger) : state_(std::move(state)), logger_(std::move(logger)) {}
+  KubeletCall(std::shared_ptr<const TrackedCall> call, Logger logger)
+      : call_(std::move(call)), logger_(std::move(logger)) {}
   void OnCancel() override {
-    state_->CallerCancelled();
-    logger_.InfoV(2, "Caller cancelled the call", {{"reason", std::string(state_->status().message())}});
+    call_->CallerCancelled();
+    logger_.InfoV(2, "Caller cancelled the call", {{"reason", std::string(call_->status().message())}});
   }
   void OnDone() override { delete this; }
 
  private:
-  const std::shared_ptr<CallState> state_;
+  const std::shared_ptr<const TrackedCall> call_;
   const Logger logger_;  // carries the method and request ID
 };
 
@@ -111,7 +112,7 @@ class DraService final : public Api::Service {
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const char* method, Run run,
                                   const Claims& claims, Answer answer) {
     CallTracker::Call call = preparer_.BeginCall(method, DeadlineOf(context));
-    auto* reactor = new KubeletCall(call.state(), call.context().logger());
+    auto* reactor = new KubeletCall(call.tracked(), call.context().logger());
     executor_.Post([this, run, refs = ToRefs(claims), answer, reactor, call = std::move(call)]() mutable {
       Done done = [answer, reactor](absl::StatusOr<ClaimOutcomes> outcomes) {
         if (!outcomes.ok()) return reactor->Finish(ToGrpc(outcomes.status()));

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "dra/k8s/client.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "e2e/e2e_cluster.h"
 #include "support/claim_object.h"
 #include "support/device_status.h"
@@ -19,8 +19,7 @@ namespace dra {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
-using kubeletplugin::CallContext;
-using kubeletplugin::ClaimStatusWriter;
+using resourceclaim::ClaimStatusWriter;
 using nlohmann::json;
 using testing::kTestDriverName;
 
@@ -32,7 +31,7 @@ constexpr auto Find = testing::FindDeviceStatus;
 constexpr char kOtherDriver[] = "nic.example.com";
 
 std::unique_ptr<ClaimStatusWriter> Writer(std::shared_ptr<k8s::Client> client, const std::string& driver) {
-  kubeletplugin::ClaimStatusWriterOptions options;
+  resourceclaim::ClaimStatusWriterOptions options;
   options.driver_name = driver;
   auto writer = ClaimStatusWriter::Create(std::move(client), options);
   REQUIRE(writer.ok());

@@ -27,8 +27,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/resource_claim_json.h"
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
@@ -443,7 +443,7 @@ TEST_CASE("a device the driver reports unhealthy shows in the pod's allocatedRes
 
 // The fabric's attach, as the test drives it: each call answers from the
 // script (Ready once it is used up), after waiting while held.
-class FabricAttach : public kubeletplugin::BindingHandler {
+class FabricAttach : public resourceclaim::BindingHandler {
  public:
   struct Call {
     std::string claim;
@@ -458,23 +458,23 @@ class FabricAttach : public kubeletplugin::BindingHandler {
   }
   void FailNext(std::string reason, std::string message) {
     std::lock_guard<std::mutex> lock(mu_);
-    failures_.push_back(kubeletplugin::BindingResult::Failed(std::move(reason), std::move(message)));
+    failures_.push_back(resourceclaim::BindingResult::Failed(std::move(reason), std::move(message)));
   }
 
-  kubeletplugin::BindingResult PrepareForBinding(const kubeletplugin::CallContext& ctx,
+  resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
                                                  const k8s::ResourceClaim& claim,
                                                  const k8s::DeviceRequestAllocationResult& device) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(Call{claim.metadata.name, device.device,
                           k8s::ToJson(claim)["status"]["allocation"].value("nodeSelector", json()).dump(),
                           claim.status.allocation->allocation_timestamp.value_or("")});
-    if (hold_ && !ctx.cancelled()) return kubeletplugin::BindingResult::Pending(absl::Milliseconds(200));
+    if (hold_ && !ctx.cancelled()) return resourceclaim::BindingResult::Pending(absl::Milliseconds(200));
     if (!failures_.empty()) {
-      kubeletplugin::BindingResult failed = failures_.front();
+      resourceclaim::BindingResult failed = failures_.front();
       failures_.erase(failures_.begin());
       return failed;
     }
-    return kubeletplugin::BindingResult::Ready("Attached", "attached through the fabric");
+    return resourceclaim::BindingResult::Ready("Attached", "attached through the fabric");
   }
 
   std::vector<Call> calls() const {
@@ -485,7 +485,7 @@ class FabricAttach : public kubeletplugin::BindingHandler {
  private:
   mutable std::mutex mu_;
   bool hold_ = false;
-  std::vector<kubeletplugin::BindingResult> failures_;
+  std::vector<resourceclaim::BindingResult> failures_;
   std::vector<Call> calls_;
 };
 
@@ -498,7 +498,7 @@ struct FabricDriver {
   k8s::NodeSelector selector;
   InProcessDriver plugin;
   FabricAttach attach;
-  std::unique_ptr<kubeletplugin::BindingConditionReconciler> reconciler;
+  std::unique_ptr<resourceclaim::BindingConditionReconciler> reconciler;
 
   FabricDriver(std::shared_ptr<Client> admin_client, const std::string& namespace_)
       : admin(std::move(admin_client)),
@@ -507,15 +507,15 @@ struct FabricDriver {
         plugin(*admin, ns, InProcessSetup{selector, false}) {
     GrantClaimStatusRights(*admin, ns, testing::kTestDriverName);
     auto client = MakeClient(DriverConfig(kDriverIdentity));
-    kubeletplugin::ClaimStatusWriterOptions writer_options;
+    resourceclaim::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = testing::kTestDriverName;
-    auto writer = kubeletplugin::ClaimStatusWriter::Create(client, writer_options);
+    auto writer = resourceclaim::ClaimStatusWriter::Create(client, writer_options);
     REQUIRE(writer.ok());
     plugin.driver.WriteDeviceStatus(*std::move(writer));
-    kubeletplugin::BindingConditionReconcilerOptions options;
+    resourceclaim::BindingConditionReconcilerOptions options;
     options.driver_name = testing::kTestDriverName;
     options.node_name = plugin.node.name;
-    auto started = kubeletplugin::BindingConditionReconciler::Start(client, options, attach);
+    auto started = resourceclaim::BindingConditionReconciler::Start(client, options, attach);
     INFO(started.status().ToString());
     REQUIRE(started.ok());
     reconciler = *std::move(started);
@@ -618,7 +618,7 @@ TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and s
   const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
   CHECK_FALSE(DeviceCondition(claim, device, kPreparingFailed).has_value());
   CHECK(DeviceCondition(claim, device, kIsPrepared).has_value());
-  const kubeletplugin::BindingConditionReconcilerStats stats = fabric.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats stats = fabric.reconciler->stats();
   CHECK(stats.failed == 1);
   CHECK(stats.ready == 1);
 

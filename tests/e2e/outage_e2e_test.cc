@@ -18,8 +18,8 @@
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/resourceslice/publisher.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/private_cluster.h"
@@ -32,9 +32,8 @@
 namespace dra {
 namespace {
 
-using kubeletplugin::BindingConditionReconciler;
-using kubeletplugin::BindingResult;
-using kubeletplugin::CallContext;
+using resourceclaim::BindingConditionReconciler;
+using resourceclaim::BindingResult;
 using nlohmann::json;
 
 constexpr char kDriver[] = "outage.e2e.example.com";
@@ -50,7 +49,7 @@ uint64_t FailedRequests(const k8s::Client& client) {
 }
 
 // Attaches once told to: the answer waits for the outage.
-class Attacher : public kubeletplugin::BindingHandler {
+class Attacher : public resourceclaim::BindingHandler {
  public:
   std::atomic<bool> attached{false};
   BindingResult PrepareForBinding(const CallContext&, const k8s::ResourceClaim&,
@@ -110,7 +109,7 @@ struct Writers {
   std::shared_ptr<k8s::Client> reconciler_client = cluster.Admin(absl::Seconds(5));
   std::atomic<int> publish_errors{0};
   std::unique_ptr<resourceslice::Publisher> publisher;
-  std::unique_ptr<kubeletplugin::ClaimStatusWriter> writer;
+  std::unique_ptr<resourceclaim::ClaimStatusWriter> writer;
   std::shared_ptr<testing::CapturingSink> sink = std::make_shared<testing::CapturingSink>();
   Attacher attacher;
   std::unique_ptr<BindingConditionReconciler> reconciler;
@@ -130,14 +129,14 @@ struct Writers {
     publisher->Update(testing::GpuPool(node, 8));
     REQUIRE(testing::PollUntil([&] { return publisher->Idle(); }, absl::Seconds(30)));
 
-    kubeletplugin::ClaimStatusWriterOptions writer_options;
+    resourceclaim::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = kDriver;
     writer_options.backoff_max = absl::Seconds(2);
-    auto created = kubeletplugin::ClaimStatusWriter::Create(publisher_client, writer_options);
+    auto created = resourceclaim::ClaimStatusWriter::Create(publisher_client, writer_options);
     REQUIRE(created.ok());
     writer = *std::move(created);
 
-    kubeletplugin::BindingConditionReconcilerOptions reconciler_options;
+    resourceclaim::BindingConditionReconcilerOptions reconciler_options;
     reconciler_options.driver_name = kDriver;
     reconciler_options.node_name = node;
     reconciler_options.backoff_max = absl::Seconds(2);
@@ -233,7 +232,7 @@ TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, an
                              absl::Milliseconds(100)));
   REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().writes == 1; }, absl::Seconds(30)));
   const int64_t publisher_writes = w.PublisherWrites();
-  const kubeletplugin::BindingConditionReconcilerStats before = w.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats before = w.reconciler->stats();
   const uint64_t publisher_gets = Requests(*w.publisher_client, "GET");
 
   // The watches' resourceVersions are compacted away while the server is
@@ -249,7 +248,7 @@ TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, an
   CHECK(w.PublisherWrites() == publisher_writes);
   // The reconciler's device is finished: its handler is not asked again and
   // its conditions are not written again.
-  const kubeletplugin::BindingConditionReconcilerStats after = w.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats after = w.reconciler->stats();
   CHECK(after.handler_calls == before.handler_calls);
   CHECK(after.writes == before.writes);
   CHECK(ConditionTrue(*w.admin, fabric, "gpu-1", kAttached));

@@ -13,8 +13,8 @@
 
 namespace {
 
-namespace kp = dra::kubeletplugin;
-using Outcome = kp::BindingResult::Outcome;
+namespace rc = dra::resourceclaim;
+using Outcome = rc::BindingResult::Outcome;
 
 dra::k8s::ResourceClaim Claim(const std::string& uid, const std::string& allocated_at) {
   dra::k8s::ResourceClaim claim;
@@ -35,7 +35,7 @@ std::vector<Outcome> Attaches(double failure_rate, int n) {
   std::vector<Outcome> outcomes;
   for (int i = 0; i < n; ++i) {
     outcomes.push_back(
-        attach.PrepareForBinding(kp::CallContext::Background(), Claim("uid-" + std::to_string(i), "t"), Device("g"))
+        attach.PrepareForBinding(dra::CallContext::Background(), Claim("uid-" + std::to_string(i), "t"), Device("g"))
             .outcome());
   }
   return outcomes;
@@ -56,19 +56,19 @@ TEST_CASE("FabricAttach fails an evenly spread share of attaches, from the first
 TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the same claim is a new attach",
           "[examples][gpu]") {
   gpu::FabricAttach attach("node-1", absl::Hours(1), 0.5, absl::Hours(2));
-  const kp::CallContext ctx = kp::CallContext::Background();
-  const kp::BindingResult pending = attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
+  const dra::CallContext ctx = dra::CallContext::Background();
+  const rc::BindingResult pending = attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
   CHECK(pending.outcome() == Outcome::kPending);
   CHECK(pending.retry_after() <= absl::Seconds(1));
   CHECK(attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g")).outcome() ==
         Outcome::kPending);
 
   gpu::FabricAttach quick("node-1", absl::ZeroDuration(), 0.5, absl::Hours(2));
-  const kp::BindingResult failed = quick.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
+  const rc::BindingResult failed = quick.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
   CHECK(failed.outcome() == Outcome::kFailed);
   CHECK(failed.reason() == "AttachFailed");
   CHECK(failed.message() == "simulated fabric failure attaching g to node-1");
-  const kp::BindingResult ready = quick.PrepareForBinding(ctx, Claim("u", "t2"), Device("g"));
+  const rc::BindingResult ready = quick.PrepareForBinding(ctx, Claim("u", "t2"), Device("g"));
   CHECK(ready.outcome() == Outcome::kReady);
   CHECK(ready.message() == "g attached to node-1");
 }
@@ -80,8 +80,8 @@ TEST_CASE("GpuBinding: the node's own GPUs are ready at once - fabric GPUs are a
   own.pool = "node-1";
   dra::k8s::DeviceRequestAllocationResult fabric = Device("fabric-gpu-0");
   fabric.pool = "fabric-0";
-  CHECK(binding.PrepareForBinding(kp::CallContext::Background(), Claim("u1", "t"), own).outcome() == Outcome::kReady);
-  CHECK(binding.PrepareForBinding(kp::CallContext::Background(), Claim("u1", "t"), fabric).outcome() ==
+  CHECK(binding.PrepareForBinding(dra::CallContext::Background(), Claim("u1", "t"), own).outcome() == Outcome::kReady);
+  CHECK(binding.PrepareForBinding(dra::CallContext::Background(), Claim("u1", "t"), fabric).outcome() ==
         Outcome::kPending);
 }
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "dra/k8s/device_attributes.h"
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 #include "gpu_config.h"
 #include "gpu_driver.h"
 #include "mock_gpus.h"
@@ -72,7 +72,7 @@ TEST_CASE("prepare gives each GPU dra-example-driver's environment: name, claim,
   other.device = "nic-0";
   other.admin_access = true;
   const std::vector<k8s::ResourceClaim> claims = {whole, part, shared};
-  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
 
   const kp::PrepareResult& first = results->at("u1");
@@ -123,7 +123,7 @@ TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and 
   options.device_metadata = true;
   gpu::GpuDriver driver(std::move(options), f.signals);
   const std::vector<k8s::ResourceClaim> claims = {Claim("u1", {"gpu-0", "gpu-1-partition-3"})};
-  absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
   const std::vector<kp::Device>& devices = results->at("u1").devices;
   REQUIRE(devices.size() == 2);
@@ -134,7 +134,7 @@ TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and 
                                                       {"model", k8s::StringAttribute(f.gpus[i].model)},
                                                       {k8s::kPciBusIdAttribute, k8s::StringAttribute(f.gpus[i].pci_bus_id)}});
   }
-  CHECK_FALSE(f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims)->at("u1").devices[0].metadata);
+  CHECK_FALSE(f.driver.PrepareResourceClaims(dra::CallContext::Background(), claims)->at("u1").devices[0].metadata);
 }
 
 TEST_CASE("a bad config or an unknown device fails its claim only, naming the field", "[gpu][driver]") {
@@ -150,7 +150,7 @@ TEST_CASE("a bad config or an unknown device fails its claim only, naming the fi
   nic.pool = "node-a";
   nic.device = "nic-0";
   const std::vector<k8s::ResourceClaim> claims = {bad, unknown, good};
-  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  absl::StatusOr<kp::PrepareResults> results = f.driver.PrepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
   CHECK(absl::IsInvalidArgument(results->at("bad").status));
   CHECK(results->at("bad").status.message() ==

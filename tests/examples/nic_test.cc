@@ -2,7 +2,7 @@
 // validation rules, and the environment a prepared NIC gives a container.
 #include <catch2/catch.hpp>
 
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 #include "net_config.h"
 #include "nic_driver.h"
 #include "nic_resources.h"
@@ -84,7 +84,7 @@ TEST_CASE("a prepared NIC gives its container the claim and the bandwidth it con
   unknown.metadata.uid = "u2";
   unknown.status.allocation->devices.results[0].device = "nic-9";
   const std::vector<k8s::ResourceClaim> claims = {claim, unknown};
-  absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(kp::CallContext::Background(), claims);
+  absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
   REQUIRE(results->at("u1").devices.size() == 1);
   const kp::Device& nic = results->at("u1").devices[0];

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 #include "gpu_driver.h"
 #include "reference_takeover.h"
 #include "support/temp_dir.h"
@@ -62,7 +62,7 @@ TEST_CASE("the GPU driver removes an adopted claim's dra-example-driver CDI spec
   options.reference_cdi_root = cdi.path();
   gpu::GpuDriver driver(std::move(options), signals);
   const std::vector<k8s::ClaimRef> claims = {{"ns", "a", "u1"}, {"ns", "b", "u2"}, {"ns", "c", "../x"}};
-  absl::StatusOr<kp::UnprepareResults> results = driver.UnprepareResourceClaims(kp::CallContext::Background(), claims);
+  absl::StatusOr<kp::UnprepareResults> results = driver.UnprepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
   for (const k8s::ClaimRef& claim : claims) CHECK(results->at(claim.uid).ok());
   CHECK_FALSE(std::filesystem::exists(spec));

@@ -16,8 +16,8 @@
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "support/capturing_logger.h"
 #include "support/device_status.h"
 #include "support/fake_api_claims.h"
@@ -27,10 +27,9 @@
 namespace dra {
 namespace {
 
-using kubeletplugin::BindingConditionReconciler;
-using kubeletplugin::BindingConditionReconcilerOptions;
-using kubeletplugin::BindingResult;
-using kubeletplugin::CallContext;
+using resourceclaim::BindingConditionReconciler;
+using resourceclaim::BindingConditionReconcilerOptions;
+using resourceclaim::BindingResult;
 using nlohmann::json;
 using testing::FakeApiServer;
 using testing::kClaimNamespace;
@@ -121,7 +120,7 @@ bool ConditionTrue(k8s::Client& client, const k8s::ClaimRef& ref, const std::str
 
 // Answers from a script per device (Ready once it runs out); can hold calls
 // until they are cancelled.
-class ScriptedHandler : public kubeletplugin::BindingHandler {
+class ScriptedHandler : public resourceclaim::BindingHandler {
  public:
   struct Call {
     std::string claim;
@@ -245,9 +244,9 @@ TEST_CASE("a ready device gets its binding conditions True with standard semanti
       Allocation({{"gpu-0", {kPrepared, kAttached}}, {"gpu-1", {}}, {"nic-0", {kPrepared}, "nic.example.com"}},
                  ByName(kNode), allocated));
   // The driver's own status of gpu-0, with its own field manager, before.
-  kubeletplugin::ClaimStatusWriterOptions writer_options;
+  resourceclaim::ClaimStatusWriterOptions writer_options;
   writer_options.driver_name = kTestDriverName;
-  auto writer = kubeletplugin::ClaimStatusWriter::Create(client, writer_options);
+  auto writer = resourceclaim::ClaimStatusWriter::Create(client, writer_options);
   REQUIRE(writer.ok());
   REQUIRE((*writer)->Apply(CallContext::Background(), ref, {testing::ReadyEntry(kTestDriverName, "fabric", "gpu-0")})
               .ok());
@@ -319,7 +318,7 @@ TEST_CASE("pending answers are asked again after their delay, failed sets the fa
   CHECK(failed->reason == "AttachFailed");
   CHECK(failed->message == "fabric port 3 is down");
   CHECK(FindCondition(claim, "gpu-1", kPrepared) == nullptr);
-  const kubeletplugin::BindingConditionReconcilerStats stats = reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats stats = reconciler->stats();
   CHECK(stats.pending == 2);
   CHECK(stats.failed == 1);
   CHECK(stats.ready == 1);

@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim_json.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "support/device_status.h"
 #include "support/fake_api_claims.h"
 #include "support/test_driver.h"
@@ -17,8 +17,7 @@ namespace dra {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
-using kubeletplugin::CallContext;
-using kubeletplugin::ClaimStatusWriter;
+using resourceclaim::ClaimStatusWriter;
 using nlohmann::json;
 using testing::CreateAllocatedClaim;
 using testing::FakeApiServer;
@@ -27,7 +26,7 @@ using testing::kTestDriverName;
 
 std::unique_ptr<ClaimStatusWriter> MakeWriter(std::shared_ptr<k8s::Client> client,
                                               const std::string& driver = kTestDriverName) {
-  kubeletplugin::ClaimStatusWriterOptions options;
+  resourceclaim::ClaimStatusWriterOptions options;
   options.driver_name = driver;
   options.backoff_initial = absl::Milliseconds(10);
   options.backoff_max = absl::Milliseconds(50);
@@ -244,7 +243,7 @@ TEST_CASE("status update allowed but patch forbidden: written by GET and PUT fro
 TEST_CASE("bad writer options stop Create with the option named", "[claim_status]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
-  kubeletplugin::ClaimStatusWriterOptions options;
+  resourceclaim::ClaimStatusWriterOptions options;
   CHECK(ClaimStatusWriter::Create(client, options).status().message() ==
         "ClaimStatusWriterOptions: driver_name: Required value");
   options.driver_name = "GPU.example.com";

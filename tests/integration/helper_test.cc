@@ -492,7 +492,7 @@ TEST_CASE("the checkpoint answers prepared claims across a restart", "[helper]")
 class RecordingDriver : public TestDriver {
  public:
   absl::StatusOr<kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override {
+      const dra::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override {
     absl::StatusOr<kubeletplugin::PrepareResults> results = TestDriver::PrepareResourceClaims(ctx, claims);
     if (results.ok()) {
       for (auto& [uid, result] : *results) result.driver_data = "cpus 4-7 for " + uid;

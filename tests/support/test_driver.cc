@@ -22,7 +22,7 @@ void TestDriver::ReturnMetadata() {
   return_metadata_ = true;
 }
 
-absl::Status TestDriver::Enter(const kubeletplugin::CallContext& ctx) {
+absl::Status TestDriver::Enter(const dra::CallContext& ctx) {
   std::unique_lock<std::mutex> lock(mu_);
   deadlines_.push_back(ctx.deadline());
   ++inside_;
@@ -78,11 +78,11 @@ void TestDriver::Leave() {
 }
 
 absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
-    const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) {
+    const dra::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) {
   ++prepare_calls_;
   const absl::Status cancelled = Enter(ctx);
   kubeletplugin::PrepareResults results;
-  std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer;
+  std::shared_ptr<const resourceclaim::ClaimStatusWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writer = status_writer_;
@@ -155,13 +155,13 @@ void TestDriver::AlsoReturnCdiId(std::string id) {
   extra_cdi_id_ = std::move(id);
 }
 
-void TestDriver::WriteDeviceStatus(std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer) {
+void TestDriver::WriteDeviceStatus(std::shared_ptr<const resourceclaim::ClaimStatusWriter> writer) {
   std::lock_guard<std::mutex> lock(mu_);
   status_writer_ = std::move(writer);
 }
 
 absl::StatusOr<kubeletplugin::UnprepareResults> TestDriver::UnprepareResourceClaims(
-    const kubeletplugin::CallContext& ctx, std::span<const k8s::ClaimRef> claims) {
+    const dra::CallContext& ctx, std::span<const k8s::ClaimRef> claims) {
   ++unprepare_calls_;
   const absl::Status cancelled = Enter(ctx);
   kubeletplugin::UnprepareResults results;

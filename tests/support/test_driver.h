@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/kubeletplugin/driver.h"
 
 namespace dra::testing {
@@ -23,9 +23,9 @@ class TestDriver : public kubeletplugin::Driver {
   explicit TestDriver(bool reports_health = false) : reports_health_(reports_health) {}
 
   absl::StatusOr<kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const kubeletplugin::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override;
+      const dra::CallContext& ctx, std::span<const k8s::ResourceClaim> claims) override;
   absl::StatusOr<kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const kubeletplugin::CallContext& ctx, std::span<const k8s::ClaimRef> claims) override;
+      const dra::CallContext& ctx, std::span<const k8s::ClaimRef> claims) override;
   // Recorded as "<context> (<severity>): <message>".
   void HandleError(const absl::Status& status, kubeletplugin::ErrorSeverity severity,
                    std::string_view context) override;
@@ -49,7 +49,7 @@ class TestDriver : public kubeletplugin::Driver {
   // From now on, after preparing a claim, write a Ready condition (reason
   // "Prepared") and data {"preparedBy": "test-driver"} for each of its
   // devices with `writer`; a failed write fails the claim.
-  void WriteDeviceStatus(std::shared_ptr<const kubeletplugin::ClaimStatusWriter> writer);
+  void WriteDeviceStatus(std::shared_ptr<const resourceclaim::ClaimStatusWriter> writer);
   // While set, each call waits up to this long for another call to be inside
   // the driver at the same time, so that overlap is observable.
   void SetOverlapWindow(absl::Duration window);
@@ -81,7 +81,7 @@ class TestDriver : public kubeletplugin::Driver {
  private:
   // Counts the call in; holds it as told. Returns the context's status if
   // the call waited for its cancellation.
-  absl::Status Enter(const kubeletplugin::CallContext& ctx);
+  absl::Status Enter(const dra::CallContext& ctx);
   void Leave();
 
   const bool reports_health_;
@@ -100,7 +100,7 @@ class TestDriver : public kubeletplugin::Driver {
   bool return_metadata_ = false;
   std::optional<cdi::ContainerEdits> cdi_edits_;
   std::string extra_cdi_id_;
-  std::shared_ptr<const kubeletplugin::ClaimStatusWriter> status_writer_;
+  std::shared_ptr<const resourceclaim::ClaimStatusWriter> status_writer_;
   int inside_ = 0;
   std::atomic<int> prepare_calls_{0};
   std::atomic<int> unprepare_calls_{0};

@@ -7,14 +7,14 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
+#include "dra/kubeletplugin/driver.h"
 #include "kubeletplugin/call_tracker.h"
 #include "support/capturing_logger.h"
 
 namespace dra::kubeletplugin {
 namespace {
 
-using internal::CallState;
 using internal::CallTracker;
 using testing::CapturingSink;
 
@@ -49,7 +49,7 @@ TEST_CASE("a caller that went away cancels with Cancelled, seen by a waiter", "[
   CallTracker tracker(logger);
   const CallTracker::Call call = tracker.Begin("NodeUnprepareResources", absl::InfiniteFuture());
   CHECK_FALSE(call.context().WaitForCancellation(absl::Milliseconds(20)));
-  std::thread leave([state = call.state()] { state->CallerCancelled(); });
+  std::thread leave([tracked = call.tracked()] { tracked->CallerCancelled(); });
   CHECK(call.context().WaitForCancellation(absl::Seconds(30)));
   leave.join();
   CHECK(call.context().status().code() == absl::StatusCode::kCancelled);
@@ -73,16 +73,16 @@ TEST_CASE("a context outlives its call, cancelled once the call returned", "[cal
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   std::optional<CallContext> kept;
-  std::shared_ptr<CallState> state;
+  std::shared_ptr<const internal::TrackedCall> tracked;
   {
     const CallTracker::Call call = tracker.Begin("NodePrepareResources", absl::InfiniteFuture());
     kept = call.context();
-    state = call.state();
+    tracked = call.tracked();
     CHECK_FALSE(kept->cancelled());
   }
   CHECK(kept->cancelled());
   CHECK_THAT(std::string(kept->status().message()), Catch::EndsWith("the call has returned"));
-  state->CallerCancelled();  // gRPC's OnCancel may come after the call returned
+  tracked->CallerCancelled();  // gRPC's OnCancel may come after the call returned
   CHECK_THAT(std::string(kept->status().message()), Catch::EndsWith("the call has returned"));
 }
 
@@ -117,6 +117,19 @@ TEST_CASE("Background is cancelled only at its deadline", "[call_context]") {
   const CallContext soon = CallContext::Background(absl::Now() + absl::Milliseconds(10));
   CHECK(soon.WaitForCancellation(absl::Seconds(30)));
   CHECK(soon.status().code() == absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_CASE("WithCancel: the canceller's first reason stays, and the deadline still applies", "[call_context]") {
+  auto [context, canceller] = CallContext::WithCancel(absl::InfiniteFuture(), Logger(), "attach gpu-0");
+  CHECK_FALSE(context.cancelled());
+  std::thread cancel([canceller = canceller] { canceller.Cancel(absl::CancelledError("claim deallocated")); });
+  CHECK(context.WaitForCancellation(absl::InfiniteDuration()));
+  cancel.join();
+  canceller.Cancel(absl::UnavailableError("stopping"));
+  CHECK(context.status() == absl::CancelledError("claim deallocated"));
+  auto [soon, unused] = CallContext::WithCancel(absl::Now() + absl::Milliseconds(10), Logger(), "attach gpu-1");
+  CHECK(soon.WaitForCancellation(absl::Seconds(30)));
+  CHECK_THAT(std::string(soon.status().message()), Catch::StartsWith("attach gpu-1: the call's deadline"));
 }
 
 }  // namespace

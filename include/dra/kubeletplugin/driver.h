@@ -10,13 +10,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dra/call_context.h"
 #include "dra/cdi/spec.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/kubeletplugin/call_context.h"
 #include "dra/kubeletplugin/device_metadata.h"
 
 namespace dra::kubeletplugin {
+
+// The kubelet gives up on a NodePrepareResources or NodeUnprepareResources
+// call after this long; calls that carry no gRPC deadline (and the Helper's
+// own calls, such as unpreparing an orphan) get it too.
+inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(45);
 
 // One allocated device as the kubelet hands it to the container runtime.
 struct Device {

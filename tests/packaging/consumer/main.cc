@@ -13,14 +13,14 @@ namespace {
 class NoDevicesDriver : public dra::kubeletplugin::Driver {
  public:
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
-      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
+      const dra::CallContext&, std::span<const dra::k8s::ResourceClaim> claims) override {
     dra::kubeletplugin::PrepareResults results;
     for (const auto& claim : claims) results[claim.metadata.uid] = {};
     return results;
   }
 
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
-      const dra::kubeletplugin::CallContext&, std::span<const dra::k8s::ClaimRef> claims) override {
+      const dra::CallContext&, std::span<const dra::k8s::ClaimRef> claims) override {
     dra::kubeletplugin::UnprepareResults results;
     for (const auto& claim : claims) results[claim.uid] = absl::OkStatus();
     return results;

@@ -1,4 +1,4 @@
-// dra::kubeletplugin::BindingConditionReconciler: the node side of device
+// dra::resourceclaim::BindingConditionReconciler: the node side of device
 // binding conditions (KEP-5007, DRADeviceBindingConditions, beta and on by
 // default since 1.36), which the Go helper leaves to every driver.
 //
@@ -78,10 +78,10 @@
 #include "absl/time/time.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 #include "dra/log.h"
 
-namespace dra::kubeletplugin {
+namespace dra::resourceclaim {
 
 // What a BindingHandler answers for one device.
 class BindingResult {
@@ -187,4 +187,4 @@ class BindingConditionReconciler {
   std::shared_ptr<Impl> impl_;
 };
 
-}  // namespace dra::kubeletplugin
+}  // namespace dra::resourceclaim

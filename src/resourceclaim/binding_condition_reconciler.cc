@@ -1,4 +1,4 @@
-#include "dra/kubeletplugin/binding_condition_reconciler.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
 
 #include <algorithm>
 #include <map>
@@ -17,12 +17,11 @@
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/mutex.h"
-#include "kubeletplugin/allocated_device_key.h"
-#include "kubeletplugin/call_tracker.h"
+#include "resourceclaim/allocated_device_key.h"
 
-namespace dra::kubeletplugin {
+namespace dra::resourceclaim {
 namespace {
 
 using internal::AllocatedDeviceKey;
@@ -164,7 +163,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
     // after (the watch may show the claim from before the write).
     std::map<AllocatedDeviceKey, BindingResult> answers;
     std::set<AllocatedDeviceKey> timed_out;
-    std::shared_ptr<internal::CallState> call;  // the handler call or write in flight
+    std::shared_ptr<const CallCanceller> call;  // the handler call or write in flight
   };
 
   void Report(const absl::Status& status, const std::string& context) {
@@ -312,31 +311,38 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
     }
   }
 
+  // A handler call or status write, and what cancels it.
+  struct Call {
+    CallContext context;
+    std::shared_ptr<const CallCanceller> canceller;
+  };
+
   // Starts a cancellable call for the claim, unless it is no longer tracked
   // with the allocation `claim` has.
-  std::shared_ptr<internal::CallState> BeginCall(const k8s::ResourceClaim& claim, const std::string& what,
-                                                 absl::Time deadline) {
+  std::optional<Call> BeginCall(const k8s::ResourceClaim& claim, const std::string& what, absl::Time deadline,
+                                Logger logger) {
     dra::MutexLock lock(&mu_);
     auto it = tracked_.find(claim.metadata.uid);
     if (stopping_ || it == tracked_.end() || it->second.claim.status.allocation != claim.status.allocation) {
-      return nullptr;
+      return std::nullopt;
     }
-    it->second.call = std::make_shared<internal::CallState>(what, deadline);
-    return it->second.call;
+    auto [context, canceller] = CallContext::WithCancel(deadline, std::move(logger), what);
+    it->second.call = std::make_shared<const CallCanceller>(std::move(canceller));
+    return Call{std::move(context), it->second.call};
   }
 
   // Ends the call; whether its result is still wanted.
-  bool EndCall(const std::string& uid, const std::shared_ptr<internal::CallState>& call) {
+  bool EndCall(const std::string& uid, const Call& call) {
     bool wanted = false;
     {
       dra::MutexLock lock(&mu_);
       auto it = tracked_.find(uid);
-      if (it != tracked_.end() && it->second.call == call) {
-        wanted = call->status().ok();
+      if (it != tracked_.end() && it->second.call == call.canceller) {
+        wanted = call.canceller->status().ok();
         it->second.call.reset();
       }
     }
-    call->Finish();
+    call.canceller->Cancel(absl::CancelledError("the call has returned"));
     return wanted;
   }
 
@@ -370,11 +376,11 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
         }
         continue;
       }
-      std::shared_ptr<internal::CallState> call =
-          BeginCall(claim, absl::StrCat("PrepareForBinding ", ClaimName(claim), " ", Describe(key)), snapshot.deadline);
-      if (call == nullptr) return;
-      BindingResult answer = handler_.PrepareForBinding(CallContext(call, logger), claim, result);
-      const bool wanted = EndCall(uid, call);
+      std::optional<Call> call = BeginCall(
+          claim, absl::StrCat("PrepareForBinding ", ClaimName(claim), " ", Describe(key)), snapshot.deadline, logger);
+      if (!call.has_value()) return;
+      BindingResult answer = handler_.PrepareForBinding(call->context, claim, result);
+      const bool wanted = EndCall(uid, *call);
       dra::MutexLock lock(&mu_);
       ++stats_.handler_calls;
       if (!wanted) return;
@@ -461,12 +467,12 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
 
   void Write(const Tracked& tracked, std::optional<absl::Time>& retry) {
     const k8s::ResourceClaim& claim = tracked.claim;
-    std::shared_ptr<internal::CallState> call =
-        BeginCall(claim, absl::StrCat("write binding conditions of ", ClaimName(claim)), tracked.deadline);
-    if (call == nullptr) return;
+    std::optional<Call> call = BeginCall(claim, absl::StrCat("write binding conditions of ", ClaimName(claim)),
+                                         tracked.deadline, options_.logger);
+    if (!call.has_value()) return;
     const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
-    const absl::Status written = writer_->Apply(CallContext(call, options_.logger), ref, Entries(tracked));
-    const bool wanted = EndCall(claim.metadata.uid, call);
+    const absl::Status written = writer_->Apply(call->context, ref, Entries(tracked));
+    const bool wanted = EndCall(claim.metadata.uid, *call);
     dra::MutexLock lock(&mu_);
     if (written.ok()) {
       ++stats_.writes;
@@ -540,4 +546,4 @@ bool BindingConditionReconciler::Synced() const { return impl_->Synced(); }
 bool BindingConditionReconciler::Idle() const { return impl_->Idle(); }
 BindingConditionReconcilerStats BindingConditionReconciler::stats() const { return impl_->stats(); }
 
-}  // namespace dra::kubeletplugin
+}  // namespace dra::resourceclaim

@@ -1,4 +1,4 @@
-#include "dra/kubeletplugin/claim_status_writer.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 
 #include <optional>
 #include <set>
@@ -11,9 +11,9 @@
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "kubeletplugin/allocated_device_key.h"
+#include "resourceclaim/allocated_device_key.h"
 
-namespace dra::kubeletplugin {
+namespace dra::resourceclaim {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
@@ -205,4 +205,4 @@ absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::j
   return updated.status();
 }
 
-}  // namespace dra::kubeletplugin
+}  // namespace dra::resourceclaim

@@ -1,4 +1,4 @@
-// dra::kubeletplugin::ClaimStatusWriter: writes a driver's entries of a
+// dra::resourceclaim::ClaimStatusWriter: writes a driver's entries of a
 // ResourceClaim's status.devices (KEP-4817: conditions, data, networkData of
 // each allocated device), which the Go helper leaves to every driver.
 //
@@ -59,9 +59,9 @@
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/kubeletplugin/call_context.h"
+#include "dra/call_context.h"
 
-namespace dra::kubeletplugin {
+namespace dra::resourceclaim {
 
 struct ClaimStatusWriterOptions {
   // Required: the driver whose entries this writer owns.
@@ -108,4 +108,4 @@ class ClaimStatusWriter {
   mutable std::atomic<bool> use_update_{false};
 };
 
-}  // namespace dra::kubeletplugin
+}  // namespace dra::resourceclaim

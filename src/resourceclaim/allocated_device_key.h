@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/resource_claim.h"
 
-namespace dra::kubeletplugin::internal {
+namespace dra::resourceclaim::internal {
 
 using AllocatedDeviceKey = std::tuple<std::string, std::string, std::string, std::string>;
 
@@ -27,4 +27,4 @@ inline std::string Describe(const AllocatedDeviceKey& key) {
   return text;
 }
 
-}  // namespace dra::kubeletplugin::internal
+}  // namespace dra::resourceclaim::internal
