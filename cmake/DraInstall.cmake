@@ -6,7 +6,7 @@ include(CMakePackageConfigHelpers)
 set(DRA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/dra"
   CACHE STRING "Where draConfig.cmake is installed, relative to the prefix")
 
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/dra" "${PROJECT_SOURCE_DIR}/cdi/include/dra"
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/dra"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
   FILES_MATCHING PATTERN "*.h")
 

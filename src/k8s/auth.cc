@@ -1,4 +1,4 @@
-#include "auth.h"
+#include "k8s/auth.h"
 
 #include <fcntl.h>
 #include <poll.h>

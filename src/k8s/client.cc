@@ -17,14 +17,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "auth.h"
+#include "k8s/auth.h"
 #include "base/backoff.h"
 #include "base/thread_name.h"
-#include "curl_library.h"
+#include "k8s/curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/mutex.h"
-#include "http_util.h"
-#include "protobuf_codec.h"
+#include "k8s/http_util.h"
+#include "k8s/protobuf_codec.h"
 
 namespace dra::k8s {
 

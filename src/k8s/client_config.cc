@@ -13,7 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "auth.h"
+#include "k8s/auth.h"
 #include "yaml-cpp/yaml.h"
 
 #ifndef DRA_VERSION

@@ -1,4 +1,4 @@
-#include "curl_library.h"
+#include "k8s/curl_library.h"
 
 #include <dlfcn.h>
 

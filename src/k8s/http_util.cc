@@ -1,4 +1,4 @@
-#include "http_util.h"
+#include "k8s/http_util.h"
 
 #include <algorithm>
 #include <cmath>

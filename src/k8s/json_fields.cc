@@ -1,4 +1,4 @@
-#include "json_fields.h"
+#include "k8s/json_fields.h"
 
 #include <limits>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "json_text.h"
+#include "k8s/json_text.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "protobuf_codec.h"
+#include "k8s/protobuf_codec.h"
 
 #include <cstdint>
 #include <limits>

@@ -2,9 +2,9 @@
 
 #include <tuple>
 
-#include "json_fields.h"
-#include "json_text.h"
-#include "shared_fields.h"
+#include "k8s/json_fields.h"
+#include "k8s/json_text.h"
+#include "k8s/shared_fields.h"
 
 namespace dra::k8s {
 namespace internal {

@@ -10,7 +10,7 @@
 
 #include "dra/k8s/node_selector.h"
 #include "dra/k8s/resource_claim.h"
-#include "json_fields.h"
+#include "k8s/json_fields.h"
 
 namespace dra::k8s::internal {
 

@@ -1,4 +1,4 @@
-#include "checkpoint.h"
+#include "kubeletplugin/checkpoint.h"
 
 #include <algorithm>
 #include <array>

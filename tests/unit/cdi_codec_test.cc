@@ -16,7 +16,7 @@ using dra::testing::CdiSchemaValidator;
 using testing::FullSpec;
 using testing::MinimalSpec;
 
-const std::string kGoldenDir = DRA_SOURCE_DIR "/cdi/testdata";
+const std::string kGoldenDir = DRA_SOURCE_DIR "/tests/data/cdi";
 const std::string kReferenceTestdata = DRA_REFERENCE_DIR "/cdi/testdata";
 
 void CheckSchema(const std::string& text) {
@@ -24,7 +24,7 @@ void CheckSchema(const std::string& text) {
   CHECK(CdiSchemaValidator::Reference().ValidateText(text) == std::vector<std::string>{});
 }
 
-// Compares with cdi/testdata/<name>; DRA_UPDATE_GOLDEN=1 rewrites it.
+// Compares with tests/data/cdi/<name>; DRA_UPDATE_GOLDEN=1 rewrites it.
 void CheckGolden(const std::string& name, const std::string& text) {
   const std::string path = kGoldenDir + "/" + name;
   if (std::getenv("DRA_UPDATE_GOLDEN") != nullptr) dra::testing::WriteFile(path, text);

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "dra/cdi/validation.h"
 #include "dra/cdi/version.h"
-#include "field_path.h"
+#include "cdi/field_path.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "dra/cdi/qualified_name.h"
 #include "dra/cdi/version.h"
-#include "field_path.h"
+#include "cdi/field_path.h"
 
 namespace dra::cdi {
 namespace {

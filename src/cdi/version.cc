@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "field_path.h"
+#include "cdi/field_path.h"
 
 namespace dra::cdi {
 namespace {

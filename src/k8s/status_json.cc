@@ -1,16 +1,11 @@
-// Codecs of the core/v1 and metav1 types: object_meta_json.h,
-// node_selector_json.h, node_json.h, status_json.h.
+#include "dra/k8s/status_json.h"
+
 #include <cstdint>
 #include <limits>
 #include <tuple>
 
-#include "dra/k8s/node_json.h"
-#include "dra/k8s/node_selector_json.h"
-#include "dra/k8s/object_meta_json.h"
-#include "dra/k8s/status_json.h"
-#include "json_fields.h"
-#include "json_text.h"
-#include "shared_fields.h"
+#include "k8s/json_fields.h"
+#include "k8s/json_text.h"
 
 namespace dra::k8s {
 namespace internal {
@@ -30,15 +25,6 @@ struct Codec<int32_t> {
   }
   static json Encode(int32_t value) { return value; }
   static bool IsEmpty(int32_t value) { return value == 0; }
-};
-
-template <>
-struct JsonObject<Node> {
-  static constexpr auto kFields = std::tuple{
-      ConstantField{"apiVersion", "v1"},
-      ConstantField{"kind", "Node"},
-      Always("metadata", &Node::metadata),
-  };
 };
 
 template <>
@@ -76,34 +62,6 @@ struct JsonObject<Status> {
 };
 
 }  // namespace internal
-
-absl::StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& value) {
-  return internal::FromJson<ObjectMeta>(value);
-}
-
-nlohmann::json ToJson(const ObjectMeta& metadata) { return internal::ToJson(metadata); }
-
-absl::StatusOr<Condition> ConditionFromJson(const nlohmann::json& value) {
-  return internal::FromJson<Condition>(value);
-}
-
-nlohmann::json ToJson(const Condition& condition) { return internal::ToJson(condition); }
-
-absl::StatusOr<NodeSelector> NodeSelectorFromJson(const nlohmann::json& value) {
-  return internal::FromJson<NodeSelector>(value);
-}
-
-nlohmann::json ToJson(const NodeSelector& selector) { return internal::ToJson(selector); }
-
-absl::StatusOr<Node> NodeFromJson(const nlohmann::json& value) { return internal::FromJson<Node>(value); }
-
-absl::StatusOr<Node> ParseNode(std::string_view json_text) {
-  absl::StatusOr<nlohmann::json> value = internal::ParseJsonText(absl::string_view(json_text.data(), json_text.size()));
-  if (!value.ok()) return value.status();
-  return NodeFromJson(*value);
-}
-
-nlohmann::json ToJson(const Node& node) { return internal::ToJson(node); }
 
 absl::StatusOr<Status> StatusFromJson(const nlohmann::json& value) { return internal::FromJson<Status>(value); }
 
