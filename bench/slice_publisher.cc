@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
       Reply(absl::StrFormat(R"({"update_ns":%d})", now));
     } else if (command == "idle") {
       wait_idle();
-      const dra::resourceslice::Stats stats = (*publisher)->Stats();
+      const dra::resourceslice::PublisherStats stats = (*publisher)->Stats();
       Reply(absl::StrFormat(R"({"idle_ns":%d,"creates":%d,"updates":%d,"deletes":%d,"errors":%d})", RealtimeNs(),
                             stats.creates, stats.updates, stats.deletes, stats.errors));
     } else if (command == "quit") {

@@ -509,9 +509,9 @@ absl::Status Helper::PublishResources(resourceslice::DriverResources resources) 
   return impl_->PublishResources(std::move(resources));
 }
 
-resourceslice::Stats Helper::ResourceSliceStats() const {
+resourceslice::PublisherStats Helper::ResourceSliceStats() const {
   dra::MutexLock lock(&impl_->publisher_mu_);
-  return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::Stats{};
+  return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::PublisherStats{};
 }
 
 absl::Status Helper::Healthy() const { return impl_->Health(); }

@@ -33,7 +33,7 @@ class HelperMetrics {
     uint64_t checkpoint_writes = 0;
     int64_t serialization_waiting_calls = 0;
     bool registered = false;
-    std::optional<resourceslice::Stats> slices;        // once the Helper publishes
+    std::optional<resourceslice::PublisherStats> slices;        // once the Helper publishes
     std::optional<std::vector<k8s::RequestCount>> api_requests;  // with a kube_client
   };
 

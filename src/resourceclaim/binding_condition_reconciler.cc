@@ -145,7 +145,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
     return std::none_of(queue_.begin(), queue_.end(), [&](const auto& entry) { return entry.second <= now; });
   }
 
-  BindingConditionReconcilerStats stats() const {
+  BindingConditionReconcilerStats Stats() const {
     const int64_t lists = informer_->Stats().lists;
     dra::MutexLock lock(&mu_);
     BindingConditionReconcilerStats stats = stats_;
@@ -544,6 +544,6 @@ BindingConditionReconciler::~BindingConditionReconciler() { Stop(); }
 void BindingConditionReconciler::Stop() { impl_->Stop(); }
 bool BindingConditionReconciler::Synced() const { return impl_->Synced(); }
 bool BindingConditionReconciler::Idle() const { return impl_->Idle(); }
-BindingConditionReconcilerStats BindingConditionReconciler::stats() const { return impl_->stats(); }
+BindingConditionReconcilerStats BindingConditionReconciler::Stats() const { return impl_->Stats(); }
 
 }  // namespace dra::resourceclaim

@@ -127,8 +127,8 @@ class Publisher::Impl {
     cv_.SignalAll();
   }
 
-  resourceslice::Stats stats() const {
-    resourceslice::Stats stats;
+  PublisherStats Stats() const {
+    PublisherStats stats;
     stats.creates = creates_.load();
     stats.updates = updates_.load();
     stats.deletes = deletes_.load();
@@ -828,7 +828,7 @@ absl::StatusOr<std::unique_ptr<Publisher>> Publisher::Start(std::shared_ptr<k8s:
 Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Publisher::~Publisher() = default;
 void Publisher::Update(DriverResources resources) { impl_->Update(std::move(resources)); }
-Stats Publisher::Stats() const { return impl_->stats(); }
+PublisherStats Publisher::Stats() const { return impl_->Stats(); }
 bool Publisher::Idle() const { return impl_->Idle(); }
 void Publisher::Stop() { impl_->Stop(); }
 

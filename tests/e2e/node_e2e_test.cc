@@ -586,7 +586,7 @@ TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the re
   for (const json& entry : claim["status"]["devices"]) {
     if (entry["device"] == device) CHECK(entry["data"] == json{{"preparedBy", "test-driver"}});
   }
-  CHECK(fabric.reconciler->stats().ready == 1);
+  CHECK(fabric.reconciler->Stats().ready == 1);
   CHECK(fabric.plugin.driver.errors().empty());
 
   REQUIRE(admin->Delete(kPods, ns, "app").ok());
@@ -618,7 +618,7 @@ TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and s
   const std::string device = claim["status"]["allocation"]["devices"]["results"][0]["device"].get<std::string>();
   CHECK_FALSE(DeviceCondition(claim, device, kPreparingFailed).has_value());
   CHECK(DeviceCondition(claim, device, kIsPrepared).has_value());
-  const resourceclaim::BindingConditionReconcilerStats stats = fabric.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats stats = fabric.reconciler->Stats();
   CHECK(stats.failed == 1);
   CHECK(stats.ready == 1);
 

@@ -9,6 +9,9 @@
 // dra_api_requests_total{code="<error>"}.
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -17,9 +20,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
+#include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
+#include "dra/mutex.h"
 #include "dra/resourceslice/publisher.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/private_cluster.h"
@@ -151,7 +156,7 @@ struct Writers {
   }
 
   int64_t PublisherWrites() const {
-    const resourceslice::Stats stats = publisher->Stats();
+    const resourceslice::PublisherStats stats = publisher->Stats();
     return stats.creates + stats.updates + stats.deletes;
   }
 };
@@ -174,7 +179,7 @@ TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a 
   const k8s::ClaimRef prepared = CreateAllocated(*admin, node, "prepared", "gpu-0", /*binding=*/false);
   const k8s::ClaimRef fabric = CreateAllocated(*admin, node, "fabric", "gpu-1", /*binding=*/true);
   // The reconciler has seen the fabric claim and asks again every 100 ms.
-  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().pending > 0; }, absl::Seconds(30)));
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->Stats().pending > 0; }, absl::Seconds(30)));
 
   cluster.StopApiServer();
   const absl::Time stopped = absl::Now();
@@ -220,7 +225,7 @@ TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a 
   CHECK(failed >= 3);
   CHECK(failed <= 200);
   CHECK_FALSE(w.sink->Matching("Binding condition reconciler failed").empty());
-  CHECK(w.reconciler->stats().lists >= 2);  // relisted after its watch broke
+  CHECK(w.reconciler->Stats().lists >= 2);  // relisted after its watch broke
 }
 
 TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, and nothing is written twice",
@@ -230,9 +235,9 @@ TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, an
   w.attacher.attached = true;
   REQUIRE(testing::PollUntil([&] { return ConditionTrue(*w.admin, fabric, "gpu-1", kAttached); }, absl::Seconds(30),
                              absl::Milliseconds(100)));
-  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().writes == 1; }, absl::Seconds(30)));
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->Stats().writes == 1; }, absl::Seconds(30)));
   const int64_t publisher_writes = w.PublisherWrites();
-  const resourceclaim::BindingConditionReconcilerStats before = w.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats before = w.reconciler->Stats();
   const uint64_t publisher_gets = Requests(*w.publisher_client, "GET");
 
   // The watches' resourceVersions are compacted away while the server is
@@ -240,7 +245,7 @@ TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, an
   w.cluster.StopApiServer();
   w.cluster.CompactEtcd();
   w.cluster.StartApiServer();
-  REQUIRE(testing::PollUntil([&] { return w.reconciler->stats().lists > before.lists; }, absl::Seconds(60)));
+  REQUIRE(testing::PollUntil([&] { return w.reconciler->Stats().lists > before.lists; }, absl::Seconds(60)));
   REQUIRE(testing::PollUntil([&] { return Requests(*w.publisher_client, "GET") > publisher_gets; }, absl::Seconds(60)));
   // The same pool again: the relisted cache matches it, so no write.
   w.publisher->Update(testing::GpuPool(w.node, 8));
@@ -248,10 +253,93 @@ TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, an
   CHECK(w.PublisherWrites() == publisher_writes);
   // The reconciler's device is finished: its handler is not asked again and
   // its conditions are not written again.
-  const resourceclaim::BindingConditionReconcilerStats after = w.reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats after = w.reconciler->Stats();
   CHECK(after.handler_calls == before.handler_calls);
   CHECK(after.writes == before.writes);
   CHECK(ConditionTrue(*w.admin, fabric, "gpu-1", kAttached));
+}
+
+// What an informer's handler saw, for the test thread to read.
+class InformerRecorder : public k8s::InformerHandler {
+ public:
+  void OnEvent(const k8s::InformerEvent& event) override {
+    dra::MutexLock lock(&mu_);
+    if (event.type == k8s::InformerEvent::Type::kDeleted) {
+      last_.erase(k8s::Informer::Key(event.object));
+    } else {
+      last_[k8s::Informer::Key(event.object)] = event.object;
+    }
+  }
+  void OnError(const absl::Status&, std::string_view) override {
+    dra::MutexLock lock(&mu_);
+    ++errors_;
+  }
+  std::optional<json> Last(const std::string& key) const {
+    dra::MutexLock lock(&mu_);
+    auto it = last_.find(key);
+    return it == last_.end() ? std::nullopt : std::optional<json>(it->second);
+  }
+  std::set<std::string> Keys() const {
+    dra::MutexLock lock(&mu_);
+    std::set<std::string> keys;
+    for (const auto& [key, object] : last_) keys.insert(key);
+    return keys;
+  }
+  int errors() const {
+    dra::MutexLock lock(&mu_);
+    return errors_;
+  }
+
+ private:
+  mutable dra::Mutex mu_;
+  std::map<std::string, json> last_ ABSL_GUARDED_BY(mu_);
+  int errors_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_CASE("informer on a real kube-apiserver: metadata-only events; a restart over a compacted etcd costs one list, "
+          "and the store follows the server again",
+          "[e2e][down][informer]") {
+  e2e::PrivateCluster cluster;
+  std::shared_ptr<k8s::Client> admin = cluster.Admin();
+  const auto create = [&](const std::string& name) {
+    json claim = testing::NewClaimObject(kNamespace, name, kDriver);
+    claim["metadata"]["labels"] = {{"informer", "yes"}};
+    absl::StatusOr<json> created = admin->Create(k8s::kResourceClaims, kNamespace, claim);
+    INFO(created.status().ToString());
+    REQUIRE(created.ok());
+  };
+  create("inf-a");
+  InformerRecorder recorder;
+  k8s::InformerOptions options;
+  options.resource = k8s::kResourceClaims;
+  options.namespace_ = kNamespace;
+  options.label_selector = "informer=yes";
+  options.watch_metadata_only = true;
+  options.backoff_initial = absl::Milliseconds(50);
+  options.backoff_max = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<k8s::Informer>> informer =
+      k8s::Informer::Start(cluster.Admin(absl::Seconds(5)), options, recorder);
+  REQUIRE(informer.ok());
+  REQUIRE(testing::PollUntil([&] { return (*informer)->Synced(); }, absl::Seconds(30)));
+  CHECK(recorder.Last("default/inf-a")->contains("spec"));  // a list is whole
+
+  create("inf-b");
+  REQUIRE(testing::PollUntil([&] { return recorder.Last("default/inf-b").has_value(); }, absl::Seconds(30)));
+  const json b = *recorder.Last("default/inf-b");
+  CHECK(b.value("kind", "") == "PartialObjectMetadata");
+  CHECK_FALSE(b.contains("spec"));
+
+  cluster.StopApiServer();
+  cluster.CompactEtcd();
+  cluster.StartApiServer();
+  create("inf-c");
+  REQUIRE(testing::PollUntil([&] { return recorder.Last("default/inf-c").has_value(); }, absl::Seconds(60)));
+  CHECK(recorder.errors() >= 1);  // the refused watch
+  CHECK((*informer)->Stats().lists == 2);
+  CHECK(recorder.Keys() == std::set<std::string>{"default/inf-a", "default/inf-b", "default/inf-c"});
+  REQUIRE(admin->Delete(k8s::kResourceClaims, kNamespace, "inf-a").ok());
+  REQUIRE(testing::PollUntil([&] { return !recorder.Last("default/inf-a").has_value(); }, absl::Seconds(30)));
+  CHECK((*informer)->List().size() == 2);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ class Harness {
   }
   void WaitIdle() { REQUIRE(dra::testing::PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(30))); }
   int64_t Writes() const {
-    Stats stats = publisher_->Stats();
+    PublisherStats stats = publisher_->Stats();
     return stats.creates + stats.updates + stats.deletes;
   }
   std::vector<absl::Status> errors() {
@@ -262,13 +262,13 @@ TEST_CASE("feature gates off: one error naming the dropped fields and the gates,
                             "probably because these feature gates are off: DRADeviceBindingConditions, "
                             "DRAConsumableCapacity"));
   }
-  const Stats first = (*publisher)->Stats();
+  const PublisherStats first = (*publisher)->Stats();
   CHECK(first.creates == 1);
   for (int i = 0; i < 3; ++i) {
     (*publisher)->Update(resources);
     REQUIRE(dra::testing::PollUntil([&] { return (*publisher)->Idle(); }, absl::Seconds(30)));
   }
-  const Stats later = (*publisher)->Stats();
+  const PublisherStats later = (*publisher)->Stats();
   CHECK(later.creates + later.updates + later.deletes == 1);
   CHECK(error_count() == 1);
   (*publisher)->Stop();

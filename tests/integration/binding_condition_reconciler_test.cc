@@ -282,8 +282,8 @@ TEST_CASE("a ready device gets its binding conditions True with standard semanti
   CHECK(calls[0].cancelled.ok());
   CHECK(testing::FindDeviceStatus(claim, kTestDriverName, "gpu-1") == nullptr);
   CHECK(testing::FindDeviceStatus(claim, "nic.example.com", "nic-0") == nullptr);
-  CHECK(reconciler->stats().ready == 1);
-  CHECK(reconciler->stats().writes == 1);
+  CHECK(reconciler->Stats().ready == 1);
+  CHECK(reconciler->Stats().writes == 1);
 
   // The driver rewrites its own status: the binding conditions stay.
   REQUIRE((*writer)->Apply(CallContext::Background(), ref,
@@ -318,7 +318,7 @@ TEST_CASE("pending answers are asked again after their delay, failed sets the fa
   CHECK(failed->reason == "AttachFailed");
   CHECK(failed->message == "fabric port 3 is down");
   CHECK(FindCondition(claim, "gpu-1", kPrepared) == nullptr);
-  const resourceclaim::BindingConditionReconcilerStats stats = reconciler->stats();
+  const resourceclaim::BindingConditionReconcilerStats stats = reconciler->Stats();
   CHECK(stats.pending == 2);
   CHECK(stats.failed == 1);
   CHECK(stats.ready == 1);
@@ -392,13 +392,13 @@ TEST_CASE("a broken watch and an expired resource version are survived by watchi
   ScriptedHandler handler;
   auto reconciler = StartReconciler(client, handler);
   REQUIRE(PollUntil([&] { return reconciler->Synced(); }, absl::Seconds(20)));
-  CHECK(reconciler->stats().lists == 1);  // after two refused
+  CHECK(reconciler->Stats().lists == 1);  // after two refused
 
   REQUIRE(server->Admin("POST", "/fake/closewatches").ok());
   const k8s::ClaimRef a = CreateAllocated(*client, "a", Allocation({{"gpu-0"}}, ByName(kNode)));
   REQUIRE(PollUntil([&] { return ConditionTrue(*client, a, "gpu-0", kPrepared); }, absl::Seconds(20),
                     absl::Milliseconds(50)));
-  const int64_t lists = reconciler->stats().lists;
+  const int64_t lists = reconciler->Stats().lists;
 
   // The watch ends and the next one from the last version gets 410 Gone
   // (expired history): the reconciler lists again.
@@ -409,7 +409,7 @@ TEST_CASE("a broken watch and an expired resource version are survived by watchi
   REQUIRE(PollUntil([&] { return ConditionTrue(*client, b, "gpu-1", kPrepared); }, absl::Seconds(20),
                     absl::Milliseconds(50)));
   WaitIdle(*reconciler);
-  CHECK(reconciler->stats().lists > lists);
+  CHECK(reconciler->Stats().lists > lists);
   CHECK(handler.calls().size() == 2);
 }
 
@@ -448,7 +448,7 @@ TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again,
   auto reconciler = StartReconciler(client, handler, Options(Logger(sink)));
   CreateAllocated(*client, "hung", Allocation({{"gpu-0"}}, ByName(kNode)));
   CreateAllocated(*client, "late", Allocation({{"gpu-1"}}, ByName(kNode), absl::Now() - absl::Seconds(601)));
-  REQUIRE(PollUntil([&] { return handler.running() == 1 && reconciler->stats().timed_out == 1; }));
+  REQUIRE(PollUntil([&] { return handler.running() == 1 && reconciler->Stats().timed_out == 1; }));
   reconciler->Stop();
   const std::vector<ScriptedHandler::Call> calls = handler.calls();
   REQUIRE(calls.size() == 1);
@@ -465,7 +465,7 @@ TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again,
   REQUIRE(again.size() == 2);
   CHECK(again[1].claim == "hung");
   CHECK(again[1].cancelled.ok());
-  CHECK(restarted->stats().timed_out == 1);
+  CHECK(restarted->Stats().timed_out == 1);
 }
 
 }  // namespace

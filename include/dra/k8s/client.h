@@ -259,9 +259,8 @@ class Client {
   // precondition.
   absl::StatusOr<ResourceClaim> UpdateResourceClaimStatus(const ResourceClaim& claim);
 
-  struct Impl;  // internal
-
  private:
+  struct Impl;
   explicit Client(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };

@@ -131,7 +131,7 @@ class Helper {
 
   // The publisher's creates, updates, deletes and errors; zeros before the
   // first PublishResources.
-  resourceslice::Stats ResourceSliceStats() const;
+  resourceslice::PublisherStats ResourceSliceStats() const;
 
   // What /healthz answers: OK, or Unavailable saying why (stopped, the
   // kubelet refused the registration, a socket does not accept a
@@ -146,9 +146,8 @@ class Helper {
   const std::string& registrar_socket_path() const;
   const std::string& dra_socket_path() const;
 
-  class Impl;
-
  private:
+  class Impl;
   explicit Helper(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };

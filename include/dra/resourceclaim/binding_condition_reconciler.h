@@ -178,11 +178,10 @@ class BindingConditionReconciler {
   // Synced, no handler call or write running and none due: what the claims
   // showed has been acted on. Pending devices wait for their retry.
   bool Idle() const;
-  BindingConditionReconcilerStats stats() const;
-
-  class Impl;  // internal
+  BindingConditionReconcilerStats Stats() const;
 
  private:
+  class Impl;
   explicit BindingConditionReconciler(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<Impl> impl_;
 };

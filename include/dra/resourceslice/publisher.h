@@ -95,7 +95,7 @@ struct Options {
 // destroy the publisher.
 using ErrorHandler = std::function<void(const absl::Status& status, std::string_view context)>;
 
-struct Stats {
+struct PublisherStats {
   int64_t creates = 0;
   int64_t updates = 0;
   int64_t deletes = 0;
@@ -121,7 +121,7 @@ class Publisher {
   void Update(DriverResources resources);
 
   // What the publisher has done so far.
-  resourceslice::Stats Stats() const;
+  PublisherStats Stats() const;
 
   // True when nothing is pending: every scope listed and watched, every pool
   // synced since the last Update() (an invalid pool counts as done), no
@@ -132,9 +132,8 @@ class Publisher {
   // slices only with Options::remove_on_stop.
   void Stop();
 
-  class Impl;  // internal
-
  private:
+  class Impl;
   explicit Publisher(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
