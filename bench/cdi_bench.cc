@@ -128,10 +128,14 @@ Flags ParseFlags(int argc, char** argv) {
       if (i + 1 >= argc) Fail(absl::StrCat(arg, " needs a value"));
       return argv[++i];
     };
-    if (arg == "--specs") flags.specs = std::atoi(value().c_str());
-    else if (arg == "--runs") flags.runs = std::atoi(value().c_str());
-    else if (arg == "--tmpfs-dir") flags.tmpfs_dir = value();
-    else if (arg == "--disk-dir") flags.disk_dir = value();
+    if (arg == "--specs")
+      flags.specs = std::atoi(value().c_str());
+    else if (arg == "--runs")
+      flags.runs = std::atoi(value().c_str());
+    else if (arg == "--tmpfs-dir")
+      flags.tmpfs_dir = value();
+    else if (arg == "--disk-dir")
+      flags.disk_dir = value();
     else {
       std::fprintf(stderr,
                    "usage: bench_cdi [--specs N] [--runs N] [--tmpfs-dir DIR] [--disk-dir DIR]\n"

@@ -105,9 +105,10 @@ Flags ParseFlags(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--help" || i + 1 >= argc) usage();
     const std::string value = argv[++i];
-    int* target = arg == "--rounds" ? &flags.rounds : arg == "--warmup" ? &flags.warmup
-                                                    : arg == "--claims" ? &flags.claims
-                                                                        : nullptr;
+    int* target = arg == "--rounds"   ? &flags.rounds
+                  : arg == "--warmup" ? &flags.warmup
+                  : arg == "--claims" ? &flags.claims
+                                      : nullptr;
     if (target != nullptr) {
       if (!absl::SimpleAtoi(value, target) || *target < 0) usage();
     } else if (arg == "--delays") {
@@ -163,9 +164,9 @@ double TimedPrepare(dra::kubeletclient::DraClient& kubelet, const std::vector<Cl
   for (const ClaimRef& ref : refs) {
     auto it = prepared->find(ref.uid);
     if (it == prepared->end() || !it->second.error.empty()) {
-      Die("NodePrepareResources", absl::InternalError(absl::StrCat(
-                                      "claim ", ref.ToString(), ": ",
-                                      it == prepared->end() ? "no answer" : it->second.error)));
+      Die("NodePrepareResources",
+          absl::InternalError(
+              absl::StrCat("claim ", ref.ToString(), ": ", it == prepared->end() ? "no answer" : it->second.error)));
     }
   }
   return ms;
@@ -217,7 +218,8 @@ int main(int argc, char** argv) {
       SetDelay(**server, 0);
       std::vector<ClaimRef> one{CreateAllocatedClaim(*setup, absl::StrCat("c", next_claim++))};
       std::vector<ClaimRef> many;
-      for (int i = 0; i < flags.claims; ++i) many.push_back(CreateAllocatedClaim(*setup, absl::StrCat("c", next_claim++)));
+      for (int i = 0; i < flags.claims; ++i)
+        many.push_back(CreateAllocatedClaim(*setup, absl::StrCat("c", next_claim++)));
 
       SetDelay(**server, delay);
       double ms_one = 0;

@@ -37,10 +37,14 @@ inline int ParseDriverFlags(int argc, char** argv, DriverFlags& flags, const cha
       return help ? 0 : 2;
     }
     const std::string value = argv[++i];
-    if (flag == "--registrar-dir") flags.registrar_dir = value;
-    else if (flag == "--plugin-data-dir") flags.plugin_data_dir = value;
-    else if (flag == "--driver-name") flags.driver_name = value;
-    else if (flag == "--claims") flags.claims = std::stol(value);
+    if (flag == "--registrar-dir")
+      flags.registrar_dir = value;
+    else if (flag == "--plugin-data-dir")
+      flags.plugin_data_dir = value;
+    else if (flag == "--driver-name")
+      flags.driver_name = value;
+    else if (flag == "--claims")
+      flags.claims = std::stol(value);
     else if (!extra(flag, value)) {
       std::fputs(usage, stderr);
       return 2;

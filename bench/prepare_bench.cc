@@ -179,12 +179,18 @@ std::string FsType(const std::string& path) {
   struct statfs st;
   if (statfs(path.c_str(), &st) != 0) return "?";
   switch (static_cast<unsigned long>(st.f_type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x6969: return "nfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x794c7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
     default: {
       char buf[32];
       std::snprintf(buf, sizeof(buf), "fs 0x%lx", static_cast<unsigned long>(st.f_type));
@@ -276,9 +282,9 @@ struct Target {
   uint64_t next_index = 0;
   uint64_t planned_calls = 0;
   std::vector<double> samples_us;
-  double timed_seconds = 0;          // sum of the timed prepare calls
-  uint64_t prepare_writes = 0;       // durable writes during timed prepares
-  uint64_t measured_prepares = 0;    // prepares whose writes were counted
+  double timed_seconds = 0;        // sum of the timed prepare calls
+  uint64_t prepare_writes = 0;     // durable writes during timed prepares
+  uint64_t measured_prepares = 0;  // prepares whose writes were counted
 };
 
 void Connect(Target& t) {
@@ -435,8 +441,7 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   const std::string dir = MakeTempDir(parent_dir, "dra-bench-direct-");
   TrivialDriver driver;
   InMemoryClaimSource claims;
-  const uint64_t total_claims =
-      static_cast<uint64_t>(rounds) * callers * calls_per_caller_per_round * claims_per_call;
+  const uint64_t total_claims = static_cast<uint64_t>(rounds) * callers * calls_per_caller_per_round * claims_per_call;
   for (uint64_t i = 0; i < total_claims; ++i) claims.Put(AllocatedClaim(Ref(series, i)));
   absl::StatusOr<std::unique_ptr<kp::Checkpoint>> checkpoint = kp::Checkpoint::Open(dir + "/checkpoint.json");
   if (!checkpoint.ok()) Die("Checkpoint::Open: " + checkpoint.status().ToString());
@@ -447,8 +452,8 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   kp::CallTracker calls(logger);
   kp::HelperMetrics metrics;
   dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
-  kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false,
-                             **serializer, calls, metrics, work_pool);
+  kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false, **serializer,
+                             calls, metrics, work_pool);
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -805,8 +810,8 @@ int main(int argc, char** argv) {
                                parent, flags.callers, 1, false, rounds, per_caller, series++));
     direct.push_back(RunDirect("ClaimPreparer direct, " + std::to_string(flags.callers) + " callers, serialize on",
                                parent, flags.callers, 1, true, rounds, per_caller, series++));
-    direct.push_back(RunDirect("ClaimPreparer direct, 1 caller, 16 claims/call", parent, 1, 16, true, rounds,
-                               per_caller, series++));
+    direct.push_back(
+        RunDirect("ClaimPreparer direct, 1 caller, 16 claims/call", parent, 1, 16, true, rounds, per_caller, series++));
   }
 
   std::vector<PhaseRow> phases;
@@ -835,8 +840,9 @@ int main(int argc, char** argv) {
 
   // The table.
   const Stats base = Summarize(raw.samples_us);
-  std::printf("| path | checkpoint dir | claims in checkpoint | claims/call | calls | p50 us | p90 us | p99 us | "
-              "calls/s | p50 ratio | p99 ratio | durable writes/call |\n");
+  std::printf(
+      "| path | checkpoint dir | claims in checkpoint | claims/call | calls | p50 us | p90 us | p99 us | "
+      "calls/s | p50 ratio | p99 ratio | durable writes/call |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   auto entries = [](uint64_t max) { return max == 0 ? std::string("0") : "0-" + std::to_string(max); };
   for (auto& t : targets) {
@@ -864,12 +870,14 @@ int main(int argc, char** argv) {
                 entries(t->batch - 1).c_str(), ratio, ratio <= 1.2 ? "<=" : ">", ratio <= 1.2 ? "met" : "MISSED",
                 s.p99 / base.p99);
   }
-  std::printf("gRPC rows: one client, one channel per server, closed loop, %llu warm-up calls each (disk: up to 200), fresh claim UID "
-              "per call, untimed unprepare after every N prepares (N-1 = the most claims in the checkpoint), "
-              "servers interleaved in rounds of %llu calls; %u CPUs, load average %s before, %s after. Direct "
-              "rows: no gRPC, writes from Checkpoint::writes().\n",
-              static_cast<unsigned long long>(flags.warmup), static_cast<unsigned long long>(flags.round),
-              std::thread::hardware_concurrency(), load_before.c_str(), LoadAverage().c_str());
+  std::printf(
+      "gRPC rows: one client, one channel per server, closed loop, %llu warm-up calls each (disk: up to 200), fresh "
+      "claim UID "
+      "per call, untimed unprepare after every N prepares (N-1 = the most claims in the checkpoint), "
+      "servers interleaved in rounds of %llu calls; %u CPUs, load average %s before, %s after. Direct "
+      "rows: no gRPC, writes from Checkpoint::writes().\n",
+      static_cast<unsigned long long>(flags.warmup), static_cast<unsigned long long>(flags.round),
+      std::thread::hardware_concurrency(), load_before.c_str(), LoadAverage().c_str());
   if (driver_errors > 0) std::printf("WARNING: %d driver errors (see stderr).\n", driver_errors);
 
   if (!phases.empty()) {

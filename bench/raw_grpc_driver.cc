@@ -24,15 +24,15 @@
 
 #include <condition_variable>
 #include <csignal>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -220,8 +220,7 @@ struct ServerTuning {
   int sync_cqs = 0, min_pollers = 0, max_pollers = 0;  // 0: grpc++'s default
 };
 
-std::unique_ptr<grpc::Server> Serve(const std::string& path, grpc::Service* service,
-                                    const ServerTuning& tuning = {}) {
+std::unique_ptr<grpc::Server> Serve(const std::string& path, grpc::Service* service, const ServerTuning& tuning = {}) {
   std::filesystem::remove(path);
   grpc::ServerBuilder builder;
   for (const auto& [name, value] : tuning.args) builder.AddChannelArgument(name, value);
@@ -254,13 +253,18 @@ int main(int argc, char** argv) {
   ServerTuning tuning;
   const int exit_code =
       dra::bench::ParseDriverFlags(argc, argv, flags, kUsage, [&](const std::string& flag, const std::string& value) {
-        if (flag == "--api" && (value == "sync" || value == "callback" || value == "callback-handoff")) api = value;
+        if (flag == "--api" && (value == "sync" || value == "callback" || value == "callback-handoff"))
+          api = value;
         else if (flag == "--arg" && value.find('=') != std::string::npos)
           tuning.args.emplace_back(value.substr(0, value.find('=')), std::stoi(value.substr(value.find('=') + 1)));
-        else if (flag == "--sync-cqs") tuning.sync_cqs = std::stoi(value);
-        else if (flag == "--min-pollers") tuning.min_pollers = std::stoi(value);
-        else if (flag == "--max-pollers") tuning.max_pollers = std::stoi(value);
-        else return false;
+        else if (flag == "--sync-cqs")
+          tuning.sync_cqs = std::stoi(value);
+        else if (flag == "--min-pollers")
+          tuning.min_pollers = std::stoi(value);
+        else if (flag == "--max-pollers")
+          tuning.max_pollers = std::stoi(value);
+        else
+          return false;
         return true;
       });
   if (exit_code >= 0) return exit_code;
@@ -274,9 +278,12 @@ int main(int argc, char** argv) {
 
   const Answers answers(driver_name, flags.claims);
   std::unique_ptr<grpc::Service> dra;
-  if (api == "sync") dra = std::make_unique<SyncDra>(answers);
-  else if (api == "callback") dra = std::make_unique<CallbackDra>(answers);
-  else dra = std::make_unique<HandoffDra>(answers);
+  if (api == "sync")
+    dra = std::make_unique<SyncDra>(answers);
+  else if (api == "callback")
+    dra = std::make_unique<CallbackDra>(answers);
+  else
+    dra = std::make_unique<HandoffDra>(answers);
   const std::string dra_socket = data_dir + "/dra.sock";
   Registration registration(driver_name, dra_socket);
   // The DRA socket serves before the registration socket appears.

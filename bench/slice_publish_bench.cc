@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
   options.driver_name = kDriver;
   options.node_name = kNode;
   std::atomic<int64_t> errors{0};
-  auto publisher = dra::resourceslice::Publisher::Start(
-      *client, options, [&](const absl::Status& status, std::string_view context) {
+  auto publisher =
+      dra::resourceslice::Publisher::Start(*client, options, [&](const absl::Status& status, std::string_view context) {
         ++errors;
         std::fprintf(stderr, "publisher error (%.*s): %s\n", static_cast<int>(context.size()), context.data(),
                      status.ToString().c_str());
@@ -184,21 +184,22 @@ int main(int argc, char** argv) {
   (*publisher)->Stop();
 
   const size_t expected_creates = (static_cast<size_t>(devices) + 127) / 128;
-  std::printf("Publishing %d devices on one node (%zu slices), fake API server over HTTPS, client qps %s\n\n",
-              devices, slices, qps > 0 ? absl::StrCat(qps).c_str() : "unlimited");
+  std::printf("Publishing %d devices on one node (%zu slices), fake API server over HTTPS, client qps %s\n\n", devices,
+              slices, qps > 0 ? absl::StrCat(qps).c_str() : "unlimited");
   std::printf("| step | writes | wall time | bytes sent | check |\n|---|---|---|---|---|\n");
   std::printf("| first publish | %lld creates | %.3f s | %s | %s (ceil(%d/128) = %zu) |\n",
               static_cast<long long>(c1.creates), first, absl::StrFormat("%.2f MB", c1.bytes / 1e6).c_str(),
-              c1.creates == static_cast<int64_t>(expected_creates) && c1.writes == c1.creates ? "ok" : "WRONG",
-              devices, expected_creates);
+              c1.creates == static_cast<int64_t>(expected_creates) && c1.writes == c1.creates ? "ok" : "WRONG", devices,
+              expected_creates);
   const int64_t refused = c1.refused + c2.refused + c3.refused;
   std::printf("| identical republish | %lld | %.3f s | %lld B | %s (0 writes) |\n", static_cast<long long>(c2.writes),
               same, static_cast<long long>(c2.bytes), c2.writes == 0 ? "ok" : "WRONG");
   std::printf("| one device changed | %lld | %.3f s | %s | %s (1 write) |\n", static_cast<long long>(c3.writes), one,
               absl::StrFormat("%.1f kB", c3.bytes / 1e3).c_str(), c3.writes == 1 ? "ok" : "WRONG");
-  std::printf("\npeak RSS of the publishing process: %.1f MB (%.1f MB before the first Update, with the "
-              "benchmark's own copy of the devices); publisher errors: %lld\n",
-              rss_kb / 1024.0, rss_before, static_cast<long long>(errors.load()));
+  std::printf(
+      "\npeak RSS of the publishing process: %.1f MB (%.1f MB before the first Update, with the "
+      "benchmark's own copy of the devices); publisher errors: %lld\n",
+      rss_kb / 1024.0, rss_before, static_cast<long long>(errors.load()));
   std::printf("protobuf bodies refused by the fake server (415; the client asks once, then sends JSON): %lld%s\n",
               static_cast<long long>(refused), refused <= 1 ? "" : " WRONG (at most 1)");
   return c1.creates == static_cast<int64_t>(expected_creates) && c1.writes == c1.creates && c2.writes == 0 &&

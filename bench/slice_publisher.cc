@@ -77,9 +77,7 @@ int64_t RealtimeNs() {
       .count();
 }
 
-void Reply(const std::string& line) {
-  std::cout << line << '\n' << std::flush;
-}
+void Reply(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
 }  // namespace
 
@@ -106,8 +104,7 @@ int main(int argc, char** argv) {
     }
   }
   if (kubeconfig.empty() || node.empty() || argc % 2 == 0) {
-    std::fprintf(stderr,
-                 "usage: %s --kubeconfig FILE --node NAME [--driver NAME] [--devices N] [--qps Q --burst B]\n",
+    std::fprintf(stderr, "usage: %s --kubeconfig FILE --node NAME [--driver NAME] [--devices N] [--qps Q --burst B]\n",
                  argv[0]);
     return 2;
   }

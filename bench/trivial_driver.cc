@@ -61,13 +61,13 @@ class TrivialDriver : public dra::bench::UnprepareAllDriver {
       auto& result = results[claim.metadata.uid];
       // The Helper leaves only this driver's allocation results.
       for (const auto& allocated : claim.status.allocation->devices.results) {
-        result.devices.push_back(Device{.requests = {allocated.request},
-                                        .pool_name = allocated.pool,
-                                        .device_name = allocated.device,
-                                        .cdi_device_ids = {name_ + "/device=" + claim.metadata.uid + "-" +
-                                                           allocated.device},
-                                        .share_id = std::nullopt,
-                                        .cdi_edits = std::nullopt});
+        result.devices.push_back(
+            Device{.requests = {allocated.request},
+                   .pool_name = allocated.pool,
+                   .device_name = allocated.device,
+                   .cdi_device_ids = {name_ + "/device=" + claim.metadata.uid + "-" + allocated.device},
+                   .share_id = std::nullopt,
+                   .cdi_edits = std::nullopt});
       }
     }
     return results;
@@ -97,9 +97,12 @@ int main(int argc, char** argv) {
   int verbosity = 0;
   const int exit_code =
       dra::bench::ParseDriverFlags(argc, argv, flags, kUsage, [&](const std::string& flag, const std::string& value) {
-        if (flag == "--checkpoint" && (value == "on" || value == "off")) options.checkpoint = value == "on";
-        else if (flag == "-v" || flag == "--v") verbosity = std::stoi(value);
-        else return false;
+        if (flag == "--checkpoint" && (value == "on" || value == "off"))
+          options.checkpoint = value == "on";
+        else if (flag == "-v" || flag == "--v")
+          verbosity = std::stoi(value);
+        else
+          return false;
         return true;
       });
   if (exit_code >= 0) return exit_code;

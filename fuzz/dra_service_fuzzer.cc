@@ -87,9 +87,8 @@ struct Fixture {
   // Files (not directories) under the temp dir, other than those the Helper
   // keeps for its whole life.
   std::vector<std::string> StrayFiles() const {
-    static const std::set<std::string> kExpected = {
-        base + "/registry/gpu.example.com-reg.sock", data_dir + "/dra.sock", data_dir + "/checkpoint.json",
-        data_dir + "/serialize.lock"};
+    static const std::set<std::string> kExpected = {base + "/registry/gpu.example.com-reg.sock", data_dir + "/dra.sock",
+                                                    data_dir + "/checkpoint.json", data_dir + "/serialize.lock"};
     std::vector<std::string> stray;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
       if (!entry.is_directory() && !kExpected.contains(entry.path().string())) stray.push_back(entry.path());
@@ -110,12 +109,12 @@ std::unique_ptr<grpc::ClientContext> Context() {
 }
 
 // The v1 and v1beta1 APIs have the same messages in different packages.
-#define DRA_API_TAG(Tag, ns)                                     \
-  struct Tag {                                                   \
-    using Stub = ns::DRAPlugin::Stub;                            \
-    using PrepareRequest = ns::NodePrepareResourcesRequest;      \
-    using PrepareResponse = ns::NodePrepareResourcesResponse;    \
-    using UnprepareRequest = ns::NodeUnprepareResourcesRequest;  \
+#define DRA_API_TAG(Tag, ns)                                      \
+  struct Tag {                                                    \
+    using Stub = ns::DRAPlugin::Stub;                             \
+    using PrepareRequest = ns::NodePrepareResourcesRequest;       \
+    using PrepareResponse = ns::NodePrepareResourcesResponse;     \
+    using UnprepareRequest = ns::NodeUnprepareResourcesRequest;   \
     using UnprepareResponse = ns::NodeUnprepareResourcesResponse; \
   }
 DRA_API_TAG(V1, v1);

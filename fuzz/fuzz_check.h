@@ -9,12 +9,12 @@
 
 // A property the input broke: abort, so that libFuzzer saves the input as a
 // crash. Unlike assert() it stays on in every build type.
-#define DRA_FUZZ_CHECK(condition)                                                         \
-  do {                                                                                    \
-    if (!(condition)) {                                                                   \
+#define DRA_FUZZ_CHECK(condition)                                                             \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
       std::fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #condition); \
-      std::abort();                                                                       \
-    }                                                                                     \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (0)
 
 namespace dra::fuzz {

@@ -7,7 +7,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = dra::fuzz::AsText(data, size);
-  const nlohmann::json parameters = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json parameters =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (parameters.is_discarded()) return -1;  // not JSON: the claim decoder never hands it over
   absl::StatusOr<gpu::GpuConfig> config = gpu::DecodeGpuConfig(parameters);
   if (!config.ok()) {

@@ -9,7 +9,8 @@ set -euo pipefail
 # ca-certificates (HTTPS to the Go module proxy for the e2e binaries),
 # util-linux and mount (setsid, unshare, mount --bind for the e2e kubelet),
 # iproute2 (ip: the node's address), procps (sysctl: the kubelet's sysctls),
-# unzip (the Go toolchain, below). clang-14 and its runtime libraries: the
+# unzip (the Go toolchain, below). clang-format-14: the style check (ctest
+# `format`). clang-14 and its runtime libraries: the
 # build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
 # targets (gcc has neither of the first and last). The real node of the e2e
 # suite (tests/e2e/cluster.sh with containerd, build-images.sh): runc, and
@@ -17,7 +18,7 @@ set -euo pipefail
 # Debian base), buildah (examples/Dockerfile), umoci and busybox-static (the
 # pause and workload images).
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev

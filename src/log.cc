@@ -27,7 +27,9 @@ char SeverityLetter(LogSeverity severity) {
 
 // klog quotes strings with Go's %q rules; JSON escaping is the same for the
 // characters log messages carry.
-std::string Quote(std::string_view text) { return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string Quote(std::string_view text) {
+  return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string FormatKlog(const LogRecord& record) {
   // Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg

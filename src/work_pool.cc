@@ -13,11 +13,10 @@ namespace dra {
 // One ParallelFor call. Indices are claimed from `next`; `done` counts the
 // finished ones, and the caller waits for it to reach n under `mu`.
 struct WorkPool::Batch {
-  Batch(size_t n, size_t max_helpers, const std::function<void(size_t)>& fn)
-      : n(n), max_helpers(max_helpers), fn(fn) {}
+  Batch(size_t n, size_t max_helpers, const std::function<void(size_t)>& fn) : n(n), max_helpers(max_helpers), fn(fn) {}
 
   const size_t n;
-  const size_t max_helpers;  // pool threads allowed on this batch
+  const size_t max_helpers;               // pool threads allowed on this batch
   const std::function<void(size_t)>& fn;  // valid until done == n
   std::atomic<size_t> next{0};
   size_t helpers = 0;  // guarded by WorkPool::mu_

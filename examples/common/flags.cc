@@ -59,8 +59,7 @@ void FlagSet::Duration(std::string name, absl::Duration* target, std::string hel
        }});
 }
 
-void FlagSet::Double(std::string name, double* target, std::string help, std::string env, double min,
-                     double max) {
+void FlagSet::Double(std::string name, double* target, std::string help, std::string env, double min, double max) {
   Add({std::move(name), "float", absl::StrFormat("%g", *target), std::move(help), std::move(env),
        [target, min, max](const std::string& text) {
          double value = 0;
@@ -94,8 +93,8 @@ absl::Status FlagSet::Parse(int argc, char** argv) {
     const char* value = std::getenv(flag.env.c_str());
     if (value == nullptr || *value == '\0') continue;
     if (absl::Status parsed = flag.parse(value); !parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("environment variable ", flag.env, ": invalid value \"", value,
-                                                     "\": ", parsed.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable ", flag.env, ": invalid value \"", value, "\": ", parsed.message()));
     }
   }
   for (int i = 1; i < argc; ++i) {

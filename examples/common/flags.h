@@ -27,13 +27,11 @@ class FlagSet {
   void String(std::string name, std::string* target, std::string help, std::string env = "");
   void Bool(std::string name, bool* target, std::string help, std::string env = "");
   // Within [min, max].
-  void Int(std::string name, int* target, std::string help, std::string env = "", int min = 0,
-           int max = 1 << 30);
+  void Int(std::string name, int* target, std::string help, std::string env = "", int min = 0, int max = 1 << 30);
   // Go duration syntax: "300ms", "2s", "1m30s".
   void Duration(std::string name, absl::Duration* target, std::string help, std::string env = "");
   // Within [min, max].
-  void Double(std::string name, double* target, std::string help, std::string env = "", double min = 0,
-              double max = 1);
+  void Double(std::string name, double* target, std::string help, std::string env = "", double min = 0, double max = 1);
   // Anything else: `parse` checks and stores the text; its error message is
   // the rule ("must be a quantity such as 8Gi"). `default_text` is shown in
   // --help.

@@ -77,8 +77,8 @@ absl::StatusOr<std::unique_ptr<GrpcHealthServer>> GrpcHealthServer::Start(const 
   grpc::EnableDefaultHealthCheckService(health_enabled);
   if (server == nullptr || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   if (server->GetHealthCheckService() == nullptr) return absl::InternalError("gRPC built no health service");
-  return std::unique_ptr<GrpcHealthServer>(
-      new GrpcHealthServer(std::make_unique<Impl>(std::move(unimplemented), std::move(server), port, std::move(healthy))));
+  return std::unique_ptr<GrpcHealthServer>(new GrpcHealthServer(
+      std::make_unique<Impl>(std::move(unimplemented), std::move(server), port, std::move(healthy))));
 }
 
 GrpcHealthServer::GrpcHealthServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

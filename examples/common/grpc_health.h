@@ -17,7 +17,7 @@ class GrpcHealthServer {
  public:
   // `address`: "host:port"; port 0 picks a free one (port()).
   static absl::StatusOr<std::unique_ptr<GrpcHealthServer>> Start(const std::string& address,
-                                                                  std::function<absl::Status()> healthy);
+                                                                 std::function<absl::Status()> healthy);
   ~GrpcHealthServer();
   GrpcHealthServer(const GrpcHealthServer&) = delete;
   GrpcHealthServer& operator=(const GrpcHealthServer&) = delete;

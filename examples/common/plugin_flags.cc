@@ -16,8 +16,7 @@ void PluginFlags::Register(FlagSet& flags) {
                "the kubelet's plugins directory; the driver keeps its sockets and checkpoint in <this>/<driver>",
                "KUBELET_PLUGINS_DIRECTORY_PATH");
   flags.String("pod-uid", &pod_uid, "this pod's UID, for rolling updates with maxSurge (downward API)", "POD_UID");
-  flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none",
-               "HTTP_ENDPOINT");
+  flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none", "HTTP_ENDPOINT");
   flags.Int("healthcheck-port", &healthcheck_port,
             "TCP port of a grpc.health.v1 service (\"liveness\") for gRPC liveness probes; -1: none, 0: any",
             "HEALTHCHECK_PORT", -1, 65535);
@@ -38,12 +37,14 @@ void PluginFlags::Register(FlagSet& flags) {
 
 absl::StatusOr<std::shared_ptr<dra::k8s::Client>> PluginFlags::MakeClient(const std::string& user_agent) const {
   absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
-  if (!config.ok()) return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
+  if (!config.ok())
+    return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
   config->user_agent = user_agent;
   config->qps = kube_api_qps;
   config->burst = kube_api_burst;
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
-  if (!client.ok()) return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
+  if (!client.ok())
+    return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
   return client;
 }
 

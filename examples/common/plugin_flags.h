@@ -20,19 +20,19 @@
 namespace example {
 
 struct PluginFlags {
-  std::string node_name;                                      // --node-name, NODE_NAME (required)
-  std::string kubeconfig;                                     // --kubeconfig, KUBECONFIG
-  std::string cdi_root = "/var/run/cdi";                      // --cdi-root, CDI_ROOT
+  std::string node_name;                                            // --node-name, NODE_NAME (required)
+  std::string kubeconfig;                                           // --kubeconfig, KUBECONFIG
+  std::string cdi_root = "/var/run/cdi";                            // --cdi-root, CDI_ROOT
   std::string registrar_dir = "/var/lib/kubelet/plugins_registry";  // --kubelet-registrar-directory-path
-  std::string plugins_dir = "/var/lib/kubelet/plugins";       // --kubelet-plugins-directory-path
-  std::string pod_uid;                                        // --pod-uid, POD_UID (rolling updates)
-  std::string http_endpoint;                                  // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
-  int healthcheck_port = -1;                                  // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
-  bool serialize = true;                                      // --serialize, SERIALIZE: Options::serialize
-  double kube_api_qps = dra::k8s::ClientConfig().qps;         // --kube-api-qps, KUBE_API_QPS (0: no limit)
-  int kube_api_burst = dra::k8s::ClientConfig().burst;        // --kube-api-burst, KUBE_API_BURST
-  int verbosity = 0;                                          // -v
-  std::string log_format = "text";                            // --log-format text|json
+  std::string plugins_dir = "/var/lib/kubelet/plugins";             // --kubelet-plugins-directory-path
+  std::string pod_uid;                                              // --pod-uid, POD_UID (rolling updates)
+  std::string http_endpoint;                            // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
+  int healthcheck_port = -1;                            // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
+  bool serialize = true;                                // --serialize, SERIALIZE: Options::serialize
+  double kube_api_qps = dra::k8s::ClientConfig().qps;   // --kube-api-qps, KUBE_API_QPS (0: no limit)
+  int kube_api_burst = dra::k8s::ClientConfig().burst;  // --kube-api-burst, KUBE_API_BURST
+  int verbosity = 0;                                    // -v
+  std::string log_format = "text";                      // --log-format text|json
 
   void Register(FlagSet& flags);
 

@@ -63,9 +63,9 @@ absl::StatusOr<std::vector<int>> CpuAllocator::Allocate(const std::string& uid, 
     by_l3[cpu->l3_group][{cpu->socket_id, cpu->core_id}].cpus.push_back(id);
   }
   if (free < count) {
-    return absl::ResourceExhaustedError(absl::StrCat("needs ", count, " CPUs of ", group_name, ", ", free, " are free (",
-                                                     group.size(), " online, ", reserved, " reserved, ", held,
-                                                     " held by other claims)"));
+    return absl::ResourceExhaustedError(absl::StrCat("needs ", count, " CPUs of ", group_name, ", ", free,
+                                                     " are free (", group.size(), " online, ", reserved, " reserved, ",
+                                                     held, " held by other claims)"));
   }
   std::vector<std::pair<int, std::vector<FreeCore>>> groups;  // free count, cores
   for (auto& [l3, cores] : by_l3) {

@@ -82,15 +82,15 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
       const std::string capacity = CpuCapacityName(publish_.driver_name);
       auto consumed = allocated.consumed_capacity.find(capacity);
       if (consumed == allocated.consumed_capacity.end()) {
-        return fail(absl::InvalidArgumentError(absl::StrCat(
-            "device ", name, ": the allocation has no consumedCapacity ", capacity,
-            " (the cluster needs the DRAConsumableCapacity feature)")));
+        return fail(absl::InvalidArgumentError(absl::StrCat("device ", name,
+                                                            ": the allocation has no consumedCapacity ", capacity,
+                                                            " (the cluster needs the DRAConsumableCapacity feature)")));
       }
       const int64_t count = consumed->second.Value();
       const std::vector<int> group = socket ? topology.SocketCpus(*socket) : topology.NumaCpus(*numa);
-      absl::StatusOr<std::vector<int>> cpus = allocator_.Allocate(
-          uid, socket ? absl::StrCat("socket ", *socket) : absl::StrCat("NUMA node ", *numa), group,
-          static_cast<int>(count));
+      absl::StatusOr<std::vector<int>> cpus =
+          allocator_.Allocate(uid, socket ? absl::StrCat("socket ", *socket) : absl::StrCat("NUMA node ", *numa), group,
+                              static_cast<int>(count));
       if (!cpus.ok()) return fail(cpus.status());
     } else if (const std::optional<int> id = Suffix(name, "cpu-")) {
       if (absl::Status taken = allocator_.Take(uid, {*id}); !taken.ok()) {
@@ -101,13 +101,13 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
     } else {
       return fail(absl::InvalidArgumentError(absl::StrCat("device ", name, " is not one this driver publishes")));
     }
-    result.devices.push_back(
-        kp::Device{{allocated.request}, allocated.pool, allocated.device, {}, allocated.share_id});
+    result.devices.push_back(kp::Device{{allocated.request}, allocated.pool, allocated.device, {}, allocated.share_id});
   }
   const std::vector<int> cpus = HeldCpus(uid);
   dra::cdi::ContainerEdits edits;
   if (!cpus.empty()) edits.env.push_back(absl::StrCat(CpusetEnvName(uid), "=", FormatCpuList(cpus)));
-  if (!mems.empty()) edits.env.push_back(absl::StrCat(MemsEnvName(uid), "=", FormatCpuList({mems.begin(), mems.end()})));
+  if (!mems.empty())
+    edits.env.push_back(absl::StrCat(MemsEnvName(uid), "=", FormatCpuList({mems.begin(), mems.end()})));
   for (kp::Device& device : result.devices) {
     device.cdi_edits = edits;
     if (!cpus.empty()) device.cdi_annotations[CpusetAnnotation(publish_.driver_name)] = FormatCpuList(cpus);

@@ -14,10 +14,10 @@
 
 #include "dra/mutex.h"
 
+#include "common/background_errors.h"
 #include "cpu_allocator.h"
 #include "cpu_pinner.h"
 #include "cpu_resources.h"
-#include "common/background_errors.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"

@@ -105,8 +105,9 @@ void CpuPinner::Run() {
       continue;
     }
     if (absl::IsUnavailable(moved)) continue;
-    logger_.Warning("Moving containers failed; retrying",
-                    {{"containers", absl::StrJoin(names, " ")}, {"err", moved.ToString()}, {"in", absl::FormatDuration(retry)}});
+    logger_.Warning(
+        "Moving containers failed; retrying",
+        {{"containers", absl::StrJoin(names, " ")}, {"err", moved.ToString()}, {"in", absl::FormatDuration(retry)}});
     changed_ = true;
     const absl::Time until = absl::Now() + retry;
     while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "absl/strings/strip.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "cpuset.h"
 
 namespace cpu {

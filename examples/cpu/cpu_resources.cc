@@ -49,8 +49,8 @@ std::optional<std::string> PcieRoot(const Topology& topology, const std::vector<
 
 // A device that claims share by `capacity_name`, mapped to the node's
 // allocatable `resource`.
-k8s::Device SharedDevice(std::string name, const std::string& capacity_name, k8s::Quantity total,
-                         k8s::Quantity step, const std::string& resource) {
+k8s::Device SharedDevice(std::string name, const std::string& capacity_name, k8s::Quantity total, k8s::Quantity step,
+                         const std::string& resource) {
   k8s::Device device;
   device.name = std::move(name);
   device.allow_multiple_allocations = true;
@@ -85,9 +85,9 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
     for (const auto& [id, cpus] : groups) {
       const std::vector<int> allocatable = Allocatable(cpus, options.reserved);
       if (allocatable.empty()) continue;
-      k8s::Device device =
-          SharedDevice(GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name),
-                       k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())), k8s::Quantity::FromInt(1), "cpu");
+      k8s::Device device = SharedDevice(GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name),
+                                        k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())),
+                                        k8s::Quantity::FromInt(1), "cpu");
       if (std::optional<int> socket = Common(topology, cpus, [](const Cpu& c) { return c.socket_id; })) {
         device.attributes["socketID"] = k8s::IntAttribute(*socket);
       }

@@ -45,8 +45,9 @@ struct CpuFlags {
     flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
     flags.String("sysfs-root", &sysfs_root, "where sysfs is (its devices/system/cpu and devices/system/node)",
                  "SYSFS_ROOT");
-    flags.Custom("reserved-cpus", "cpulist", "none", "CPUs kept for the system, e.g. 0-1,8: never published or handed out",
-                 "RESERVED_CPUS", [this](const std::string& text) -> absl::Status {
+    flags.Custom("reserved-cpus", "cpulist", "none",
+                 "CPUs kept for the system, e.g. 0-1,8: never published or handed out", "RESERVED_CPUS",
+                 [this](const std::string& text) -> absl::Status {
                    absl::StatusOr<std::vector<int>> cpus = cpu::ParseCpuList(text);
                    if (!cpus.ok()) return cpus.status();
                    reserved = {cpus->begin(), cpus->end()};
@@ -76,8 +77,8 @@ struct CpuFlags {
                    return absl::OkStatus();
                  });
     flags.Bool("memory-devices", &memory_devices, "also publish each NUMA node's memory as a device", "MEMORY_DEVICES");
-    flags.Duration("rescan-interval", &rescan_interval,
-                   "how often to look for CPUs going offline or online; 0: never", "RESCAN_INTERVAL");
+    flags.Duration("rescan-interval", &rescan_interval, "how often to look for CPUs going offline or online; 0: never",
+                   "RESCAN_INTERVAL");
     flags.String("nri-socket", &nri_socket,
                  "the container runtime's NRI socket, through which the driver pins containers to their CPUs; "
                  "\"\": do not pin (containers get DRA_CPUSET_* only)",
@@ -201,7 +202,8 @@ int main(int argc, char** argv) {
     nri_options.socket_path = cpu_flags.nri_socket;
     nri_options.name = cpu_flags.driver_name;
     nri_options.lock_path = options->plugin_data_dir + "/nri.lock";
-    pinner = std::make_unique<cpu::CpuPinner>(std::move(nri_options), [&driver] { return driver.Pinning(); }, logger);
+    pinner = std::make_unique<cpu::CpuPinner>(
+        std::move(nri_options), [&driver] { return driver.Pinning(); }, logger);
     driver.OnPinningChanged([&pinner] { pinner->ClaimsChanged(); });
   }
   options->extra_metrics = [&driver, &pinner] { return driver.Metrics() + (pinner ? pinner->Metrics() : ""); };
@@ -212,15 +214,15 @@ int main(int argc, char** argv) {
   if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
     return Fail("publish", published);
   }
-  logger.Info("CPU driver started", {{"driver", cpu_flags.driver_name},
-                                     {"node", plugin.node_name},
-                                     {"online", absl::StrCat(online)},
-                                     {"reserved", cpu::FormatCpuList({cpu_flags.reserved.begin(),
-                                                                      cpu_flags.reserved.end()})}});
+  logger.Info("CPU driver started",
+              {{"driver", cpu_flags.driver_name},
+               {"node", plugin.node_name},
+               {"online", absl::StrCat(online)},
+               {"reserved", cpu::FormatCpuList({cpu_flags.reserved.begin(), cpu_flags.reserved.end()})}});
   std::unique_ptr<HotplugWatch> hotplug;
   if (cpu_flags.rescan_interval > absl::ZeroDuration()) {
-    hotplug = std::make_unique<HotplugWatch>(**helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus,
-                                             logger);
+    hotplug =
+        std::make_unique<HotplugWatch>(**helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus, logger);
   }
   signals.Wait();
   logger.Info("Stopping; the ResourceSlices stay for the next instance");

@@ -28,7 +28,8 @@ absl::StatusOr<int> ReadInt(const std::string& path) {
   if (!text.ok()) return text.status();
   int value = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not an integer: \"", absl::StripAsciiWhitespace(*text), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an integer: \"", absl::StripAsciiWhitespace(*text), "\""));
   }
   return value;
 }

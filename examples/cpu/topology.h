@@ -16,7 +16,7 @@ struct Cpu {
   int core_id = 0;    // unique within its socket only
   int socket_id = 0;  // physical_package_id
   int numa_node = 0;
-  int l3_group = -1;  // the lowest CPU sharing its L3 cache; -1: no L3 known
+  int l3_group = -1;          // the lowest CPU sharing its L3 cache; -1: no L3 known
   std::vector<int> siblings;  // SMT threads of its core, itself included, online only
 };
 

@@ -24,8 +24,9 @@ std::string AdminAccessVariable(const dra::k8s::ResourceClaim& claim) {
   bool admin = false;
   if (claim.status.allocation.has_value()) {
     const auto& results = claim.status.allocation->devices.results;
-    admin = std::any_of(results.begin(), results.end(),
-                        [](const dra::k8s::DeviceRequestAllocationResult& r) { return r.admin_access.value_or(false); });
+    admin = std::any_of(results.begin(), results.end(), [](const dra::k8s::DeviceRequestAllocationResult& r) {
+      return r.admin_access.value_or(false);
+    });
   }
   return absl::StrCat("DRA_ADMIN_ACCESS=", admin ? "true" : "false");
 }

@@ -14,10 +14,10 @@ namespace gpu {
 
 // A change of one GPU's health.
 struct HealthEvent {
-  int index = 0;         // GpuInfo::index
-  bool healthy = true;   // false: taint it NoSchedule and report it unhealthy
-  bool fatal = false;    // with !healthy: NoExecute (running pods must go), e.g. fatal XIDs
-  std::string reason;    // for logs and the taint value, e.g. "XID 79"
+  int index = 0;        // GpuInfo::index
+  bool healthy = true;  // false: taint it NoSchedule and report it unhealthy
+  bool fatal = false;   // with !healthy: NoExecute (running pods must go), e.g. fatal XIDs
+  std::string reason;   // for logs and the taint value, e.g. "XID 79"
 
   bool operator==(const HealthEvent&) const = default;
 };

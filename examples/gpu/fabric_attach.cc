@@ -26,8 +26,8 @@ rc::BindingResult FabricAttach::PrepareForBinding(const dra::CallContext& ctx, c
   // Fail when the running count of failures due, rounded up, goes up.
   if (std::ceil(static_cast<double>(finished_) * failure_rate_ - 1e-9) >
       std::ceil(static_cast<double>(finished_ - 1) * failure_rate_ - 1e-9)) {
-    return rc::BindingResult::Failed("AttachFailed",
-                                     absl::StrCat("simulated fabric failure attaching ", device.device, " to ", node_name_));
+    return rc::BindingResult::Failed(
+        "AttachFailed", absl::StrCat("simulated fabric failure attaching ", device.device, " to ", node_name_));
   }
   return rc::BindingResult::Ready("Attached", absl::StrCat(device.device, " attached to ", node_name_));
 }

@@ -29,8 +29,7 @@ class FabricAttach : public dra::resourceclaim::BindingHandler {
   FabricAttach(std::string node_name, absl::Duration delay, double failure_rate, absl::Duration forget_after)
       : node_name_(std::move(node_name)), delay_(delay), failure_rate_(failure_rate), forget_after_(forget_after) {}
 
-  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
-                                                      const dra::k8s::ResourceClaim& claim,
+  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override;
 
  private:

@@ -18,8 +18,7 @@ class GpuBinding : public dra::resourceclaim::BindingHandler {
   // `node_pool`: the pool of the node's own GPUs (named after the node).
   GpuBinding(std::string node_pool, FabricAttach& fabric) : node_pool_(std::move(node_pool)), fabric_(fabric) {}
 
-  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
-                                                      const dra::k8s::ResourceClaim& claim,
+  dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override {
     if (device.pool != node_pool_) return fabric_.PrepareForBinding(ctx, claim, device);
     return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + node_pool_);

@@ -70,7 +70,8 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
   const json* partitioning = ObjectAt(*sharing, "spacePartitioningConfig");
   if (*strategy == "TimeSlicing") {
     if (partitioning != nullptr) {
-      return Invalid(FieldError::Forbidden("sharing.spacePartitioningConfig", "may only be set with SpacePartitioning"));
+      return Invalid(
+          FieldError::Forbidden("sharing.spacePartitioningConfig", "may only be set with SpacePartitioning"));
     }
     config.strategy = GpuConfig::Strategy::kTimeSlicing;
     if (time_slicing == nullptr) return config;
@@ -83,10 +84,9 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
     static const std::vector<std::string> kIntervals = {"Default", "Long", "Medium", "Short"};
     if (!interval->is_string() ||
         std::find(kIntervals.begin(), kIntervals.end(), interval->get<std::string>()) == kIntervals.end()) {
-      return Invalid(FieldError::NotSupported("sharing.timeSlicingConfig.interval",
-                                              interval->is_string() ? GoQuote(interval->get<std::string>())
-                                                                    : interval->dump(),
-                                              kIntervals));
+      return Invalid(FieldError::NotSupported(
+          "sharing.timeSlicingConfig.interval",
+          interval->is_string() ? GoQuote(interval->get<std::string>()) : interval->dump(), kIntervals));
     }
     config.interval = interval->get<std::string>();
     return config;
@@ -98,8 +98,7 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
     config.strategy = GpuConfig::Strategy::kSpacePartitioning;
     if (partitioning == nullptr) return config;
     if (!partitioning->is_object()) {
-      return Invalid(
-          FieldError::Invalid("sharing.spacePartitioningConfig", partitioning->dump(), "must be an object"));
+      return Invalid(FieldError::Invalid("sharing.spacePartitioningConfig", partitioning->dump(), "must be an object"));
     }
     if (auto stray = UnknownField(*partitioning, "sharing.spacePartitioningConfig", {"partitionCount"})) {
       return Invalid(*stray);

@@ -46,9 +46,9 @@ absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const dra::C
     result = Prepare(ctx, claim);
     // The SDK logs a failed claim with its error.
     if (result.status.ok()) {
-      ctx.logger().Info("Prepared claim", {{"claim", ClaimName(claim)},
-                                           {"uid", claim.metadata.uid},
-                                           {"devices", absl::StrCat(result.devices.size())}});
+      ctx.logger().Info(
+          "Prepared claim",
+          {{"claim", ClaimName(claim)}, {"uid", claim.metadata.uid}, {"devices", absl::StrCat(result.devices.size())}});
     }
   }
   return results;

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "dra/resourceclaim/claim_status_writer.h"
 #include "common/background_errors.h"
+#include "container_env.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
-#include "container_env.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "gpu_info.h"
 
 namespace gpu {
@@ -62,8 +62,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
   bool fatal() const { return errors_.fatal(); }
 
  private:
-  dra::kubeletplugin::PrepareResult Prepare(const dra::CallContext& ctx,
-                                            const dra::k8s::ResourceClaim& claim) const;
+  dra::kubeletplugin::PrepareResult Prepare(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim) const;
 
   const Options options_;
   example::BackgroundErrors errors_;

@@ -111,7 +111,8 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
     counters.counters[kCompute].value = compute;
     add(FullDeviceName(gpu.index), memory, compute).attributes["full"] = k8s::BoolAttribute(true);
     for (int p = 0; p < partitions; ++p) {
-      k8s::Device& part = add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), k8s::Quantity::FromInt(part_compute));
+      k8s::Device& part =
+          add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), k8s::Quantity::FromInt(part_compute));
       part.attributes["partition"] = k8s::IntAttribute(p);
     }
   }

@@ -52,7 +52,7 @@ std::string UnhealthyTaintKey(const std::string& driver_name);
 dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const PublishOptions& options);
 
 // The binding conditions of fabric-attached GPUs.
-std::string IsPreparedCondition(const std::string& driver_name);     // "<driver>/is-prepared"
+std::string IsPreparedCondition(const std::string& driver_name);       // "<driver>/is-prepared"
 std::string PreparingFailedCondition(const std::string& driver_name);  // "<driver>/preparing-failed"
 
 // Fabric-attached GPUs reachable from the nodes `selector` selects: devices

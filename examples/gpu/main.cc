@@ -22,10 +22,10 @@
 #include "common/plugin_flags.h"
 #include "device_source.h"
 #include "dra/k8s/quantity.h"
-#include "dra/resourceclaim/binding_condition_reconciler.h"
-#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/resourceslice/publisher.h"
 #include "fabric_attach.h"
 #include "gpu_binding.h"
@@ -241,15 +241,16 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
   options.logger = logger;
   absl::StatusOr<std::unique_ptr<dra::resourceslice::Publisher>> publisher =
       dra::resourceslice::Publisher::Start(*client, options, [&](const absl::Status& status, std::string_view context) {
-        logger.Error("Publishing the fabric pool failed", {{"context", std::string(context)}, {"err", status.ToString()}});
+        logger.Error("Publishing the fabric pool failed",
+                     {{"context", std::string(context)}, {"err", status.ToString()}});
       });
   if (!publisher.ok()) return Fail("start", publisher.status());
   dra::resourceslice::DriverResources resources;
   resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
-  logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
-                                            {"pool", gpu_flags.fabric_pool},
-                                            {"gpus", absl::StrCat(gpus.size())}});
+  logger.Info(
+      "Fabric controller started",
+      {{"driver", gpu_flags.driver_name}, {"pool", gpu_flags.fabric_pool}, {"gpus", absl::StrCat(gpus.size())}});
   signals.Wait();
   (*publisher)->Stop();
   return 0;
@@ -277,9 +278,9 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
     return Fail("publish", published);
   }
-  logger.Info("NIC driver started", {{"driver", gpu_flags.driver_name},
-                                     {"node", plugin.node_name},
-                                     {"nics", absl::StrCat(gpu_flags.num_devices)}});
+  logger.Info(
+      "NIC driver started",
+      {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
   signals.Wait();
   logger.Info("Stopping; the ResourceSlices stay for the next instance");
   (*helper)->Stop();
@@ -331,7 +332,8 @@ int main(int argc, char** argv) {
   driver_options.common_cdi_id = common.id;
   driver_options.logger = logger;
   for (const gpu::GpuInfo& gpu : *gpus) {
-    for (const std::string& name : gpu::DeviceNames(gpu.index, gpu_flags.partitions)) driver_options.devices[name] = gpu;
+    for (const std::string& name : gpu::DeviceNames(gpu.index, gpu_flags.partitions))
+      driver_options.devices[name] = gpu;
   }
   // Fabric GPUs can be attached to any node the selector picks, so every
   // node plugin knows them, whoever publishes the pool.
@@ -376,7 +378,8 @@ int main(int argc, char** argv) {
   publish.binding_conditions = gpu_flags.binding_conditions;
   dra::resourceslice::DriverResources fabric;
   if (!gpu_flags.fabric_pool.empty()) {
-    fabric.pools[gpu_flags.fabric_pool] = gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+    fabric.pools[gpu_flags.fabric_pool] =
+        gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   }
   HealthMonitor health(**helper, *source, *gpus, publish, std::move(fabric), logger);
   if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);

@@ -87,11 +87,10 @@ absl::StatusOr<std::vector<HealthEvent>> MockGpus::ReadNewLines() {
   for (absl::string_view line : absl::StrSplit(chunk.substr(0, complete), '\n', absl::SkipWhitespace())) {
     std::vector<std::string> words = absl::StrSplit(absl::StripAsciiWhitespace(line), ' ', absl::SkipEmpty());
     HealthEvent event;
-    if (words.size() != 2 || !absl::SimpleAtoi(words[0], &event.index) || event.index < 0 ||
-        event.index >= count_ || (words[1] != "healthy" && words[1] != "unhealthy" && words[1] != "fatal")) {
-      return absl::InvalidArgumentError(absl::StrCat(health_file_, ": line \"", line,
-                                                     "\": want \"<index> healthy|unhealthy|fatal\" with index below ",
-                                                     count_));
+    if (words.size() != 2 || !absl::SimpleAtoi(words[0], &event.index) || event.index < 0 || event.index >= count_ ||
+        (words[1] != "healthy" && words[1] != "unhealthy" && words[1] != "fatal")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          health_file_, ": line \"", line, "\": want \"<index> healthy|unhealthy|fatal\" with index below ", count_));
     }
     event.healthy = words[1] == "healthy";
     event.fatal = words[1] == "fatal";

@@ -37,7 +37,8 @@ absl::StatusOr<uint64_t> Burst(const json& bursts, const std::string& key) {
 absl::StatusOr<NetConfig> DecodeNetConfig(const json& parameters) {
   if (!parameters.is_object()) return Invalid(FieldError::Invalid("", parameters.dump(), "must be an object"));
   for (const auto& [key, value] : parameters.items()) {
-    if (key != "apiVersion" && key != "kind" && key != "bwBurst") return Invalid(FieldError::Forbidden(key, "unknown field"));
+    if (key != "apiVersion" && key != "kind" && key != "bwBurst")
+      return Invalid(FieldError::Forbidden(key, "unknown field"));
   }
   auto shown = [&](const char* key) {
     auto it = parameters.find(key);

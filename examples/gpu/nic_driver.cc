@@ -25,9 +25,9 @@ absl::StatusOr<kp::PrepareResults> NicDriver::PrepareResourceClaims(const dra::C
     kp::PrepareResult& result = results[claim.metadata.uid];
     result = Prepare(claim);
     if (result.status.ok()) {
-      ctx.logger().Info("Prepared claim", {{"claim", ClaimName(claim)},
-                                           {"uid", claim.metadata.uid},
-                                           {"devices", absl::StrCat(result.devices.size())}});
+      ctx.logger().Info(
+          "Prepared claim",
+          {{"claim", ClaimName(claim)}, {"uid", claim.metadata.uid}, {"devices", absl::StrCat(result.devices.size())}});
     }
   }
   return results;
@@ -61,8 +61,8 @@ kp::PrepareResult NicDriver::Prepare(const k8s::ResourceClaim& claim) const {
     edits.env = {ClaimVariable("net", device.device, claim.metadata.uid), admin_access};
     if (config.ingress_burst > 0) edits.env.push_back(absl::StrCat(var, "_INGRESS_BURST=", config.ingress_burst));
     if (config.egress_burst > 0) edits.env.push_back(absl::StrCat(var, "_EGRESS_BURST=", config.egress_burst));
-    for (const auto& [capacity, name] : {std::pair{"ingressBandwidth", "_INGRESS_RATE="},
-                                         std::pair{"egressBandwidth", "_EGRESS_RATE="}}) {
+    for (const auto& [capacity, name] :
+         {std::pair{"ingressBandwidth", "_INGRESS_RATE="}, std::pair{"egressBandwidth", "_EGRESS_RATE="}}) {
       if (auto it = device.consumed_capacity.find(capacity); it != device.consumed_capacity.end()) {
         edits.env.push_back(absl::StrCat(var, name, it->second.Value()));
       }

@@ -47,9 +47,8 @@ absl::StatusOr<std::map<size_t, Config>> ConfigsForResults(
         const std::string& request = devices.results[index].request;
         const std::string base = request.substr(0, request.find('/'));
         const bool applies = entry.requests.empty() ||
-                             std::any_of(entry.requests.begin(), entry.requests.end(), [&](const std::string& name) {
-                               return name == request || name == base;
-                             });
+                             std::any_of(entry.requests.begin(), entry.requests.end(),
+                                         [&](const std::string& name) { return name == request || name == base; });
         if (applies) config = *decoded;
       }
     }

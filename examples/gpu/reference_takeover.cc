@@ -53,9 +53,8 @@ absl::StatusOr<std::vector<std::string>> ReferenceCheckpointClaims(const std::st
     if (!claims.is_object()) return absl::InvalidArgumentError("v1.preparedClaims: must be an object");
     for (const auto& [uid, devices] : claims.items()) uids.push_back(uid);
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a dra-example-driver checkpoint (kind Checkpoint, apiVersion ", kApiVersion,
-                     ", or checksum and v1)"));
+    return absl::InvalidArgumentError(absl::StrCat("not a dra-example-driver checkpoint (kind Checkpoint, apiVersion ",
+                                                   kApiVersion, ", or checksum and v1)"));
   }
   for (const std::string& uid : uids) {
     if (!ValidClaimUid(uid)) return absl::InvalidArgumentError(absl::StrCat("claim UID \"", uid, "\": not a UID"));
@@ -82,9 +81,9 @@ CheckpointAdopter AdoptReferenceCheckpoint(std::shared_ptr<k8s::Client> client, 
     if (!uids->empty()) {
       absl::StatusOr<k8s::ListResult> claims = client->ListAll(k8s::kResourceClaims, "");
       if (!claims.ok()) {
-        return absl::Status(claims.status().code(),
-                            absl::StrCat("list ResourceClaims to adopt dra-example-driver's claims: ",
-                                         claims.status().message()));
+        return absl::Status(
+            claims.status().code(),
+            absl::StrCat("list ResourceClaims to adopt dra-example-driver's claims: ", claims.status().message()));
       }
       for (const json& claim : claims->items) {
         const json& metadata = claim["metadata"];

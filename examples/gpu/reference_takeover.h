@@ -33,8 +33,7 @@ bool ValidClaimUid(const std::string& uid);
 
 // The CDI spec files dra-example-driver writes in `cdi_root`: one per claim,
 // k8s.<driver>-gpu_<uid>.yaml, and the node-wide k8s.<driver>-gpu_common.yaml.
-std::string ReferenceClaimSpecPath(const std::string& cdi_root, const std::string& driver_name,
-                                   const std::string& uid);
+std::string ReferenceClaimSpecPath(const std::string& cdi_root, const std::string& driver_name, const std::string& uid);
 std::string ReferenceCommonSpecPath(const std::string& cdi_root, const std::string& driver_name);
 
 // Options::adopt_checkpoint for the GPU driver: the claims of a

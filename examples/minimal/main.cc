@@ -15,10 +15,10 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
-#include "dra/k8s/device_attributes.h"
-#include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
+#include "dra/k8s/device_attributes.h"
+#include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceslice/split.h"
@@ -144,19 +144,30 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return Usage();
     const std::string value = argv[++i];
-    if (flag == "--registrar-dir") options.registrar_dir = value;
-    else if (flag == "--plugin-data-dir") options.plugin_data_dir = value;
-    else if (flag == "--driver-name") options.driver_name = value;
-    else if (flag == "--claims") claims_file = value;
-    else if (flag == "--cdi-dir") options.cdi.spec_dir = value;
-    else if (flag == "--kubeconfig") kubeconfig = value;
-    else if (flag == "--node-name") options.node_name = value;
-    else if (flag == "--http-endpoint") options.http_endpoint = value;
-    else if (flag == "--devices") devices = std::stoi(value);
-    else if (flag == "-v") verbosity = std::stoi(value);
+    if (flag == "--registrar-dir")
+      options.registrar_dir = value;
+    else if (flag == "--plugin-data-dir")
+      options.plugin_data_dir = value;
+    else if (flag == "--driver-name")
+      options.driver_name = value;
+    else if (flag == "--claims")
+      claims_file = value;
+    else if (flag == "--cdi-dir")
+      options.cdi.spec_dir = value;
+    else if (flag == "--kubeconfig")
+      kubeconfig = value;
+    else if (flag == "--node-name")
+      options.node_name = value;
+    else if (flag == "--http-endpoint")
+      options.http_endpoint = value;
+    else if (flag == "--devices")
+      devices = std::stoi(value);
+    else if (flag == "-v")
+      verbosity = std::stoi(value);
     else if (flag == "--log-format" && (value == "text" || value == "json"))
       format = value == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText;
-    else return Usage();
+    else
+      return Usage();
   }
   if (claims_file.empty() && kubeconfig.empty()) return Usage();
   options.logger = dra::Logger(dra::NewStderrLogSink(format), verbosity);

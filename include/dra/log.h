@@ -65,8 +65,7 @@ class Logger {
   void Error(std::string_view message, std::initializer_list<LogField> fields = {}) const;
 
  private:
-  void Log(LogSeverity severity, int level, std::string_view message,
-           std::initializer_list<LogField> fields) const;
+  void Log(LogSeverity severity, int level, std::string_view message, std::initializer_list<LogField> fields) const;
 
   std::shared_ptr<LogSink> sink_;
   int verbosity_ = 0;

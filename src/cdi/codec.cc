@@ -8,9 +8,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cdi/field_path.h"
 #include "dra/cdi/validation.h"
 #include "dra/cdi/version.h"
-#include "cdi/field_path.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
 
@@ -422,10 +422,9 @@ absl::Status ReadContainerEdits(const json& value, const std::string& path, Cont
           [&edits](const json& item, const std::string& item_path) {
             return ReadIntelRdt(item, item_path, edits.intel_rdt.emplace());
           })
-      .On("additionalGids", Objects(edits.additional_gids,
-                                    [](const json& item, const std::string& item_path, uint32_t& gid) {
-                                      return ReadInteger(item, item_path, gid);
-                                    }))
+      .On("additionalGids",
+          Objects(edits.additional_gids, [](const json& item, const std::string& item_path,
+                                            uint32_t& gid) { return ReadInteger(item, item_path, gid); }))
       .Run();
 }
 

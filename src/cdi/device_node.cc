@@ -17,17 +17,23 @@ absl::Status FillDeviceNodeFromHost(DeviceNode& node) {
   }
   std::string host_type;
   switch (info.st_mode & S_IFMT) {
-    case S_IFBLK: host_type = "b"; break;
-    case S_IFCHR: host_type = "c"; break;
-    case S_IFIFO: host_type = "p"; break;
+    case S_IFBLK:
+      host_type = "b";
+      break;
+    case S_IFCHR:
+      host_type = "c";
+      break;
+    case S_IFIFO:
+      host_type = "p";
+      break;
     default:
       return absl::FailedPreconditionError(
           absl::StrCat("device node ", node.path, ": ", host_path, " is not a device node"));
   }
   const bool matches = node.type.empty() || node.type == host_type || (node.type == "u" && host_type == "c");
   if (!matches) {
-    return absl::FailedPreconditionError(absl::StrCat("device node ", node.path, ": type \"", node.type,
-                                                      "\" but ", host_path, " has type \"", host_type, "\""));
+    return absl::FailedPreconditionError(absl::StrCat("device node ", node.path, ": type \"", node.type, "\" but ",
+                                                      host_path, " has type \"", host_type, "\""));
   }
   if (node.type.empty()) node.type = host_type;
   if (node.major == 0 && host_type != "p") {

@@ -9,9 +9,7 @@
 
 namespace dra::cdi::internal {
 
-inline std::string DevicePath(absl::string_view device_name) {
-  return absl::StrCat("devices[\"", device_name, "\"]");
-}
+inline std::string DevicePath(absl::string_view device_name) { return absl::StrCat("devices[\"", device_name, "\"]"); }
 
 inline std::string Field(absl::string_view parent, absl::string_view field) {
   return parent.empty() ? std::string(field) : absl::StrCat(parent, ".", field);

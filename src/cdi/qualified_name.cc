@@ -18,8 +18,9 @@ absl::Status ValidateVendorOrClass(absl::string_view what, absl::string_view nam
   if (!IsLetter(name.front())) return Invalid(what, name, "must start with a letter");
   for (const char c : name) {
     if (!IsAlphaNumeric(c) && c != '_' && c != '-' && c != '.') {
-      return Invalid(what, name, absl::StrCat("invalid character '", std::string(1, c),
-                                              "'; allowed are letters, digits, '_', '-' and '.'"));
+      return Invalid(
+          what, name,
+          absl::StrCat("invalid character '", std::string(1, c), "'; allowed are letters, digits, '_', '-' and '.'"));
     }
   }
   if (!IsAlphaNumeric(name.back())) return Invalid(what, name, "must end with a letter or digit");
@@ -70,8 +71,7 @@ std::string QualifiedName::ToString() const { return absl::StrCat(vendor, "/", c
 absl::StatusOr<QualifiedName> ParseQualifiedName(absl::string_view device) {
   const size_t equals = device.find('=');
   if (equals == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unqualified device \"", device, "\": want vendor/class=name"));
+    return absl::InvalidArgumentError(absl::StrCat("unqualified device \"", device, "\": want vendor/class=name"));
   }
   absl::StatusOr<Kind> kind = ParseKind(device.substr(0, equals));
   if (!kind.ok()) {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cdi/field_path.h"
 #include "dra/cdi/qualified_name.h"
 #include "dra/cdi/version.h"
-#include "cdi/field_path.h"
 
 namespace dra::cdi {
 namespace {
@@ -96,9 +96,8 @@ absl::Status ValidateDeviceNode(const DeviceNode& node, const std::string& path)
   }
   for (const char bit : node.permissions) {
     if (bit != 'r' && bit != 'w' && bit != 'm') {
-      return Invalid(Field(path, "permissions"),
-                     absl::StrCat("\"", node.permissions, "\" has '", std::string(1, bit),
-                                  "'; allowed are r, w and m"));
+      return Invalid(Field(path, "permissions"), absl::StrCat("\"", node.permissions, "\" has '", std::string(1, bit),
+                                                              "'; allowed are r, w and m"));
     }
   }
   return absl::OkStatus();
@@ -126,8 +125,8 @@ absl::Status ValidateHook(const Hook& hook, const std::string& path) {
 absl::Status ValidateIntelRdt(const IntelRdt& rdt, const std::string& path) {
   // closID names a directory under /sys/fs/resctrl; "/" is the root CLOS.
   const std::string& id = rdt.clos_id;
-  if (id != "/" && (id.size() >= 4096 || id == "." || id == ".." || absl::StrContains(id, '/') ||
-                    absl::StrContains(id, '\n'))) {
+  if (id != "/" &&
+      (id.size() >= 4096 || id == "." || id == ".." || absl::StrContains(id, '/') || absl::StrContains(id, '\n'))) {
     return Invalid(Field(path, "closID"), absl::StrCat("\"", id, "\" is not a valid file name"));
   }
   return absl::OkStatus();
@@ -142,8 +141,7 @@ absl::Status ValidateNetDevices(const std::vector<NetDevice>& devices, const std
     if (device.host_interface_name.empty()) return Invalid(Field(where, "hostInterfaceName"), "required");
     if (device.name.empty()) return Invalid(Field(where, "name"), "required");
     if (!host_names.insert(device.host_interface_name).second) {
-      return Invalid(Field(where, "hostInterfaceName"),
-                     absl::StrCat("duplicate \"", device.host_interface_name, "\""));
+      return Invalid(Field(where, "hostInterfaceName"), absl::StrCat("duplicate \"", device.host_interface_name, "\""));
     }
     if (!names.insert(device.name).second) {
       return Invalid(Field(where, "name"), absl::StrCat("duplicate \"", device.name, "\""));

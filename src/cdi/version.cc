@@ -16,7 +16,14 @@ using internal::DevicePath;
 using internal::Field;
 
 constexpr std::array<Version, 8> kReleasedVersions = {{
-    {0, 3, 0}, {0, 4, 0}, {0, 5, 0}, {0, 6, 0}, {0, 7, 0}, {0, 8, 0}, {1, 0, 0}, {1, 1, 0},
+    {0, 3, 0},
+    {0, 4, 0},
+    {0, 5, 0},
+    {0, 6, 0},
+    {0, 7, 0},
+    {0, 8, 0},
+    {1, 0, 0},
+    {1, 1, 0},
 }};
 
 // Keeps the highest version seen and the first feature that needed it.
@@ -58,16 +65,15 @@ absl::StatusOr<Version> ParseVersion(absl::string_view text) {
   const absl::string_view bare = absl::StripPrefix(text, "v");
   const std::vector<absl::string_view> parts = absl::StrSplit(bare, '.');
   Version version;
-  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &version.major) ||
-      !absl::SimpleAtoi(parts[1], &version.minor) || !absl::SimpleAtoi(parts[2], &version.patch)) {
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &version.major) || !absl::SimpleAtoi(parts[1], &version.minor) ||
+      !absl::SimpleAtoi(parts[2], &version.patch)) {
     return absl::InvalidArgumentError(absl::StrCat("cdiVersion \"", text, "\": not a version like 0.6.0"));
   }
   for (const Version& released : kReleasedVersions) {
     if (released == version) return version;
   }
   return absl::InvalidArgumentError(absl::StrCat("cdiVersion \"", text, "\": not a supported CDI spec version (",
-                                                 kEarliestVersion.ToString(), " to ", kLatestVersion.ToString(),
-                                                 ")"));
+                                                 kEarliestVersion.ToString(), " to ", kLatestVersion.ToString(), ")"));
 }
 
 RequiredVersion MinimumVersion(const Spec& spec) {
@@ -95,8 +101,8 @@ absl::StatusOr<Version> ResolveVersion(const Spec& spec) {
   absl::StatusOr<Version> pinned = ParseVersion(spec.cdi_version);
   if (!pinned.ok()) return pinned.status();
   if (*pinned < required.version) {
-    return absl::InvalidArgumentError(absl::StrCat("cdiVersion \"", spec.cdi_version, "\" is too old: ",
-                                                   required.feature, " needs CDI ",
+    return absl::InvalidArgumentError(absl::StrCat("cdiVersion \"", spec.cdi_version,
+                                                   "\" is too old: ", required.feature, " needs CDI ",
                                                    required.version.ToString(), " or later"));
   }
   return *pinned;

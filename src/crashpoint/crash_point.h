@@ -61,16 +61,16 @@ extern std::atomic<int> armed_crash_point;
 // Counts a hit of the armed point and ends the process at the n-th.
 void ReachArmedCrashPoint();
 
-#define DRA_CRASH_POINT(name)                                                                                   \
-  do {                                                                                                          \
-    constexpr int dra_crash_point_index = static_cast<int>(::dra::internal::CrashPointIndex(name));             \
-    if (::dra::internal::armed_crash_point.load(std::memory_order_relaxed) == dra_crash_point_index) {          \
-      ::dra::internal::ReachArmedCrashPoint();                                                                  \
-    }                                                                                                           \
+#define DRA_CRASH_POINT(name)                                                                          \
+  do {                                                                                                 \
+    constexpr int dra_crash_point_index = static_cast<int>(::dra::internal::CrashPointIndex(name));    \
+    if (::dra::internal::armed_crash_point.load(std::memory_order_relaxed) == dra_crash_point_index) { \
+      ::dra::internal::ReachArmedCrashPoint();                                                         \
+    }                                                                                                  \
   } while (false)
 #else
-#define DRA_CRASH_POINT(name) \
-  do {                        \
+#define DRA_CRASH_POINT(name)                                                                     \
+  do {                                                                                            \
     static_assert(::dra::internal::CrashPointIndex(name) < ::dra::internal::kCrashPoints.size()); \
   } while (false)
 #endif

@@ -120,8 +120,8 @@ absl::StatusOr<ExecCredential> ParseExecCredential(const std::string& output, co
   }
   std::string got_version = string_field(doc, "apiVersion");
   if (got_version != api_version) {
-    return absl::UnauthenticatedError(absl::StrCat("exec plugin: output has apiVersion \"", got_version,
-                                                   "\", want \"", api_version, "\""));
+    return absl::UnauthenticatedError(
+        absl::StrCat("exec plugin: output has apiVersion \"", got_version, "\", want \"", api_version, "\""));
   }
   auto status = doc.find("status");
   if (status == doc.end() || !status->is_object()) {

@@ -85,8 +85,8 @@ class ExecCredentialProvider {
 
 // The credentials one request uses.
 struct Credentials {
-  std::string bearer_token;          // empty: none
-  std::string client_cert_pem;       // from an exec plugin; empty: config's
+  std::string bearer_token;     // empty: none
+  std::string client_cert_pem;  // from an exec plugin; empty: config's
   std::string client_key_pem;
 };
 

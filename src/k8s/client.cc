@@ -9,20 +9,20 @@
 #include <map>
 #include <system_error>
 #include <thread>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "k8s/auth.h"
 #include "base/backoff.h"
 #include "base/thread_name.h"
-#include "k8s/curl_library.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/mutex.h"
+#include "k8s/auth.h"
+#include "k8s/curl_library.h"
 #include "k8s/http_util.h"
 #include "k8s/protobuf_codec.h"
 
@@ -285,7 +285,8 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     const absl::Duration wait = limiter.Reserve(now);
     if (wait <= absl::ZeroDuration()) return absl::OkStatus();
     if (now + wait >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("client-side rate limit (qps ", config.qps, "): the next request ",
+      return absl::DeadlineExceededError(absl::StrCat("client-side rate limit (qps ", config.qps,
+                                                      "): the next request ",
                                                       "would be sent after the call's deadline"));
     }
     absl::SleepFor(wait);
@@ -345,9 +346,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     if (request.body_probe) {
       request.body_probe = false;
       // Answered other than 415: protobuf it is. No answer: the next one asks.
-      SetBodyFormat(code == 415                               ? kBodyJson
-                    : result.value.ok() || code.has_value() ? kBodyProtobuf
-                                                            : kBodyUnknown);
+      SetBodyFormat(code == 415 ? kBodyJson : result.value.ok() || code.has_value() ? kBodyProtobuf : kBodyUnknown);
     }
     if (result.value.ok() || request.content_type != internal::kProtobufContentType || code != 415) return result;
     SetBodyFormat(kBodyJson);
@@ -382,9 +381,9 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   mutable BodyFormat body_format ABSL_GUARDED_BY(body_format_mu) = kBodyUnknown;
   internal::Authenticator auth;
   internal::TokenBucket limiter;
-  std::string base_url;       // scheme://host:port[/prefix], host replaced by tls_server_name
-  std::string connect_to;     // "tls_server_name:port:host:port" when tls_server_name is set
-  std::string host_header;    // "Host: host:port" when tls_server_name is set
+  std::string base_url;     // scheme://host:port[/prefix], host replaced by tls_server_name
+  std::string connect_to;   // "tls_server_name:port:host:port" when tls_server_name is set
+  std::string host_header;  // "Host: host:port" when tls_server_name is set
   std::string user_agent;
 
   dra::Mutex pool_mu;
@@ -572,7 +571,8 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   if (timeout > absl::ZeroDuration()) {
     internal::Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
   }
-  internal::Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
+  internal::Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                               static_cast<long>(absl::ToInt64Milliseconds(config.timeout)));
 
   const char* accept = request.metadata_only ? (request.protobuf ? kAcceptMetadataProtobuf : kAcceptMetadataJson)
                                              : (request.protobuf ? kAcceptProtobuf : kAcceptJson);
@@ -582,7 +582,8 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
     *headers = internal::Curl().slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
   }
   if (!creds.bearer_token.empty()) {
-    *headers = internal::Curl().slist_append(*headers, absl::StrCat("Authorization: Bearer ", creds.bearer_token).c_str());
+    *headers =
+        internal::Curl().slist_append(*headers, absl::StrCat("Authorization: Bearer ", creds.bearer_token).c_str());
   }
   if (!host_header.empty()) *headers = internal::Curl().slist_append(*headers, host_header.c_str());
   internal::Curl().easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
@@ -678,12 +679,12 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
 absl::Status Client::Impl::TransportError(const HttpResponse& response, const std::string& context) const {
   const std::string where = absl::StrCat(" [", context, " to ", config.server, "]");
   if (response.body_too_large) {
-    return absl::ResourceExhaustedError(absl::StrCat("the response is larger than max_response_bytes (",
-                                                     config.max_response_bytes, " bytes)", where));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the response is larger than max_response_bytes (", config.max_response_bytes, " bytes)", where));
   }
   switch (response.curl_code) {
     case CURLE_PEER_FAILED_VERIFICATION: {
-      std::string trust = !config.ca_data.empty()  ? std::string("certificate-authority-data (ca_data)")
+      std::string trust = !config.ca_data.empty()   ? std::string("certificate-authority-data (ca_data)")
                           : !config.ca_file.empty() ? absl::StrCat("CA file ", config.ca_file)
                                                     : std::string("the system trust store");
       std::string name = config.tls_server_name.empty() ? "" : absl::StrCat(", expected name ", config.tls_server_name);
@@ -697,12 +698,11 @@ absl::Status Client::Impl::TransportError(const HttpResponse& response, const st
       return absl::FailedPreconditionError(
           absl::StrCat("cannot use the client certificate: ", response.curl_error, where));
     case CURLE_OPERATION_TIMEDOUT:
-      return absl::DeadlineExceededError(absl::StrCat("request timed out (timeout ",
-                                                      absl::FormatDuration(response.timeout), "): ",
-                                                      response.curl_error, where));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "request timed out (timeout ", absl::FormatDuration(response.timeout), "): ", response.curl_error, where));
     case CURLE_SSL_CONNECT_ERROR:
-      return absl::UnavailableError(absl::StrCat("TLS handshake with the API server failed: ", response.curl_error,
-                                                 where));
+      return absl::UnavailableError(
+          absl::StrCat("TLS handshake with the API server failed: ", response.curl_error, where));
     default:
       if (IsTlsAlert(response.curl_error)) {
         return absl::UnavailableError(absl::StrCat(
@@ -737,13 +737,14 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
     absl::StatusOr<internal::Credentials> creds = auth.Get();
     if (!creds.ok()) {
       return {internal::Rewrap(creds.status(), creds.status().code(),
-                     absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")),
+                               absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]")),
               false};
     }
     const absl::Duration left = request.deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      return {absl::DeadlineExceededError(absl::StrCat("the call's deadline passed before the request [", context, "]")),
-              false};
+      return {
+          absl::DeadlineExceededError(absl::StrCat("the call's deadline passed before the request [", context, "]")),
+          false};
     }
     absl::Duration timeout = config.timeout;
     if (left != absl::InfiniteDuration() && (timeout <= absl::ZeroDuration() || left < timeout)) timeout = left;
@@ -807,17 +808,18 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
     if (!result.uncertain) return std::move(result.value);
     const absl::Status& cause = result.value.status();
     if (name.empty()) {
-      return internal::Rewrap(cause, absl::StatusCode::kUnavailable,
-                    absl::StrCat("create with generateName may have happened; not retried to avoid a duplicate: ",
-                                 cause.message()));
+      return internal::Rewrap(
+          cause, absl::StatusCode::kUnavailable,
+          absl::StrCat("create with generateName may have happened; not retried to avoid a duplicate: ",
+                       cause.message()));
     }
     // Did it land? A GET settles it for a fixed name.
     absl::StatusOr<json> existing = Run(Request(ref, "GET", internal::ResourcePath(ref, ns, name)));
     if (existing.ok()) return existing;
     if (!absl::IsNotFound(existing.status())) {
       return internal::Rewrap(cause, absl::StatusCode::kUnavailable,
-                    absl::StrCat("create of \"", name, "\" may have happened, and checking failed (",
-                                 existing.status().message(), "): ", cause.message()));
+                              absl::StrCat("create of \"", name, "\" may have happened, and checking failed (",
+                                           existing.status().message(), "): ", cause.message()));
     }
     if (round >= config.max_retries) return internal::Rewrap(cause, cause.code(), std::string(cause.message()));
     absl::SleepFor(base::Backoff(round));
@@ -852,8 +854,9 @@ struct WatchWriter {
   absl::Status OnFrame(std::string_view frame) {
     if (state->stop) return absl::CancelledError("watch stopped");
     absl::StatusOr<json> doc = internal::DecodeProtobufWatchEvent(frame);
-    if (!doc.ok()) return internal::Rewrap(doc.status(), doc.status().code(),
-                                           absl::StrCat(doc.status().message(), " [", context, "]"));
+    if (!doc.ok())
+      return internal::Rewrap(doc.status(), doc.status().code(),
+                              absl::StrCat(doc.status().message(), " [", context, "]"));
     return OnEvent(*std::move(doc));
   }
 
@@ -1176,7 +1179,7 @@ absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const
 }
 
 absl::StatusOr<HttpRequest> Client::Impl::WatchRequest(const ResourceRef& ref, const std::string& ns,
-                                                      const WatchOptions& options) const {
+                                                       const WatchOptions& options) const {
   if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) return s;
   std::string query = internal::Query({
       {"watch", "true"},
@@ -1231,8 +1234,8 @@ absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, co
   if (!doc.ok()) return doc.status();
   absl::StatusOr<ResourceClaim> claim = ResourceClaimFromJson(*doc);
   if (!claim.ok()) {
-    return absl::Status(claim.status().code(), absl::StrCat("resourceclaim ", ns, "/", name, " from the API server: ",
-                                                            claim.status().message()));
+    return absl::Status(claim.status().code(), absl::StrCat("resourceclaim ", ns, "/", name,
+                                                            " from the API server: ", claim.status().message()));
   }
   return claim;
 }

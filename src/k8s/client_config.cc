@@ -129,11 +129,11 @@ class KubeconfigReader {
   std::string dir_;
 };
 
-#define DRA_ASSIGN_OR_RETURN(lhs, expr)                       \
-  do {                                                        \
-    auto dra_result_ = (expr);                                \
+#define DRA_ASSIGN_OR_RETURN(lhs, expr)                            \
+  do {                                                             \
+    auto dra_result_ = (expr);                                     \
     if (!dra_result_.ok()) return std::move(dra_result_).status(); \
-    lhs = *std::move(dra_result_);                            \
+    lhs = *std::move(dra_result_);                                 \
   } while (0)
 
 absl::Status ReadCluster(const KubeconfigReader& r, const YAML::Node& cluster, const std::string& key,
@@ -162,9 +162,9 @@ absl::Status ReadExec(const KubeconfigReader& r, const YAML::Node& exec, const s
   DRA_ASSIGN_OR_RETURN(out.api_version, r.String(exec, "apiVersion", key));
   if (out.api_version != "client.authentication.k8s.io/v1" &&
       out.api_version != "client.authentication.k8s.io/v1beta1") {
-    return r.Error(absl::StrCat(key, ".apiVersion"),
-                   absl::StrCat("\"", out.api_version,
-                                "\" is not supported; use client.authentication.k8s.io/v1 or v1beta1"));
+    return r.Error(
+        absl::StrCat(key, ".apiVersion"),
+        absl::StrCat("\"", out.api_version, "\" is not supported; use client.authentication.k8s.io/v1 or v1beta1"));
   }
   const YAML::Node args = exec["args"];
   if (IsSet(args)) {
@@ -201,8 +201,7 @@ absl::Status ReadExec(const KubeconfigReader& r, const YAML::Node& exec, const s
   return absl::OkStatus();
 }
 
-absl::Status ReadUser(const KubeconfigReader& r, const YAML::Node& user, const std::string& key,
-                      ClientConfig& config) {
+absl::Status ReadUser(const KubeconfigReader& r, const YAML::Node& user, const std::string& key, ClientConfig& config) {
   for (const char* unsupported : {"username", "password"}) {
     if (IsSet(user[unsupported])) {
       return r.Error(absl::StrCat(key, ".", unsupported), "basic authentication is not supported");
@@ -247,8 +246,8 @@ absl::StatusOr<ClientConfig> LoadKubeconfigImpl(const std::string& path, const s
   try {
     root = YAML::Load(*content);
   } catch (const YAML::Exception& e) {
-    return r.FileError(absl::StrCat("not valid YAML at line ", e.mark.line + 1, ", column ", e.mark.column + 1,
-                                    ": ", e.msg));
+    return r.FileError(
+        absl::StrCat("not valid YAML at line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
   }
   if (!IsMapNode(root)) return r.FileError("expected a map at the top level");
 
@@ -257,8 +256,8 @@ absl::StatusOr<ClientConfig> LoadKubeconfigImpl(const std::string& path, const s
     DRA_ASSIGN_OR_RETURN(context, r.String(root, "current-context", "config"));
     if (context.empty()) return r.FileError("current-context is not set and no context was named");
   }
-  const std::string referrer =
-      context_name.empty() ? absl::StrCat("current-context \"", context, "\"") : absl::StrCat("context \"", context, "\"");
+  const std::string referrer = context_name.empty() ? absl::StrCat("current-context \"", context, "\"")
+                                                    : absl::StrCat("context \"", context, "\"");
   YAML::Node ctx;
   {
     const YAML::Node entries = root["contexts"];
@@ -362,8 +361,8 @@ absl::StatusOr<ClientConfig> LoadDefaultConfig(const std::string& explicit_kubec
   }
   absl::StatusOr<ClientConfig> in_cluster = InClusterConfig();
   if (!in_cluster.ok()) {
-    return absl::NotFoundError(absl::StrCat("no kubeconfig given, $KUBECONFIG unset, no ~/.kube/config, and ",
-                                            in_cluster.status().message()));
+    return absl::NotFoundError(
+        absl::StrCat("no kubeconfig given, $KUBECONFIG unset, no ~/.kube/config, and ", in_cluster.status().message()));
   }
   return in_cluster;
 }

@@ -27,34 +27,33 @@ absl::Status Load() {
   void* handle = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* error = dlerror();
-    return absl::FailedPreconditionError(absl::StrCat("load ", kSoname, " (Debian package libcurl4): ",
-                                                      error != nullptr ? error : "dlopen failed"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("load ", kSoname, " (Debian package libcurl4): ", error != nullptr ? error : "dlopen failed"));
   }
   std::string missing;
   CurlLibrary& c = g_curl;
-  const bool all = Bind(handle, "curl_global_init", c.global_init, missing) &&
-                   Bind(handle, "curl_easy_init", c.easy_init, missing) &&
-                   Bind(handle, "curl_easy_setopt", c.easy_setopt, missing) &&
-                   Bind(handle, "curl_easy_getinfo", c.easy_getinfo, missing) &&
-                   Bind(handle, "curl_easy_perform", c.easy_perform, missing) &&
-                   Bind(handle, "curl_easy_reset", c.easy_reset, missing) &&
-                   Bind(handle, "curl_easy_cleanup", c.easy_cleanup, missing) &&
-                   Bind(handle, "curl_easy_strerror", c.easy_strerror, missing) &&
-                   Bind(handle, "curl_slist_append", c.slist_append, missing) &&
-                   Bind(handle, "curl_slist_free_all", c.slist_free_all, missing) &&
-                   Bind(handle, "curl_multi_init", c.multi_init, missing) &&
-                   Bind(handle, "curl_multi_setopt", c.multi_setopt, missing) &&
-                   Bind(handle, "curl_multi_add_handle", c.multi_add_handle, missing) &&
-                   Bind(handle, "curl_multi_remove_handle", c.multi_remove_handle, missing) &&
-                   Bind(handle, "curl_multi_perform", c.multi_perform, missing) &&
-                   Bind(handle, "curl_multi_poll", c.multi_poll, missing) &&
-                   Bind(handle, "curl_multi_wakeup", c.multi_wakeup, missing) &&
-                   Bind(handle, "curl_multi_info_read", c.multi_info_read, missing) &&
-                   Bind(handle, "curl_multi_cleanup", c.multi_cleanup, missing) &&
-                   Bind(handle, "curl_url", c.url, missing) && Bind(handle, "curl_url_set", c.url_set, missing) &&
-                   Bind(handle, "curl_url_get", c.url_get, missing) &&
-                   Bind(handle, "curl_url_cleanup", c.url_cleanup, missing) &&
-                   Bind(handle, "curl_free", c.free, missing);
+  const bool all =
+      Bind(handle, "curl_global_init", c.global_init, missing) &&
+      Bind(handle, "curl_easy_init", c.easy_init, missing) &&
+      Bind(handle, "curl_easy_setopt", c.easy_setopt, missing) &&
+      Bind(handle, "curl_easy_getinfo", c.easy_getinfo, missing) &&
+      Bind(handle, "curl_easy_perform", c.easy_perform, missing) &&
+      Bind(handle, "curl_easy_reset", c.easy_reset, missing) &&
+      Bind(handle, "curl_easy_cleanup", c.easy_cleanup, missing) &&
+      Bind(handle, "curl_easy_strerror", c.easy_strerror, missing) &&
+      Bind(handle, "curl_slist_append", c.slist_append, missing) &&
+      Bind(handle, "curl_slist_free_all", c.slist_free_all, missing) &&
+      Bind(handle, "curl_multi_init", c.multi_init, missing) &&
+      Bind(handle, "curl_multi_setopt", c.multi_setopt, missing) &&
+      Bind(handle, "curl_multi_add_handle", c.multi_add_handle, missing) &&
+      Bind(handle, "curl_multi_remove_handle", c.multi_remove_handle, missing) &&
+      Bind(handle, "curl_multi_perform", c.multi_perform, missing) &&
+      Bind(handle, "curl_multi_poll", c.multi_poll, missing) &&
+      Bind(handle, "curl_multi_wakeup", c.multi_wakeup, missing) &&
+      Bind(handle, "curl_multi_info_read", c.multi_info_read, missing) &&
+      Bind(handle, "curl_multi_cleanup", c.multi_cleanup, missing) && Bind(handle, "curl_url", c.url, missing) &&
+      Bind(handle, "curl_url_set", c.url_set, missing) && Bind(handle, "curl_url_get", c.url_get, missing) &&
+      Bind(handle, "curl_url_cleanup", c.url_cleanup, missing) && Bind(handle, "curl_free", c.free, missing);
   if (!all) {
     return absl::FailedPreconditionError(
         absl::StrCat(kSoname, " has no ", missing, ": libcurl 7.87 or newer is needed (Debian 12's libcurl4)"));

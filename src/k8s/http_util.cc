@@ -22,23 +22,40 @@ absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data()
 
 const char* ReasonPhrase(int code) {
   switch (code) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "Request Entity Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 413:
+      return "Request Entity Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
   }
 }
 
@@ -110,8 +127,8 @@ std::string PercentEncode(std::string_view text) {
 
 std::string ResourcePath(const ResourceRef& ref, std::string_view ns, std::string_view name,
                          std::string_view subresource) {
-  std::string path = ref.group.empty() ? absl::StrCat("/api/", ref.version)
-                                       : absl::StrCat("/apis/", ref.group, "/", ref.version);
+  std::string path =
+      ref.group.empty() ? absl::StrCat("/api/", ref.version) : absl::StrCat("/apis/", ref.group, "/", ref.version);
   if (!ns.empty()) absl::StrAppend(&path, "/namespaces/", PercentEncode(ns));
   absl::StrAppend(&path, "/", ref.resource);
   if (!name.empty()) {
@@ -137,8 +154,8 @@ absl::Status StatusFromMetaStatus(const nlohmann::json& status, int fallback_cod
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   int code = fallback_code;
-  if (auto it = status.find("code"); it != status.end() && it->is_number_integer() && it->get<int64_t>() > 0 &&
-                                     it->get<int64_t>() < 1000) {
+  if (auto it = status.find("code");
+      it != status.end() && it->is_number_integer() && it->get<int64_t>() > 0 && it->get<int64_t>() < 1000) {
     code = static_cast<int>(it->get<int64_t>());
   }
   std::string reason = text(status, "reason");

@@ -225,8 +225,8 @@ class Informer::Impl {
     if (event.type == "DELETED") {
       handler_.OnEvent({InformerEvent::Type::kDeleted, object, previous, false});
     } else {
-      handler_.OnEvent({old.has_value() ? InformerEvent::Type::kModified : InformerEvent::Type::kAdded, object,
-                        previous, false});
+      handler_.OnEvent(
+          {old.has_value() ? InformerEvent::Type::kModified : InformerEvent::Type::kAdded, object, previous, false});
     }
   }
 
@@ -253,9 +253,8 @@ absl::StatusOr<std::unique_ptr<Informer>> Informer::Start(std::shared_ptr<Client
     return absl::InvalidArgumentError("InformerOptions: resource: Required value");
   }
   if (!options.resource.namespaced && !options.namespace_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("InformerOptions: namespace_: Invalid value: \"",
-                                                   options.namespace_, "\": ", options.resource.resource,
-                                                   " are cluster-scoped"));
+    return absl::InvalidArgumentError(absl::StrCat("InformerOptions: namespace_: Invalid value: \"", options.namespace_,
+                                                   "\": ", options.resource.resource, " are cluster-scoped"));
   }
   if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {
     return absl::InvalidArgumentError(

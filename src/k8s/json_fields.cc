@@ -123,8 +123,8 @@ absl::Status ConstantField::Check(const json& json_value, const Path& path) cons
   if (json_value.is_null()) return absl::OkStatus();
   if (!json_value.is_string()) return InvalidType(path, "string", json_value);
   if (json_value.get_ref<const std::string&>() != value) {
-    return absl::InvalidArgumentError(absl::StrCat(Prefix(path), "Unsupported value: ", Quote(json_value),
-                                                   ": supported values: \"", value, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Prefix(path), "Unsupported value: ", Quote(json_value), ": supported values: \"", value, "\""));
   }
   return absl::OkStatus();
 }

@@ -88,9 +88,10 @@ absl::Status SetValue(const json& value, Message* message, const FieldDescriptor
     }
     case FieldDescriptor::CPPTYPE_INT32: {
       if (!value.is_number_integer()) return Unencodable(path, "not an integer");
-      const int64_t v = value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}
-                            ? std::numeric_limits<int64_t>::max()
-                            : value.get<int64_t>();
+      const int64_t v =
+          value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}
+              ? std::numeric_limits<int64_t>::max()
+              : value.get<int64_t>();
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
         return Unencodable(path, "out of the 32-bit range");
       }
@@ -234,7 +235,8 @@ absl::StatusOr<json> DecodeEnvelope(std::string_view data, absl::string_view wha
     return absl::InternalError(absl::StrCat(what, ": the protobuf envelope does not parse"));
   }
   if (!unknown.contentencoding().empty()) {
-    return absl::InternalError(absl::StrCat(what, ": content encoding \"", unknown.contentencoding(), "\" is not supported"));
+    return absl::InternalError(
+        absl::StrCat(what, ": content encoding \"", unknown.contentencoding(), "\" is not supported"));
   }
   const std::string& api_version = unknown.typemeta().apiversion();
   const std::string& kind = unknown.typemeta().kind();
@@ -274,8 +276,8 @@ absl::StatusOr<std::string> EncodeProtobuf(const json& object) {
   }
   const Message* prototype = Prototype(api_version->get<std::string>(), kind->get<std::string>());
   if (prototype == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("no protobuf schema here for ", api_version->get<std::string>(), " ",
-                                                   kind->get<std::string>()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no protobuf schema here for ", api_version->get<std::string>(), " ", kind->get<std::string>()));
   }
   std::unique_ptr<Message> message(prototype->New());
   json body = object;
@@ -312,8 +314,8 @@ absl::Status FrameDecoder::Feed(std::string_view data, const std::function<absl:
     const auto* p = reinterpret_cast<const unsigned char*>(pending_.data() + offset);
     const size_t length = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
     if (length > max_frame_) {
-      return absl::InternalError(absl::StrCat("watch stream: a frame of ", length, " bytes is over the limit of ",
-                                              max_frame_));
+      return absl::InternalError(
+          absl::StrCat("watch stream: a frame of ", length, " bytes is over the limit of ", max_frame_));
     }
     if (pending_.size() - offset - 4 < length) break;
     absl::Status status = on_frame(std::string_view(pending_).substr(offset + 4, length));

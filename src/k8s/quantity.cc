@@ -28,8 +28,7 @@ constexpr int64_t kNano = -9;
 absl::string_view Absl(std::string_view s) { return {s.data(), s.size()}; }
 
 absl::Status ParseError(std::string_view text, std::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("quantity \"", absl::CHexEscape(Absl(text)), "\": ", Absl(rule)));
+  return absl::InvalidArgumentError(absl::StrCat("quantity \"", absl::CHexEscape(Absl(text)), "\": ", Absl(rule)));
 }
 
 // Arithmetic on magnitudes written as decimal digit strings.
@@ -113,9 +112,7 @@ struct Split {
   std::string_view suffix;
 };
 
-bool IsSuffixLetter(char c) {
-  return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos;
-}
+bool IsSuffixLetter(char c) { return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos; }
 
 // Returns nullopt where apimachinery returns ErrFormatWrong.
 std::optional<Split> SplitQuantity(std::string_view s) {
@@ -160,12 +157,19 @@ struct Suffix {
 };
 
 constexpr std::array<std::pair<std::string_view, int64_t>, 10> kDecimalSuffixes = {{
-    {"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3},
-    {"M", 6}, {"G", 9}, {"T", 12}, {"P", 15}, {"E", 18},
+    {"n", -9},
+    {"u", -6},
+    {"m", -3},
+    {"", 0},
+    {"k", 3},
+    {"M", 6},
+    {"G", 9},
+    {"T", 12},
+    {"P", 15},
+    {"E", 18},
 }};
 // Indexed by the power of 1024.
-constexpr std::array<std::string_view, 7> kBinarySuffixes = {"",   "Ki", "Mi", "Gi",
-                                                             "Ti", "Pi", "Ei"};
+constexpr std::array<std::string_view, 7> kBinarySuffixes = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
 
 std::optional<Suffix> InterpretSuffix(std::string_view s) {
   for (const auto& [name, exponent] : kDecimalSuffixes) {
@@ -177,14 +181,12 @@ std::optional<Suffix> InterpretSuffix(std::string_view s) {
     }
   }
   int64_t exponent = 0;
-  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E') ||
-      !absl::SimpleAtoi(Absl(s.substr(1)), &exponent)) {
+  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E') || !absl::SimpleAtoi(Absl(s.substr(1)), &exponent)) {
     return std::nullopt;
   }
   // apimachinery narrows the exponent to int32, so "1e4294967297" would read
   // as 1e1; refuse what does not fit instead.
-  if (exponent < -std::numeric_limits<int32_t>::max() ||
-      exponent > std::numeric_limits<int32_t>::max()) {
+  if (exponent < -std::numeric_limits<int32_t>::max() || exponent > std::numeric_limits<int32_t>::max()) {
     return std::nullopt;
   }
   return Suffix{10, exponent, Quantity::Format::kDecimalExponent};
@@ -249,8 +251,7 @@ absl::StatusOr<Quantity> Quantity::Parse(std::string_view text) {
 Quantity Quantity::FromScaled(int64_t value, int32_t scale, Format format) {
   Quantity q;
   q.negative_ = value < 0;
-  q.digits_ = std::to_string(q.negative_ ? 0 - static_cast<uint64_t>(value)
-                                         : static_cast<uint64_t>(value));
+  q.digits_ = std::to_string(q.negative_ ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value));
   q.scale_ = scale;
   q.format_ = format;
   q.Normalize();
@@ -308,8 +309,7 @@ int64_t Quantity::MilliValue() const { return ScaledValue(-3); }
 
 int64_t Quantity::ScaledValue(int64_t scale) const {
   if (IsZero()) return 0;
-  const int64_t saturated = negative_ ? std::numeric_limits<int64_t>::min()
-                                      : std::numeric_limits<int64_t>::max();
+  const int64_t saturated = negative_ ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
   const auto size = static_cast<int64_t>(digits_.size());
   const int64_t shift = scale_ - scale;
   constexpr int64_t kMaxDigits = 19;  // the widest int64
@@ -349,8 +349,7 @@ Quantity& Quantity::operator-=(const Quantity& other) {
 
 Quantity Quantity::Mul(int64_t factor) const {
   Quantity q = *this;
-  q.digits_ = MulDigits(digits_, factor < 0 ? 0 - static_cast<uint64_t>(factor)
-                                            : static_cast<uint64_t>(factor));
+  q.digits_ = MulDigits(digits_, factor < 0 ? 0 - static_cast<uint64_t>(factor) : static_cast<uint64_t>(factor));
   q.negative_ = negative_ != (factor < 0);
   q.Normalize();
   return q;

@@ -14,12 +14,9 @@ namespace {
 template <typename Request>
 constexpr auto CommonRequestFields() {
   return std::tuple{
-      Always("deviceClassName", &Request::device_class_name),
-      OmitEmpty("selectors", &Request::selectors),
-      OmitEmpty("allocationMode", &Request::allocation_mode),
-      OmitEmpty("count", &Request::count),
-      OmitEmpty("tolerations", &Request::tolerations),
-      OmitEmpty("capacity", &Request::capacity),
+      Always("deviceClassName", &Request::device_class_name), OmitEmpty("selectors", &Request::selectors),
+      OmitEmpty("allocationMode", &Request::allocation_mode), OmitEmpty("count", &Request::count),
+      OmitEmpty("tolerations", &Request::tolerations),        OmitEmpty("capacity", &Request::capacity),
   };
 }
 
@@ -50,8 +47,8 @@ struct JsonObject<ExactDeviceRequest> {
 
 template <>
 struct JsonObject<DeviceSubRequest> {
-  static constexpr auto kFields = std::tuple_cat(std::tuple{Always("name", &DeviceSubRequest::name)},
-                                                 CommonRequestFields<DeviceSubRequest>());
+  static constexpr auto kFields =
+      std::tuple_cat(std::tuple{Always("name", &DeviceSubRequest::name)}, CommonRequestFields<DeviceSubRequest>());
 };
 
 template <>
@@ -181,10 +178,8 @@ struct JsonObject<ResourceClaimStatus> {
 template <>
 struct JsonObject<ResourceClaim> {
   static constexpr auto kFields = std::tuple{
-      ConstantField{"apiVersion", "resource.k8s.io/v1"},
-      ConstantField{"kind", "ResourceClaim"},
-      Always("metadata", &ResourceClaim::metadata),
-      Always("spec", &ResourceClaim::spec),
+      ConstantField{"apiVersion", "resource.k8s.io/v1"}, ConstantField{"kind", "ResourceClaim"},
+      Always("metadata", &ResourceClaim::metadata),      Always("spec", &ResourceClaim::spec),
       Always("status", &ResourceClaim::status),
   };
 };

@@ -87,14 +87,10 @@ struct JsonObject<CounterSet> {
 template <>
 struct JsonObject<DeviceAttribute> {
   static constexpr auto kFields = std::tuple{
-      OmitEmpty("int", &DeviceAttribute::int_value),
-      OmitEmpty("bool", &DeviceAttribute::bool_value),
-      OmitEmpty("string", &DeviceAttribute::string_value),
-      OmitEmpty("version", &DeviceAttribute::version_value),
-      OmitEmpty("ints", &DeviceAttribute::int_values),
-      OmitEmpty("bools", &DeviceAttribute::bool_values),
-      OmitEmpty("strings", &DeviceAttribute::string_values),
-      OmitEmpty("versions", &DeviceAttribute::version_values),
+      OmitEmpty("int", &DeviceAttribute::int_value),         OmitEmpty("bool", &DeviceAttribute::bool_value),
+      OmitEmpty("string", &DeviceAttribute::string_value),   OmitEmpty("version", &DeviceAttribute::version_value),
+      OmitEmpty("ints", &DeviceAttribute::int_values),       OmitEmpty("bools", &DeviceAttribute::bool_values),
+      OmitEmpty("strings", &DeviceAttribute::string_values), OmitEmpty("versions", &DeviceAttribute::version_values),
   };
 };
 
@@ -244,11 +240,10 @@ absl::Status ConvertLegacyMappings(Device& device, const Path& device_path) {
   return absl::OkStatus();
 }
 
-absl::Status NotExpressible(size_t index, const Device& device, absl::string_view resource,
-                            absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "spec.devices[", index, "] (device \"", device.name, "\"): ", kResourcesKey, "[", resource, "]", what,
-      ": cannot be expressed as ", kLegacyMappingsKey, " (Kubernetes 1.36, 1.37.0-beta.0)"));
+absl::Status NotExpressible(size_t index, const Device& device, absl::string_view resource, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("spec.devices[", index, "] (device \"", device.name, "\"): ", kResourcesKey, "[", resource, "]",
+                   what, ": cannot be expressed as ", kLegacyMappingsKey, " (Kubernetes 1.36, 1.37.0-beta.0)"));
 }
 
 // The legacy map for one device, or why it cannot be written.

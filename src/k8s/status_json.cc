@@ -39,24 +39,18 @@ struct JsonObject<StatusCause> {
 template <>
 struct JsonObject<StatusDetails> {
   static constexpr auto kFields = std::tuple{
-      OmitEmpty("name", &StatusDetails::name),
-      OmitEmpty("group", &StatusDetails::group),
-      OmitEmpty("kind", &StatusDetails::kind),
-      OmitEmpty("uid", &StatusDetails::uid),
-      OmitEmpty("causes", &StatusDetails::causes),
-      OmitEmpty("retryAfterSeconds", &StatusDetails::retry_after_seconds),
+      OmitEmpty("name", &StatusDetails::name),     OmitEmpty("group", &StatusDetails::group),
+      OmitEmpty("kind", &StatusDetails::kind),     OmitEmpty("uid", &StatusDetails::uid),
+      OmitEmpty("causes", &StatusDetails::causes), OmitEmpty("retryAfterSeconds", &StatusDetails::retry_after_seconds),
   };
 };
 
 template <>
 struct JsonObject<Status> {
   static constexpr auto kFields = std::tuple{
-      ConstantField{"apiVersion", "v1"},
-      ConstantField{"kind", "Status"},
-      OmitEmpty("status", &Status::status),
-      OmitEmpty("message", &Status::message),
-      OmitEmpty("reason", &Status::reason),
-      OmitEmpty("details", &Status::details),
+      ConstantField{"apiVersion", "v1"},    ConstantField{"kind", "Status"},
+      OmitEmpty("status", &Status::status), OmitEmpty("message", &Status::message),
+      OmitEmpty("reason", &Status::reason), OmitEmpty("details", &Status::details),
       OmitEmpty("code", &Status::code),
   };
 };

@@ -41,8 +41,7 @@ std::string TruncateIfTooLong(std::string_view key, size_t max_len) {
   if (max_len < 16) max_len = 16;
   if (key.size() <= max_len) return std::string(key);
   const size_t remaining = max_len - 3;
-  return std::string(key.substr(0, (remaining + 1) / 2)) + "..." +
-         std::string(key.substr(key.size() - remaining / 2));
+  return std::string(key.substr(0, (remaining + 1) / 2)) + "..." + std::string(key.substr(key.size() - remaining / 2));
 }
 
 // %#v of a nil []string, as Go prints an unset list.
@@ -60,8 +59,8 @@ std::string GoNodeSelectorRequirements(const std::vector<NodeSelectorRequirement
   std::string out = "[]core.NodeSelectorRequirement{";
   for (size_t i = 0; i < requirements.size(); ++i) {
     const NodeSelectorRequirement& r = requirements[i];
-    out += std::string(i ? ", " : "") + "core.NodeSelectorRequirement{Key:" + Q(r.key) + ", Operator:" +
-           Q(r.operator_) + ", Values:" + GoStringSlice(r.values) + "}";
+    out += std::string(i ? ", " : "") + "core.NodeSelectorRequirement{Key:" + Q(r.key) +
+           ", Operator:" + Q(r.operator_) + ", Values:" + GoStringSlice(r.values) + "}";
   }
   return out + "}";
 }
@@ -71,8 +70,8 @@ std::string GoNodeSelectorTerms(const std::vector<NodeSelectorTerm>& terms) {
   if (terms.empty()) return "[]core.NodeSelectorTerm(nil)";
   std::string out = "[]core.NodeSelectorTerm{";
   for (size_t i = 0; i < terms.size(); ++i) {
-    out += std::string(i ? ", " : "") + "core.NodeSelectorTerm{MatchExpressions:" +
-           GoNodeSelectorRequirements(terms[i].match_expressions) +
+    out += std::string(i ? ", " : "") +
+           "core.NodeSelectorTerm{MatchExpressions:" + GoNodeSelectorRequirements(terms[i].match_expressions) +
            ", MatchFields:" + GoNodeSelectorRequirements(terms[i].match_fields) + "}";
   }
   return out + "}";
@@ -429,9 +428,9 @@ void ValidateRequestPolicyRangeStep(const Quantity& value, const Quantity& min, 
   const int64_t step_value = step.Value();
   if (step_value == 0) return;  // excluded by the caller
   if ((value.Value() - min.Value()) % step_value != 0) {
-    errs.push_back(E::Invalid(path, Q(value),
-                              "value is not a multiple of a given step (" + step.ToString() + ") from (" +
-                                  min.ToString() + ")"));
+    errs.push_back(
+        E::Invalid(path, Q(value),
+                   "value is not a multiple of a given step (" + step.ToString() + ") from (" + min.ToString() + ")"));
   }
 }
 
@@ -464,9 +463,9 @@ void ValidateRequestPolicyRange(const Quantity& default_value, const Quantity& c
   }
   const Quantity added = min + step;
   if (added > capacity) {
-    errs.push_back(E::Invalid(
-        Child(path, "step"), Q(step),
-        "one step " + added.ToString() + " is larger than capacity value: " + capacity.ToString()));
+    errs.push_back(
+        E::Invalid(Child(path, "step"), Q(step),
+                   "one step " + added.ToString() + " is larger than capacity value: " + capacity.ToString()));
   }
   // validateInt64Range: the integer arithmetic below needs [0, MaxInt64].
   bool unsafe = false;
@@ -497,8 +496,8 @@ void ValidateRequestPolicy(const Quantity& capacity, const CapacityRequestPolicy
     if (!policy.default_value) {
       errs.push_back(E::Required(Child(path, "default"), "required when validValues is defined"));
     } else {
-      ValidateRequestPolicyValidValues(*policy.default_value, capacity, policy.valid_values,
-                                       Child(path, "validValues"), errs);
+      ValidateRequestPolicyValidValues(*policy.default_value, capacity, policy.valid_values, Child(path, "validValues"),
+                                       errs);
     }
   } else if (policy.valid_range) {
     if (!policy.default_value) {
@@ -593,8 +592,8 @@ void ValidateDeviceBindingParameters(const std::vector<std::string>& conditions,
     const std::string& c = failure_conditions[i];
     if (!seen_failure.insert(c).second) errs.push_back(E::Duplicate(Index(failure_path, i), Q(c)));
     if (all_conditions.count(c) != 0) {
-      errs.push_back(E::Invalid(Index(failure_path, i), Q(c),
-                                "bindingFailureConditions must not overlap with bindingConditions"));
+      errs.push_back(
+          E::Invalid(Index(failure_path, i), Q(c), "bindingFailureConditions must not overlap with bindingConditions"));
     }
   }
   if (conditions.empty() && !failure_conditions.empty()) {
@@ -801,8 +800,8 @@ void ValidateObjectMeta(const ObjectMeta& meta, FieldErrors& errs) {
   }
   if (!meta.namespace_.empty()) errs.push_back(E::Forbidden(Child(path, "namespace"), "not allowed on this type"));
   if (meta.generation < 0) {
-    errs.push_back(E::Invalid(Child(path, "generation"), std::to_string(meta.generation),
-                              "must be greater than or equal to 0"));
+    errs.push_back(
+        E::Invalid(Child(path, "generation"), std::to_string(meta.generation), "must be greater than or equal to 0"));
   }
   const std::string labels_path = Child(path, "labels");
   for (const auto& [key, value] : meta.labels) {
@@ -922,8 +921,8 @@ void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs,
   } else if (set_fields.size() > 1) {
     std::string fields;
     for (const std::string& f : set_fields) fields += (fields.empty() ? "" : ", ") + f;
-    errs.push_back(E::Invalid(path, Q("{" + fields + "}"),
-                              std::string(kNodeSelectionRule) + ", but multiple fields are set"));
+    errs.push_back(
+        E::Invalid(path, Q("{" + fields + "}"), std::string(kNodeSelectionRule) + ", but multiple fields are set"));
   }
 
   if (!spec.shared_counters.empty() && !spec.devices.empty()) {

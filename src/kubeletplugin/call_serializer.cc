@@ -15,7 +15,7 @@
 namespace dra::kubeletplugin::internal {
 
 absl::StatusOr<std::unique_ptr<CallSerializer>> CallSerializer::Create(bool enabled, const std::string& lock_file,
-                                                                      Executor& executor) {
+                                                                       Executor& executor) {
   int fd = -1;
   if (enabled && !lock_file.empty()) {
     fd = open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);

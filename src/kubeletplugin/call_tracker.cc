@@ -35,7 +35,9 @@ void TrackedCall::CallerCancelled() const {
   Cancel(absl::CancelledError(absl::StrCat(description_, ": the caller cancelled the call")));
 }
 
-void TrackedCall::Finish() const { Cancel(absl::CancelledError(absl::StrCat(description_, ": the call has returned"))); }
+void TrackedCall::Finish() const {
+  Cancel(absl::CancelledError(absl::StrCat(description_, ": the call has returned")));
+}
 
 CallTracker::Call::~Call() {
   if (tracker_ != nullptr) tracker_->End(state_);

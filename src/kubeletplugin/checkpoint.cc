@@ -194,8 +194,7 @@ Device DecodeDevice(FieldReader& reader, const json& in, const std::string& wher
   return device;
 }
 
-CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, const std::string& uid,
-                            const json& in) {
+CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, const std::string& uid, const json& in) {
   const std::string where = absl::StrCat(where_map, uid, ".");
   CheckpointEntry entry;
   entry.claim.uid = uid;
@@ -205,8 +204,8 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
   if (state == kPrepared) {
     entry.state = ClaimState::kPrepared;
   } else if (state != kPrepareStarted) {
-    reader.Fail(absl::StrCat(where, "state: \"", state, "\" is neither \"", kPrepareStarted, "\" nor \"",
-                             kPrepared, "\""));
+    reader.Fail(
+        absl::StrCat(where, "state: \"", state, "\" is neither \"", kPrepareStarted, "\" nor \"", kPrepared, "\""));
   }
   if (in.contains("cdiSpec")) entry.cdi_spec = reader.String(in, where, "cdiSpec");
   if (in.contains("driverData")) entry.driver_data = reader.String(in, where, "driverData");
@@ -228,7 +227,6 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
   }
   return entry;
 }
-
 
 // What a file holds.
 struct Log {
@@ -403,7 +401,9 @@ Checkpoint::~Checkpoint() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) { return Open(std::move(path), nullptr); }
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) {
+  return Open(std::move(path), nullptr);
+}
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, const Adopter& adopt) {
   std::unique_ptr<Checkpoint> checkpoint(new Checkpoint(std::move(path)));

@@ -10,7 +10,7 @@
 namespace dra::kubeletplugin::internal {
 
 absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind kind, cdi::SpecDirOptions dir,
-                                                                      std::vector<cdi::Spec> node_specs) {
+                                                                     std::vector<cdi::Spec> node_specs) {
   std::vector<std::pair<std::string, cdi::Spec>> named;
   for (size_t i = 0; i < node_specs.size(); ++i) {
     const std::string field = absl::StrCat("options.cdi.node_specs[", i, "]");
@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind k
       return absl::InvalidArgumentError(absl::StrCat(field, ": ", status.message()));
     }
     absl::StatusOr<cdi::Kind> node_kind = cdi::ParseKind(node_specs[i].kind);
-    if (!node_kind.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", node_kind.status().message()));
+    if (!node_kind.ok())
+      return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", node_kind.status().message()));
     if (node_kind->ToString() == kind.ToString()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".kind: \"", kind.ToString(),
                                                      "\" is the per-claim specs' kind (options.cdi.class_name)"));
@@ -74,8 +75,7 @@ std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, s
 absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, const cdi::Spec& spec) const {
   absl::StatusOr<std::string> json = cdi::EncodeSpec(spec, cdi::Format::kJson);
   if (!json.ok()) return json.status();
-  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec, cdi::WriteSync::kUnsynced);
-      !path.ok()) {
+  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec, cdi::WriteSync::kUnsynced); !path.ok()) {
     return path.status();
   }
   return json;

@@ -24,7 +24,7 @@ class ClaimCdiSpecs {
   // Fails, naming the spec, when a node-wide spec does not validate or has
   // the per-claim kind.
   static absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> Create(cdi::Kind kind, cdi::SpecDirOptions dir,
-                                                                std::vector<cdi::Spec> node_specs);
+                                                               std::vector<cdi::Spec> node_specs);
 
   // Writes every node-wide spec (Start), or with `only_missing` those whose
   // file is gone (before a prepare call is answered).

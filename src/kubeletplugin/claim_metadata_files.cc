@@ -29,8 +29,8 @@ constexpr mode_t kMetadataDirMode = 0755;
 
 absl::Status CheckPathPart(absl::string_view what, const std::string& value, std::vector<std::string> problems) {
   if (problems.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("device metadata: ", what, " \"", value, "\" cannot be a file name: ", absl::StrJoin(problems, "; ")));
+  return absl::InvalidArgumentError(absl::StrCat("device metadata: ", what, " \"", value,
+                                                 "\" cannot be a file name: ", absl::StrJoin(problems, "; ")));
 }
 
 absl::Status CheckUid(const std::string& uid) { return CheckPathPart("claim UID", uid, ClaimUidProblems(uid)); }
@@ -46,8 +46,10 @@ ClaimMetadataFiles::ClaimMetadataFiles(std::string driver_name, std::string plug
 
 absl::Status ClaimMetadataFiles::Check(const std::vector<std::string>& versions) {
   if (versions.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("options.device_metadata.versions: Required value: name the versions "
-                                                   "to write, at least ", kDeviceMetadataV1beta1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.device_metadata.versions: Required value: name the versions "
+                     "to write, at least ",
+                     kDeviceMetadataV1beta1));
   }
   bool latest = false;
   for (const std::string& version : versions) {
@@ -60,8 +62,8 @@ absl::Status ClaimMetadataFiles::Check(const std::vector<std::string>& versions)
     }
   }
   if (!latest) {
-    return absl::InvalidArgumentError(absl::StrCat("options.device_metadata.versions: must include the latest version ",
-                                                   kDeviceMetadataV1beta1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.device_metadata.versions: must include the latest version ", kDeviceMetadataV1beta1));
   }
   return absl::OkStatus();
 }
@@ -102,14 +104,16 @@ absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim
     nlohmann::ordered_json listed = nlohmann::ordered_json::array();
     for (size_t i : indices) {
       const Device& device = devices[i];
-      nlohmann::ordered_json entry = {{"driver", driver_name_}, {"pool", device.pool_name}, {"name", device.device_name}};
+      nlohmann::ordered_json entry = {
+          {"driver", driver_name_}, {"pool", device.pool_name}, {"name", device.device_name}};
       if (device.metadata.has_value()) {
         if (!device.metadata->attributes.empty()) {
           nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
           for (const auto& [name, value] : device.metadata->attributes) attributes[name] = k8s::ToJson(value);
           entry["attributes"] = std::move(attributes);
         }
-        if (device.metadata->network_data.has_value()) entry["networkData"] = k8s::ToJson(*device.metadata->network_data);
+        if (device.metadata->network_data.has_value())
+          entry["networkData"] = k8s::ToJson(*device.metadata->network_data);
       }
       listed.push_back(std::move(entry));
     }
@@ -138,11 +142,11 @@ absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim
     cdi_device.name = cdi_name;
     cdi::Mount& mount = cdi_device.container_edits.mounts.emplace_back();
     mount.host_path = path;
-    mount.container_path =
-        pod_claim_name.has_value()
-            ? absl::StrCat(kContainerDir, "/resourceclaimtemplates/", *pod_claim_name, "/", base, "/", driver_name_,
-                           "-metadata.json")
-            : absl::StrCat(kContainerDir, "/resourceclaims/", meta.name, "/", base, "/", driver_name_, "-metadata.json");
+    mount.container_path = pod_claim_name.has_value()
+                               ? absl::StrCat(kContainerDir, "/resourceclaimtemplates/", *pod_claim_name, "/", base,
+                                              "/", driver_name_, "-metadata.json")
+                               : absl::StrCat(kContainerDir, "/resourceclaims/", meta.name, "/", base, "/",
+                                              driver_name_, "-metadata.json");
     mount.options = {"ro", "bind"};
     const std::string spec_file = absl::StrCat(driver_name_, "_metadata_", meta.uid, "_", base);
     absl::StatusOr<std::string> encoded = cdi::EncodeSpec(spec, cdi_dir_.options().format);
@@ -183,8 +187,9 @@ absl::Status ClaimMetadataFiles::Remove(const k8s::ClaimRef& claim) const {
   // Only names Write could have made: anything else was never written.
   if (k8s::IsDns1123Label(claim.namespace_).empty() && k8s::IsDns1123Subdomain(claim.name).empty()) {
     std::filesystem::remove_all(ClaimDir(claim.namespace_, claim.name), error);
-    if (error) return absl::InternalError(absl::StrCat("remove device metadata of claim ", claim.ToString(), ": ",
-                                                       error.message()));
+    if (error)
+      return absl::InternalError(
+          absl::StrCat("remove device metadata of claim ", claim.ToString(), ": ", error.message()));
   }
   if (!CheckUid(claim.uid).ok()) return absl::OkStatus();
   const std::string prefix = absl::StrCat(driver_name_, "_metadata_", claim.uid, "_");
@@ -195,8 +200,8 @@ absl::Status ClaimMetadataFiles::Remove(const k8s::ClaimRef& claim) const {
     if (!std::filesystem::remove(it->path(), error) && error) break;
   }
   if (error && error != std::errc::no_such_file_or_directory) {
-    return absl::InternalError(absl::StrCat("remove device metadata CDI specs of claim ", claim.ToString(), ": ",
-                                            error.message()));
+    return absl::InternalError(
+        absl::StrCat("remove device metadata CDI specs of claim ", claim.ToString(), ": ", error.message()));
   }
   return absl::OkStatus();
 }

@@ -11,8 +11,8 @@
 #include "absl/time/clock.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/names.h"
-#include "fileutil/atomic_file.h"
 #include "dra/mutex.h"
+#include "fileutil/atomic_file.h"
 #include "kubeletplugin/claim_uid.h"
 
 namespace dra::kubeletplugin::internal {
@@ -119,8 +119,9 @@ absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::Cla
   }
   auto& allocation = claim->status.allocation->devices;
   std::erase_if(allocation.results, [&](const auto& result) { return result.driver != driver_name_; });
-  std::erase_if(allocation.config,
-                [&](const auto& config) { return !config.opaque.has_value() || config.opaque->driver != driver_name_; });
+  std::erase_if(allocation.config, [&](const auto& config) {
+    return !config.opaque.has_value() || config.opaque->driver != driver_name_;
+  });
   return claim;
 }
 
@@ -176,8 +177,9 @@ void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method,
       if (!outcome.error.empty()) {
         logger.Error("Claim failed", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"err", outcome.error}});
       } else {
-        logger.InfoV(2, "Claim done", {{"claim", ref.ToString()}, {"uid", ref.uid},
-                                       {"devices", std::to_string(outcome.devices.size())}});
+        logger.InfoV(
+            2, "Claim done",
+            {{"claim", ref.ToString()}, {"uid", ref.uid}, {"devices", std::to_string(outcome.devices.size())}});
       }
     }
   }
@@ -261,8 +263,8 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
 absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes) {
   for (const k8s::ClaimRef& ref : work.restore) {
     if (!AnswerFromCheckpoint(ref, outcomes, nullptr)) {
-      outcomes[ref.uid].error =
-          absl::StrCat("claim ", ref.ToString(), " was unprepared while its CDI spec waited to be re-created; try again");
+      outcomes[ref.uid].error = absl::StrCat("claim ", ref.ToString(),
+                                             " was unprepared while its CDI spec waited to be re-created; try again");
     }
   }
 
@@ -271,8 +273,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   };
   std::vector<k8s::ResourceClaim>& pending = work.pending;
   // Another call may have prepared some of them while this one waited.
-  std::erase_if(pending,
-                [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
+  std::erase_if(
+      pending, [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
   MarkPreparing(pending, outcomes);
   if (pending.empty()) return absl::OkStatus();
   struct Unmark {
@@ -365,7 +367,7 @@ absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref
 }
 
 absl::StatusOr<MetadataFiles> ClaimPreparer::WriteMetadata(const k8s::ResourceClaim& claim,
-                                                            std::vector<Device>& devices) {
+                                                           std::vector<Device>& devices) {
   if (metadata_files_ == nullptr) {
     for (Device& device : devices) device.metadata.reset();  // ignored, as in the Go helper
     return MetadataFiles();
@@ -512,19 +514,20 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext&
 }
 
 void ClaimPreparer::Unprepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
-  PendingCall pending_call{HelperMetrics::Method::kUnprepare, std::move(call), std::move(requested), std::move(done),
-                           {}};
+  PendingCall pending_call{
+      HelperMetrics::Method::kUnprepare, std::move(call), std::move(requested), std::move(done), {}};
   std::vector<k8s::ClaimRef> claims = UsableRefs(pending_call.requested, pending_call.outcomes);
   if (claims.empty()) {
     Complete(std::move(pending_call), absl::OkStatus());
     return;
   }
-  serializer_.Run([this, pending_call = std::move(pending_call), claims = std::move(claims)](absl::Status locked) mutable {
-    const CallContext& ctx = pending_call.call.context();
-    absl::Status status = EnterSerialized(ctx, locked);
-    if (status.ok()) status = UnprepareSerialized(ctx, claims, pending_call.outcomes);
-    Complete(std::move(pending_call), std::move(status));
-  });
+  serializer_.Run(
+      [this, pending_call = std::move(pending_call), claims = std::move(claims)](absl::Status locked) mutable {
+        const CallContext& ctx = pending_call.call.context();
+        absl::Status status = EnterSerialized(ctx, locked);
+        if (status.ok()) status = UnprepareSerialized(ctx, claims, pending_call.outcomes);
+        Complete(std::move(pending_call), std::move(status));
+      });
 }
 
 absl::Status ClaimPreparer::UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,

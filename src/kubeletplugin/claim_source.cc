@@ -21,8 +21,8 @@ absl::StatusOr<k8s::ResourceClaim> InMemoryClaimSource::GetClaim(const k8s::Clai
   dra::MutexLock lock(&mu_);
   auto it = claims_.find({ref.namespace_, ref.name});
   if (it == claims_.end()) {
-    return absl::NotFoundError(absl::StrCat("resourceclaims.resource.k8s.io \"", ref.name, "\" not found in namespace \"",
-                                            ref.namespace_, "\""));
+    return absl::NotFoundError(absl::StrCat("resourceclaims.resource.k8s.io \"", ref.name,
+                                            "\" not found in namespace \"", ref.namespace_, "\""));
   }
   return it->second;
 }

@@ -11,9 +11,9 @@ namespace dra::kubeletplugin::internal {
 
 Executor::Executor(Limits limits)
     : max_threads_(std::max<size_t>(limits.max_threads, 1)),
-      parallelism_(std::clamp<size_t>(limits.parallelism > 0 ? limits.parallelism
-                                                             : std::max(1u, std::thread::hardware_concurrency()),
-                                      1, max_threads_)),
+      parallelism_(std::clamp<size_t>(
+          limits.parallelism > 0 ? limits.parallelism : std::max(1u, std::thread::hardware_concurrency()), 1,
+          max_threads_)),
       stall_(limits.stall),
       idle_timeout_(limits.idle_timeout) {}
 
@@ -110,7 +110,7 @@ void Executor::WorkerLoop() {
       }
       continue;
     }
-    absl::AnyInvocable<void() &&> work = std::move(queue_.front());
+    absl::AnyInvocable<void()&&> work = std::move(queue_.front());
     queue_.pop_front();
     ++taken_;
     mu_.Unlock();

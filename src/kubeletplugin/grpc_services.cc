@@ -17,27 +17,27 @@ namespace dra::kubeletplugin::internal {
 namespace {
 
 // Generated packages can't be template arguments; these tags name their types.
-#define DRA_API_TAG(Tag, ns, has_share_id)                          \
-  struct Tag {                                                      \
-    using Service = ns::DRAPlugin::CallbackService;                 \
-    using PrepareRequest = ns::NodePrepareResourcesRequest;         \
-    using PrepareResponse = ns::NodePrepareResourcesResponse;       \
-    using UnprepareRequest = ns::NodeUnprepareResourcesRequest;     \
-    using UnprepareResponse = ns::NodeUnprepareResourcesResponse;   \
-    static constexpr bool kHasShareId = has_share_id;               \
+#define DRA_API_TAG(Tag, ns, has_share_id)                        \
+  struct Tag {                                                    \
+    using Service = ns::DRAPlugin::CallbackService;               \
+    using PrepareRequest = ns::NodePrepareResourcesRequest;       \
+    using PrepareResponse = ns::NodePrepareResourcesResponse;     \
+    using UnprepareRequest = ns::NodeUnprepareResourcesRequest;   \
+    using UnprepareResponse = ns::NodeUnprepareResourcesResponse; \
+    static constexpr bool kHasShareId = has_share_id;             \
   }
 DRA_API_TAG(DraV1, ::k8s::io::kubelet::pkg::apis::dra::v1, true);
 DRA_API_TAG(DraV1beta1, ::k8s::io::kubelet::pkg::apis::dra::v1beta1, false);
 #undef DRA_API_TAG
 
-#define HEALTH_API_TAG(Tag, ns)                                   \
-  struct Tag {                                                    \
-    using Service = ns::DRAResourceHealth::CallbackService;       \
-    using Request = ns::NodeWatchResourcesRequest;                \
-    using Response = ns::NodeWatchResourcesResponse;              \
-    static constexpr auto kUnknown = ns::UNKNOWN;                 \
-    static constexpr auto kHealthy = ns::HEALTHY;                 \
-    static constexpr auto kUnhealthy = ns::UNHEALTHY;             \
+#define HEALTH_API_TAG(Tag, ns)                             \
+  struct Tag {                                              \
+    using Service = ns::DRAResourceHealth::CallbackService; \
+    using Request = ns::NodeWatchResourcesRequest;          \
+    using Response = ns::NodeWatchResourcesResponse;        \
+    static constexpr auto kUnknown = ns::UNKNOWN;           \
+    static constexpr auto kHealthy = ns::HEALTHY;           \
+    static constexpr auto kUnhealthy = ns::UNHEALTHY;       \
   }
 HEALTH_API_TAG(HealthV1, ::v1);
 HEALTH_API_TAG(HealthV1alpha1, ::v1alpha1);
@@ -155,8 +155,7 @@ class DraService final : public Api::Service {
 // One NodeWatchResources stream: the current list at once, then each newer
 // one, written as the broadcaster announces it. Owns itself until OnDone.
 template <typename Api>
-class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response>,
-                          public HealthBroadcaster::Watcher {
+class HealthWatch final : public grpc::ServerWriteReactor<typename Api::Response>, public HealthBroadcaster::Watcher {
  public:
   static HealthWatch* Start(HealthBroadcaster& health) {
     auto watch = std::shared_ptr<HealthWatch>(new HealthWatch(health));
@@ -257,7 +256,7 @@ class HealthService final : public Api::Service {
   explicit HealthService(HealthBroadcaster& health) : health_(health) {}
 
   grpc::ServerWriteReactor<typename Api::Response>* NodeWatchResources(grpc::CallbackServerContext*,
-                                                                      const typename Api::Request*) override {
+                                                                       const typename Api::Request*) override {
     return HealthWatch<Api>::Start(health_);
   }
 

@@ -53,8 +53,7 @@ constexpr mode_t kDataDirMode = 0750;
 constexpr size_t kMaxCallThreads = 32;
 
 absl::Status ValidateOptions(const Options& options) {
-  if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "options.driver_name");
-      !errors.empty()) {
+  if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "options.driver_name"); !errors.empty()) {
     return absl::InvalidArgumentError(errors.front().ToString());
   }
   if (!options.rolling_update_uid.empty() && !options.registrar_socket_name.empty()) {
@@ -75,7 +74,8 @@ absl::Status ValidateOptions(const Options& options) {
   if (options.device_metadata.enabled) {
     if (!options.cdi.enabled) {
       return absl::InvalidArgumentError(
-          "options.device_metadata.enabled: needs options.cdi.enabled: the metadata files are mounted through CDI specs");
+          "options.device_metadata.enabled: needs options.cdi.enabled: the metadata files are mounted through CDI "
+          "specs");
     }
     if (absl::Status status = internal::ClaimMetadataFiles::Check(options.device_metadata.versions); !status.ok()) {
       return status;
@@ -166,7 +166,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   // The one pool for parallel work: the preparer's claim fetches, the
   // publisher's writes.
   const std::shared_ptr<WorkPool> work_pool_ = std::make_shared<WorkPool>(internal::kMaxConcurrentFetches - 1);
-  std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;  // null when options.cdi is off
+  std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;            // null when options.cdi is off
   std::unique_ptr<internal::ClaimMetadataFiles> metadata_files_;  // null when options.device_metadata is off
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
@@ -215,9 +215,9 @@ absl::Status Helper::Impl::Start() {
     if (!checkpoint.ok()) return checkpoint.status();
     checkpoint_ = *std::move(checkpoint);
   }
-  const std::string lock_file =
-      options_.rolling_update_uid.empty() ? "" : options_.plugin_data_dir + "/serialize.lock";
-  absl::StatusOr<std::unique_ptr<CallSerializer>> serializer = CallSerializer::Create(options_.serialize, lock_file, executor_);
+  const std::string lock_file = options_.rolling_update_uid.empty() ? "" : options_.plugin_data_dir + "/serialize.lock";
+  absl::StatusOr<std::unique_ptr<CallSerializer>> serializer =
+      CallSerializer::Create(options_.serialize, lock_file, executor_);
   if (!serializer.ok()) return serializer.status();
   serializer_ = *std::move(serializer);
   if (options_.cdi.enabled) {
@@ -238,9 +238,8 @@ absl::Status Helper::Impl::Start() {
     }
   }
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
-                                              /*checkpoint_shared=*/!options_.rolling_update_uid.empty(),
-                                              *serializer_, calls_, metrics_, *work_pool_, cdi_specs_.get(),
-                                              metadata_files_.get());
+                                              /*checkpoint_shared=*/!options_.rolling_update_uid.empty(), *serializer_,
+                                              calls_, metrics_, *work_pool_, cdi_specs_.get(), metadata_files_.get());
   if (checkpoint_ != nullptr) {
     std::vector<PreparedClaim> prepared;
     for (internal::CheckpointEntry& entry : checkpoint_->Entries()) {
@@ -302,7 +301,8 @@ absl::Status Helper::Impl::Start() {
 
   // Only now that the endpoint answers may the kubelet learn about it.
   registration_service_ = internal::NewRegistrationService(
-      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, executor_, [this](const RegistrationStatus& status) {
+      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, executor_,
+      [this](const RegistrationStatus& status) {
         {
           dra::MutexLock lock(&mu_);
           registration_ = status;
@@ -313,9 +313,9 @@ absl::Status Helper::Impl::Start() {
         } else {
           // The kubelet does not ask again while this socket exists; a
           // restarted driver registers anew.
-          driver_.HandleError(absl::FailedPreconditionError(
-                                  absl::StrCat("kubelet refused plugin registration: ", status.error)),
-                              ErrorSeverity::kFatal, "registration");
+          driver_.HandleError(
+              absl::FailedPreconditionError(absl::StrCat("kubelet refused plugin registration: ", status.error)),
+              ErrorSeverity::kFatal, "registration");
         }
       });
   absl::StatusOr<std::unique_ptr<grpc::Server>> registration_server =
@@ -324,9 +324,10 @@ absl::Status Helper::Impl::Start() {
   registration_server_ = *std::move(registration_server);
 
   if (!options_.http_endpoint.empty()) {
-    absl::StatusOr<std::unique_ptr<internal::HttpServer>> http =
-        internal::HttpServer::Start(options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
-    if (!http.ok()) return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
+    absl::StatusOr<std::unique_ptr<internal::HttpServer>> http = internal::HttpServer::Start(
+        options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
+    if (!http.ok())
+      return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
     http_server_ = *std::move(http);
   }
 
@@ -435,9 +436,9 @@ void Helper::Impl::Stop() {
       dra_server_->Shutdown(absl::ToChronoTime(deadline));
       dra_server_->Wait();
     } else {
-      options_.logger.Error("Driver calls still running after the shutdown grace; stopping without waiting for them",
-                            {{"grace", absl::FormatDuration(options_.shutdown_grace)},
-                             {"calls", absl::StrJoin(running, ", ")}});
+      options_.logger.Error(
+          "Driver calls still running after the shutdown grace; stopping without waiting for them",
+          {{"grace", absl::FormatDuration(options_.shutdown_grace)}, {"calls", absl::StrJoin(running, ", ")}});
       std::thread shutdown([self = std::move(self)] {
         self->dra_server_->Shutdown();
         self->dra_server_->Wait();

@@ -144,9 +144,9 @@ void HttpServer::HandleConnection(int fd) {
   } else {
     response = handler_(path);
   }
-  std::string head = absl::StrCat("HTTP/1.1 ", response.code, " ", Reason(response.code), "\r\nContent-Type: ",
-                                  response.content_type, "\r\nContent-Length: ", response.body.size(),
-                                  "\r\nConnection: close\r\n\r\n");
+  std::string head =
+      absl::StrCat("HTTP/1.1 ", response.code, " ", Reason(response.code), "\r\nContent-Type: ", response.content_type,
+                   "\r\nContent-Length: ", response.body.size(), "\r\nConnection: close\r\n\r\n");
   WriteAll(fd, method == "HEAD" ? head : head + response.body);
 }
 

@@ -37,8 +37,8 @@ void HelperMetrics::ObserveBackgroundError(ErrorSeverity severity) {
 std::string HelperMetrics::Render(const Gauges& gauges) const {
   dra::MutexLock lock(&mu_);
   std::string out;
-  auto per_method = [&](const char* name, const char* help, uint64_t MethodStats::*field)
-                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto per_method = [&](const char* name, const char* help,
+                        uint64_t MethodStats::*field) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     AppendHeader(out, name, "counter", help);
     for (size_t m = 0; m < methods_.size(); ++m) {
       absl::StrAppend(&out, name, "{method=\"", kMethodNames[m], "\"} ", methods_[m].*field, "\n");
@@ -86,8 +86,8 @@ std::string HelperMetrics::Render(const Gauges& gauges) const {
     AppendHeader(out, "dra_api_requests_total", "counter",
                  "Requests to the API server, by verb (HTTP method, WATCH for watches) and status code.");
     for (const k8s::RequestCount& count : *gauges.api_requests) {
-      absl::StrAppend(&out, "dra_api_requests_total{verb=\"", count.verb, "\",code=\"", count.code, "\"} ",
-                      count.count, "\n");
+      absl::StrAppend(&out, "dra_api_requests_total{verb=\"", count.verb, "\",code=\"", count.code, "\"} ", count.count,
+                      "\n");
     }
   }
   return out;

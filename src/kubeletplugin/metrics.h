@@ -33,7 +33,7 @@ class HelperMetrics {
     uint64_t checkpoint_writes = 0;
     int64_t serialization_waiting_calls = 0;
     bool registered = false;
-    std::optional<resourceslice::PublisherStats> slices;        // once the Helper publishes
+    std::optional<resourceslice::PublisherStats> slices;         // once the Helper publishes
     std::optional<std::vector<k8s::RequestCount>> api_requests;  // with a kube_client
   };
 
@@ -44,7 +44,7 @@ class HelperMetrics {
   // Upper bounds in seconds, as in client_golang's DefBuckets but finer at
   // the low end: a prepare answered from the checkpoint takes microseconds.
   static constexpr std::array<double, 14> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                      0.025,  0.05,    0.1,    0.25,  0.5,   1,     2.5};
+                                                      0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
   struct MethodStats {
     uint64_t calls = 0;
     uint64_t call_errors = 0;

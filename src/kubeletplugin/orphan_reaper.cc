@@ -112,17 +112,17 @@ std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {
     } else if (ClaimIsGone(claim.status())) {
       reason = "deleted";
     } else {
-      Report(ref, absl::Status(claim.status().code(), absl::StrCat("check whether claim ", ref.ToString(), " (UID ",
-                                                                   ref.uid, ") still exists: ",
-                                                                   claim.status().message())));
+      Report(ref,
+             absl::Status(claim.status().code(), absl::StrCat("check whether claim ", ref.ToString(), " (UID ", ref.uid,
+                                                              ") still exists: ", claim.status().message())));
       continue;
     }
 
     logger_.Info("Unpreparing orphaned claim", {{"claim", ref.ToString()}, {"uid", ref.uid}, {"reason", reason}});
     absl::StatusOr<bool> done = unprepare_(ref);
     if (!done.ok()) {
-      Report(ref, absl::Status(done.status().code(), absl::StrCat("unprepare orphaned claim ", ref.ToString(),
-                                                                  " (UID ", ref.uid, "): ", done.status().message())));
+      Report(ref, absl::Status(done.status().code(), absl::StrCat("unprepare orphaned claim ", ref.ToString(), " (UID ",
+                                                                  ref.uid, "): ", done.status().message())));
       continue;
     }
     reported_.erase(ref.uid);

@@ -9,8 +9,7 @@ namespace dra::kubeletplugin::internal {
 namespace {
 
 std::string Base64UrlUnpadded(const unsigned char* data, size_t size) {
-  static constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out;
   out.reserve((size * 4 + 2) / 3);
   size_t i = 0;
@@ -32,9 +31,7 @@ std::string Base64UrlUnpadded(const unsigned char* data, size_t size) {
   return out;
 }
 
-bool Fits(const std::string& dir, const std::string& name) {
-  return dir.size() + 1 + name.size() < kUnixPathMax;
-}
+bool Fits(const std::string& dir, const std::string& name) { return dir.size() + 1 + name.size() < kUnixPathMax; }
 
 }  // namespace
 

@@ -17,8 +17,8 @@
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/mutex.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 #include "resourceclaim/allocated_device_key.h"
 
 namespace dra::resourceclaim {
@@ -187,9 +187,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
     cv_.SignalAll();
   }
 
-  void OnError(const absl::Status& status, std::string_view context) override {
-    Report(status, std::string(context));
-  }
+  void OnError(const absl::Status& status, std::string_view context) override { Report(status, std::string(context)); }
 
   // The claim, if it has allocation results for this reconciler: this
   // driver's, with binding conditions, on this node, not being deleted.
@@ -388,7 +386,8 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
         case BindingResult::Outcome::kPending:
           ++stats_.pending;
           retry = std::min(retry.value_or(absl::InfiniteFuture()), absl::Now() + answer.retry_after());
-          logger.InfoV(4, "Device not ready for binding yet", {{"retryAfter", absl::FormatDuration(answer.retry_after())}});
+          logger.InfoV(4, "Device not ready for binding yet",
+                       {{"retryAfter", absl::FormatDuration(answer.retry_after())}});
           continue;
         case BindingResult::Outcome::kReady:
           ++stats_.ready;
@@ -399,8 +398,9 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
           logger.Warning("Device failed to prepare for binding",
                          {{"reason", answer.reason()}, {"message", answer.message()}});
           if (result.binding_failure_conditions.empty()) {
-            logger.Warning("The device has no bindingFailureConditions to report the failure with; "
-                           "the scheduler waits for its binding timeout");
+            logger.Warning(
+                "The device has no bindingFailureConditions to report the failure with; "
+                "the scheduler waits for its binding timeout");
           }
           break;
       }
@@ -498,7 +498,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
   dra::CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, Tracked> tracked_ ABSL_GUARDED_BY(mu_);  // by claim UID
+  std::map<std::string, Tracked> tracked_ ABSL_GUARDED_BY(mu_);   // by claim UID
   std::map<std::string, absl::Time> queue_ ABSL_GUARDED_BY(mu_);  // claim UID -> when to process it
   std::set<std::string> in_progress_ ABSL_GUARDED_BY(mu_);
   BindingConditionReconcilerStats stats_ ABSL_GUARDED_BY(mu_);
@@ -521,8 +521,10 @@ absl::StatusOr<std::unique_ptr<BindingConditionReconciler>> BindingConditionReco
     return invalid(errors.front().ToString());
   }
   if (options.node_name.empty()) return invalid("node_name: Required value");
-  if (options.binding_timeout <= absl::ZeroDuration()) return invalid("binding_timeout: Invalid value: must be positive");
-  if (options.workers < 1) return invalid(absl::StrCat("workers: Invalid value: ", options.workers, ": must be at least 1"));
+  if (options.binding_timeout <= absl::ZeroDuration())
+    return invalid("binding_timeout: Invalid value: must be positive");
+  if (options.workers < 1)
+    return invalid(absl::StrCat("workers: Invalid value: ", options.workers, ": must be at least 1"));
   if (options.field_manager.empty()) options.field_manager = options.driver_name + "/binding";
 
   ClaimStatusWriterOptions writer_options;

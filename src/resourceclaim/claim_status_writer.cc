@@ -16,11 +16,11 @@
 namespace dra::resourceclaim {
 namespace {
 
-using k8s::AllocatedDeviceStatus;
-using k8s::FieldError;
 using internal::AllocatedDeviceKey;
 using internal::Describe;
 using internal::KeyOf;
+using k8s::AllocatedDeviceStatus;
+using k8s::FieldError;
 
 bool Retryable(const absl::Status& status) {
   switch (status.code()) {
@@ -62,7 +62,7 @@ void CompleteTransitionTimes(AllocatedDeviceStatus& entry, const AllocatedDevice
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ClaimStatusWriter>> ClaimStatusWriter::Create(std::shared_ptr<k8s::Client> client,
-                                                                              ClaimStatusWriterOptions options) {
+                                                                             ClaimStatusWriterOptions options) {
   if (client == nullptr) return absl::InvalidArgumentError("ClaimStatusWriter: client: Required value");
   if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "driver_name"); !errors.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("ClaimStatusWriterOptions: ", errors.front().ToString()));
@@ -85,9 +85,9 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
       return k8s::Annotate(status, what);
     }
     const absl::Duration wait = base::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
-    ctx.logger().InfoV(2, "Retrying device status write", {{"claim", claim.ToString()},
-                                                           {"err", status.ToString()},
-                                                           {"after", absl::FormatDuration(wait)}});
+    ctx.logger().InfoV(
+        2, "Retrying device status write",
+        {{"claim", claim.ToString()}, {"err", status.ToString()}, {"after", absl::FormatDuration(wait)}});
     if (ctx.WaitForCancellation(wait)) {
       return absl::Status(ctx.status().code(),
                           absl::StrCat(what, ": ", ctx.status().message(), "; last error: ", status.message()));
@@ -126,9 +126,9 @@ absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::Cla
     const std::string path = absl::StrCat("status.devices[", i, "]");
     const AllocatedDeviceKey key = KeyOf(entry);
     if (entry.driver != options_.driver_name) {
-      errors.push_back(FieldError::Invalid(path + ".driver", k8s::GoQuote(entry.driver),
-                                           absl::StrCat("must be this writer's driver ",
-                                                        k8s::GoQuote(options_.driver_name))));
+      errors.push_back(
+          FieldError::Invalid(path + ".driver", k8s::GoQuote(entry.driver),
+                              absl::StrCat("must be this writer's driver ", k8s::GoQuote(options_.driver_name))));
       continue;
     }
     if (!seen.insert(key).second) {
@@ -199,8 +199,9 @@ absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::j
   absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, claim, deadline);
   DRA_CRASH_POINT("status.after_write");
   if (updated.status().code() == absl::StatusCode::kPermissionDenied) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "neither patch (server-side apply) nor update of resourceclaims/status is allowed: ", updated.status().message()));
+    return absl::PermissionDeniedError(
+        absl::StrCat("neither patch (server-side apply) nor update of resourceclaims/status is allowed: ",
+                     updated.status().message()));
   }
   return updated.status();
 }

@@ -137,8 +137,8 @@ std::vector<std::string> LikelyFeatureGates(const std::vector<std::string>& drop
   static const std::vector<Rule> kRules = {
       {"DRADeviceTaints", {".taints"}},
       {"DRAPartitionableDevices",
-       {"sharedCounters", "consumesCounters", "perDeviceNodeSelection", "devices[].nodeName",
-        "devices[].nodeSelector", "devices[].allNodes"}},
+       {"sharedCounters", "consumesCounters", "perDeviceNodeSelection", "devices[].nodeName", "devices[].nodeSelector",
+        "devices[].allNodes"}},
       {"DRADeviceBindingConditions", {"bindsToNode", "bindingConditions", "bindingFailureConditions"}},
       {"DRAConsumableCapacity", {"allowMultipleAllocations", "requestPolicy"}},
       {"DRANodeAllocatableResources", {"nodeAllocatableResources"}},

@@ -86,8 +86,7 @@ PoolPlan PlanPool(const Publishing& publishing, const std::string& pool_name, co
     bool same = SameSpec(want, devices, stored);
     if (!same) {
       auto skew = skews.find(i);
-      same = skew != skews.end() && SameSpec(want, devices, skew->second.sent) &&
-             SameSpec(skew->second.stored, stored);
+      same = skew != skews.end() && SameSpec(want, devices, skew->second.sent) && SameSpec(skew->second.stored, stored);
     }
     changed[i] = !same;
     num_changed += changed[i] ? 1 : 0;

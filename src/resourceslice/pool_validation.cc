@@ -52,10 +52,9 @@ absl::Status ValidatePool(std::string_view pool_name, const Pool& pool,
         }
         for (const auto& [counter, value] : consumption[k].counters) {
           if (!set->second->counters.contains(counter)) {
-            errors.push_back(k8s::FieldError::Invalid(absl::StrCat(consumption_path, ".counters[", counter, "]"),
-                                                      k8s::GoQuote(counter),
-                                                      absl::StrCat("must be a counter of counter set ",
-                                                                   k8s::GoQuote(set->first))));
+            errors.push_back(k8s::FieldError::Invalid(
+                absl::StrCat(consumption_path, ".counters[", counter, "]"), k8s::GoQuote(counter),
+                absl::StrCat("must be a counter of counter set ", k8s::GoQuote(set->first))));
           }
         }
       }

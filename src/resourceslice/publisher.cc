@@ -58,7 +58,7 @@ std::string StringAt(const json& object, const json::json_pointer& pointer) {
 
 // One slice as the server last showed it.
 struct CachedSlice {
-  json object;  // without "spec", which `typed` holds: an update replaces it anyway
+  json object;                              // without "spec", which `typed` holds: an update replaces it anyway
   std::optional<k8s::ResourceSlice> typed;  // nullopt: the codec refused it
   int64_t resource_version = 0;
   std::string pool;
@@ -108,8 +108,8 @@ class Publisher::Impl {
     for (auto& [name, pool] : resources.pools) {
       ScheduleLocked(name, now);
       if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) {
-        auto scope = std::make_unique<Scope>(
-            this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
+        auto scope =
+            std::make_unique<Scope>(this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
         StartInformer(*scope);
         pool_scopes_.emplace(name, std::move(scope));
       }
@@ -226,9 +226,9 @@ class Publisher::Impl {
     // is freed at once (an unchanged one keeps its object, see Update()).
     std::weak_ptr<const Pool> validated;
     absl::Status validation;
-    std::map<size_t, Skew> skews;  // by slice index
+    std::map<size_t, Skew> skews;          // by slice index
     std::set<std::string> reported_skews;  // messages, once per desired pool
-    int64_t published_devices = 0;          // in the server as desired, at the last successful sync
+    int64_t published_devices = 0;         // in the server as desired, at the last successful sync
     int failures = 0;
     int conflicts = 0;
   };
@@ -401,7 +401,8 @@ class Publisher::Impl {
 
   // A slice as someone else left it: cached, and its pool (old and new)
   // checked for drift.
-  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = CacheOf(scope).slices.find(name);
     if (it != CacheOf(scope).slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
     std::shared_ptr<const CachedSlice> slice = MakeCached(object);
@@ -521,12 +522,12 @@ class Publisher::Impl {
 
   absl::Status CheckPool(const std::string& name, const Pool& pool) const {
     if (pool.nodes == NodeSelection::kThisNode && options_.node_name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name),
-                                                     ": nodes: Invalid value: kThisNode: needs Options::node_name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pool ", k8s::GoQuote(name), ": nodes: Invalid value: kThisNode: needs Options::node_name"));
     }
     if (pool.slices.size() > kMaxSliceIndex + 1) {
-      return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name), ": slices: Too many: ",
-                                                     pool.slices.size(), ": must have at most ",
+      return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name),
+                                                     ": slices: Too many: ", pool.slices.size(), ": must have at most ",
                                                      kMaxSliceIndex + 1, " items"));
     }
     return ValidatePool(name, pool, [&](size_t index) { return DesiredSlice(name, pool, index, 1); });
@@ -678,8 +679,8 @@ class Publisher::Impl {
   // what was sent. If it did not (a feature gate is off), say so once and
   // take the stored form as published until the desired slice changes.
   // Called by concurrent writes of one pool.
-  void Stored(const std::string& pool, PoolState& state, size_t index, const k8s::ResourceSliceSpec& sent,
-              Scope& scope, json object) {
+  void Stored(const std::string& pool, PoolState& state, size_t index, const k8s::ResourceSliceSpec& sent, Scope& scope,
+              json object) {
     absl::StatusOr<k8s::ResourceSlice> stored = k8s::ResourceSliceFromJson(object);
     const std::string name = StringAt(object, json::json_pointer("/metadata/name"));
     Remember(scope, std::move(object));
@@ -773,15 +774,15 @@ class Publisher::Impl {
   dra::Mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
   dra::Mutex report_mu_;  // one error handler call at a time
   std::map<std::string, std::shared_ptr<const Pool>> desired_ ABSL_GUARDED_BY(mu_);  // by pool name
-  bool have_desired_ ABSL_GUARDED_BY(mu_) = false;  // nothing is synced before the first Update()
+  bool have_desired_ ABSL_GUARDED_BY(mu_) = false;              // nothing is synced before the first Update()
   std::map<std::string, absl::Time> due_ ABSL_GUARDED_BY(mu_);  // pools to sync, and when
   struct DriftCheck {
-    absl::Time first;  // the first change not explained yet
-    absl::Time at;     // when the pool is synced
+    absl::Time first;             // the first change not explained yet
+    absl::Time at;                // when the pool is synced
     std::set<std::string> names;  // slices changed by someone else, as far as known
   };
   std::map<std::string, DriftCheck> drift_ ABSL_GUARDED_BY(mu_);  // by pool
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // a pool sync is running
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;                        // a pool sync is running
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<Scope> node_scope_;  // set at construction
   std::map<std::string, std::unique_ptr<Scope>> pool_scopes_ ABSL_GUARDED_BY(mu_);
@@ -809,9 +810,9 @@ absl::StatusOr<std::unique_ptr<Publisher>> Publisher::Start(std::shared_ptr<k8s:
   if (!options.node_name.empty()) {
     std::vector<std::string> problems = k8s::IsDns1123Subdomain(options.node_name);
     if (!problems.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("resourceslice::Options: node_name: Invalid value: ",
-                                                     k8s::GoQuote(options.node_name), ": ",
-                                                     absl::StrJoin(problems, "; ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("resourceslice::Options: node_name: Invalid value: ", k8s::GoQuote(options.node_name), ": ",
+                       absl::StrJoin(problems, "; ")));
     }
   }
   if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {

@@ -34,12 +34,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "crash/example_node.h"
-#include "crash/kubelet_peer.h"
-#include "crashpoint/crash_point.h"
 #include "cpu_driver.h"
 #include "cpu_resources.h"
 #include "cpuset.h"
+#include "crash/example_node.h"
+#include "crash/kubelet_peer.h"
+#include "crashpoint/crash_point.h"
 #include "dra/cdi/spec_dir.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "example_driver_process.h"
@@ -61,9 +61,9 @@ constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 // driver restarts with another. Compaction, which the checkpoint.*_replace
 // points wait for, comes once in 64 commits or more.
 constexpr int kMaxCallsArmed = 80;
-constexpr double kArmProbability = 0.6;    // at a restart
-constexpr double kKillProbability = 0.15;  // per call of an instance without an armed point
-constexpr double kStopProbability = 0.25;  // of those: SIGTERM, a clean stop, instead of SIGKILL
+constexpr double kArmProbability = 0.6;          // at a restart
+constexpr double kKillProbability = 0.15;        // per call of an instance without an armed point
+constexpr double kStopProbability = 0.25;        // of those: SIGTERM, a clean stop, instead of SIGKILL
 constexpr double kKillAtStartProbability = 0.1;  // per start of an instance without an armed point
 constexpr double kPrepareProbability = 0.55;
 constexpr int kMaxClaimsPerCall = 4;
@@ -105,12 +105,12 @@ struct Scenario {
 
 struct Tally {
   std::string driver;
-  int calls = 0;       // iterations: the random calls and the re-prepares after restarts
+  int calls = 0;  // iterations: the random calls and the re-prepares after restarts
   int restarts = 0;
-  int kills = 0;       // SIGKILL at a random moment of a call or of a start
-  int stops = 0;       // SIGTERM at a random moment of a call
-  int given_up = 0;    // armed points that had not fired after kMaxCallsArmed calls
-  int retries = 0;     // calls the kubelet's side failed (re-registration) and sent again
+  int kills = 0;     // SIGKILL at a random moment of a call or of a start
+  int stops = 0;     // SIGTERM at a random moment of a call
+  int given_up = 0;  // armed points that had not fired after kMaxCallsArmed calls
+  int retries = 0;   // calls the kubelet's side failed (re-registration) and sent again
   std::map<std::string, int> armed;
   std::map<std::string, int> hit;
   std::vector<std::string> violations;
@@ -175,8 +175,8 @@ class Run {
         }
       }
       capacity_ = {7, 8};
-      scenario_.flags.insert(scenario_.flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--nri-socket=", "--reserved-cpus=0",
-                                                     "--rescan-interval=0"});
+      scenario_.flags.insert(scenario_.flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"),
+                                                     "--nri-socket=", "--reserved-cpus=0", "--rescan-interval=0"});
     }
     if (!CreateClaims()) return false;
     absl::StatusOr<std::unique_ptr<KubeletPeer>> peer =
@@ -230,7 +230,8 @@ class Run {
         result.share_id = Uuid();
         result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name)] = k8s::Quantity::FromInt(claim.cpus);
       }
-      absl::StatusOr<k8s::ClaimRef> ref = CreateAllocatedClaim(*node_.client, scenario_.driver_name, name, std::move(results));
+      absl::StatusOr<k8s::ClaimRef> ref =
+          CreateAllocatedClaim(*node_.client, scenario_.driver_name, name, std::move(results));
       if (!ref.ok()) return Fail(ref.status().ToString());
       claim.ref = *ref;
     }
@@ -250,8 +251,7 @@ class Run {
   void Violation(const std::string& what) {
     std::string message = absl::StrCat("[", scenario_.name, "] call ", tally_.calls, ", instance ", instance_,
                                        armed_.empty() ? "" : absl::StrCat(" (armed: ", armed_, ")"), ": ", what);
-    std::cerr << "VIOLATION " << message << "\n  driver log tail:\n"
-              << Tail(ReadFile(LogFile()), 15) << "\n";
+    std::cerr << "VIOLATION " << message << "\n  driver log tail:\n" << Tail(ReadFile(LogFile()), 15) << "\n";
     if (tally_.violations.size() < 3) {
       // The temp dir goes with the run: its state at the first violations
       // stays for a look (cp copies all but the sockets).
@@ -286,10 +286,9 @@ class Run {
         env.push_back(absl::StrCat("DRA_CRASH_POINT=", armed_, ":", n));
         ++tally_.armed[armed_];
       }
-      absl::StatusOr<ChildProcess> spawned =
-          ChildProcess::Spawn(ExampleDriverArgv(scenario_.binary, scenario_.driver_name, dir_, /*http_port=*/0,
-                                                scenario_.flags),
-                              LogFile(), env);
+      absl::StatusOr<ChildProcess> spawned = ChildProcess::Spawn(
+          ExampleDriverArgv(scenario_.binary, scenario_.driver_name, dir_, /*http_port=*/0, scenario_.flags), LogFile(),
+          env);
       if (!spawned.ok()) return Fail(spawned.status().ToString());
       driver_ = *std::move(spawned);
       const absl::Time spawned_at = absl::Now();
@@ -317,7 +316,8 @@ class Run {
         typical_start_ = typical_start_ * 0.9 + (absl::Now() - spawned_at) * 0.1;
         break;
       }
-      if (!exited) return Fail(absl::StrCat("the driver did not register within ", absl::FormatDuration(kStartTimeout)));
+      if (!exited)
+        return Fail(absl::StrCat("the driver did not register within ", absl::FormatDuration(kStartTimeout)));
       if (!Died(how)) return Fail(absl::StrCat("the driver did not start: it ", how));
       arm = false;  // it died starting; the next instance must get further
     }
@@ -391,9 +391,9 @@ class Run {
       }
       if (scenario_.name != "cpu") continue;
       const json data = json::parse(entry.driver_data, nullptr, false);
-      absl::StatusOr<std::vector<int>> cpus =
-          data.is_object() && data.value("cpus", json()).is_string() ? cpu::ParseCpuList(data["cpus"].get<std::string>())
-                                                                     : absl::InvalidArgumentError("no cpus");
+      absl::StatusOr<std::vector<int>> cpus = data.is_object() && data.value("cpus", json()).is_string()
+                                                  ? cpu::ParseCpuList(data["cpus"].get<std::string>())
+                                                  : absl::InvalidArgumentError("no cpus");
       if (!cpus.ok()) {
         Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": driver data ", entry.driver_data));
         continue;
@@ -463,7 +463,8 @@ class Run {
       for (int round = 0; round < 3 && !driver_.Exited(); ++round) {
         const int before = SliceCount();
         DeleteSlices();
-        PollUntil([&] { return driver_.Exited() || SliceCount() == before; }, absl::Seconds(10), absl::Milliseconds(50));
+        PollUntil([&] { return driver_.Exited() || SliceCount() == before; }, absl::Seconds(10),
+                  absl::Milliseconds(50));
       }
       if (!driver_.Exited()) GiveUp();
       return;
@@ -544,7 +545,8 @@ class Run {
     json command = {{"op", prepare ? "prepare" : "unprepare"},
                     {"claims", json::array()},
                     {"timeout", absl::FormatDuration(kCallTimeout)}};
-    for (const Claim* claim : claims) command["claims"].push_back(absl::StrCat(claim->ref.ToString(), "/", claim->ref.uid));
+    for (const Claim* claim : claims)
+      command["claims"].push_back(absl::StrCat(claim->ref.ToString(), "/", claim->ref.uid));
     absl::StatusOr<int64_t> id = peer_->Send(command);
     if (!id.ok()) return void(Fail(id.status().ToString()));
     const absl::Time start = absl::Now();
@@ -587,8 +589,8 @@ class Run {
       died = driver_.Exited(&how);
     }
     if (answer->contains("error") && !died) {
-      Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " failed while the driver was running: ",
-                             answer->at("error").get<std::string>()));
+      Violation(absl::StrCat(prepare ? "prepare" : "unprepare",
+                             " failed while the driver was running: ", answer->at("error").get<std::string>()));
     }
     if (died && !killed && !Died(how)) return void(stopped_ = true);
 
@@ -604,8 +606,8 @@ class Run {
       }
       if (result.contains("error")) {
         Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " of ", claim->ref.ToString(), " (",
-                               claim->known == Known::kPrepared ? "prepared" : "not prepared", ") failed: ",
-                               result["error"].get<std::string>()));
+                               claim->known == Known::kPrepared ? "prepared" : "not prepared",
+                               ") failed: ", result["error"].get<std::string>()));
         if (!prepare) Forget(*claim, Known::kUncertain);
         continue;
       }
@@ -646,10 +648,11 @@ class Run {
     claim.known = Known::kPrepared;
     if (claim.socket < 0) return;
     absl::StatusOr<std::vector<int>> cpus = SpecCpus(claim);
-    if (!cpus.ok()) return Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), ": ", cpus.status().message()));
+    if (!cpus.ok())
+      return Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), ": ", cpus.status().message()));
     if (!claim.cpuset.empty() && *cpus != claim.cpuset) {
-      Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), " has CPUs ", cpu::FormatCpuList(*cpus),
-                             ", was ", cpu::FormatCpuList(claim.cpuset)));
+      Violation(absl::StrCat("prepared claim ", claim.ref.ToString(), " has CPUs ", cpu::FormatCpuList(*cpus), ", was ",
+                             cpu::FormatCpuList(claim.cpuset)));
     }
     claim.cpuset = *cpus;
     if (static_cast<int>(cpus->size()) != claim.cpus) {
@@ -664,8 +667,8 @@ class Run {
       for (const Claim& other : claims_) {
         if (&other != &claim && other.known == Known::kPrepared &&
             std::find(other.cpuset.begin(), other.cpuset.end(), id) != other.cpuset.end()) {
-          Violation(absl::StrCat("CPU ", id, " is prepared for both ", other.ref.ToString(), " and ",
-                                 claim.ref.ToString()));
+          Violation(
+              absl::StrCat("CPU ", id, " is prepared for both ", other.ref.ToString(), " and ", claim.ref.ToString()));
         }
       }
     }
@@ -695,7 +698,8 @@ class Run {
     }
     auto published = [&] {
       int devices = 0;
-      for (const json& slice : Slices()) devices += static_cast<int>(slice["spec"].value("devices", json::array()).size());
+      for (const json& slice : Slices())
+        devices += static_cast<int>(slice["spec"].value("devices", json::array()).size());
       return devices;
     };
     if (!PollUntil([&] { return published() == scenario_.published_devices; }, absl::Seconds(20),
@@ -736,8 +740,8 @@ void PrintTables(const Flags& flags, const std::vector<Tally>& tallies) {
     int hit = 0;
     for (const auto& [point, n] : t.armed) armed += n;
     for (const auto& [point, n] : t.hit) hit += n;
-    std::cout << "| " << t.driver << " | " << t.calls << " | " << t.restarts << " | " << armed << " | " << hit
-              << " | " << t.given_up << " | " << t.kills << " | " << t.stops << " | " << t.retries << " | "
+    std::cout << "| " << t.driver << " | " << t.calls << " | " << t.restarts << " | " << armed << " | " << hit << " | "
+              << t.given_up << " | " << t.kills << " | " << t.stops << " | " << t.retries << " | "
               << t.violations.size() << " |\n";
   }
   std::cout << "\n| crash point |";
@@ -780,7 +784,8 @@ int Main(int argc, char** argv) {
     } else if (name == "--drivers") {
       flags.drivers = absl::StrSplit(value, ',');
     } else if (name == "--iterations") {
-      if (!ParseNumber(value, flags.iterations) || flags.iterations < 1) return Usage("--iterations: a positive number");
+      if (!ParseNumber(value, flags.iterations) || flags.iterations < 1)
+        return Usage("--iterations: a positive number");
     } else if (name == "--seed") {
       if (!ParseNumber(value, flags.seed)) return Usage("--seed: a number");
     } else if (name == "--peer") {
@@ -801,21 +806,27 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < flags.drivers.size(); ++i) {
     Scenario scenario;
     if (flags.drivers[i] == "gpu") {
-      scenario = {"gpu", DRA_GPU_DRIVER, "gpu.example.com",
+      scenario = {"gpu",
+                  DRA_GPU_DRIVER,
+                  "gpu.example.com",
                   {"--num-devices=8", "--gpu-allow-multiple-allocations", "--gpu-device-status", "--device-metadata"},
                   {},
                   8};
     } else if (flags.drivers[i] == "cpu") {
       // One device per socket.
-      scenario = {"cpu", DRA_CPU_DRIVER, "cpu.example.com", {},
-                  {"prepare.after_metadata_files", "status.before_write", "status.after_write"}, 2};
+      scenario = {"cpu",
+                  DRA_CPU_DRIVER,
+                  "cpu.example.com",
+                  {},
+                  {"prepare.after_metadata_files", "status.before_write", "status.after_write"},
+                  2};
     } else {
       return Usage("--drivers: gpu and cpu, not " + flags.drivers[i]);
     }
     const absl::Time start = absl::Now();
     tallies.push_back(Run(std::move(scenario), flags.seed + i, flags.peer).Go(flags.iterations));
-    std::cout << "[" << flags.drivers[i] << "] done in " << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100)))
-              << std::endl;
+    std::cout << "[" << flags.drivers[i] << "] done in "
+              << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))) << std::endl;
   }
   PrintTables(flags, tallies);
   for (const Tally& t : tallies) {

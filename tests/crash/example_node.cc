@@ -18,7 +18,8 @@ absl::StatusOr<ExampleNode> StartExampleNode(const TempDir& dir) {
   FakeApiServer::Options options;
   options.extra_args = {"--quiet", "--exit-with-parent"};
   absl::StatusOr<std::unique_ptr<FakeApiServer>> server = FakeApiServer::Start(options);
-  if (!server.ok()) return absl::Status(server.status().code(), absl::StrCat("fake API server: ", server.status().message()));
+  if (!server.ok())
+    return absl::Status(server.status().code(), absl::StrCat("fake API server: ", server.status().message()));
   ExampleNode node;
   node.server = *std::move(server);
   k8s::ClientConfig config;
@@ -52,12 +53,14 @@ absl::StatusOr<k8s::ClaimRef> CreateAllocatedClaim(k8s::Client& client, const st
                        {"metadata", {{"namespace", kHarnessNamespace}, {"name", name}}},
                        {"spec", {{"devices", {{"requests", requests}}}}}};
   absl::StatusOr<json> created = client.Create(k8s::kResourceClaims, kHarnessNamespace, object);
-  if (!created.ok()) return absl::Status(created.status().code(), absl::StrCat("create claim ", name, ": ", created.status().message()));
+  if (!created.ok())
+    return absl::Status(created.status().code(), absl::StrCat("create claim ", name, ": ", created.status().message()));
   absl::StatusOr<k8s::ResourceClaim> typed = k8s::ResourceClaimFromJson(*created);
   if (!typed.ok()) return typed.status();
   typed->status.allocation.emplace().devices.results = std::move(results);
   if (absl::StatusOr<k8s::ResourceClaim> updated = client.UpdateResourceClaimStatus(*typed); !updated.ok()) {
-    return absl::Status(updated.status().code(), absl::StrCat("allocate claim ", name, ": ", updated.status().message()));
+    return absl::Status(updated.status().code(),
+                        absl::StrCat("allocate claim ", name, ": ", updated.status().message()));
   }
   return k8s::ClaimRef{kHarnessNamespace, name, typed->metadata.uid};
 }

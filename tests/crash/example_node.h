@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "dra/k8s/client.h"
 #include "dra/k8s/claim_ref.h"
+#include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim.h"
 #include "support/fake_apiserver.h"
 #include "support/temp_dir.h"

@@ -21,13 +21,13 @@ extern char** environ;
 namespace dra::testing {
 
 absl::StatusOr<std::unique_ptr<KubeletPeer>> KubeletPeer::Start(const std::string& binary,
-                                                               const std::string& registry_dir,
-                                                               const std::string& driver,
-                                                               const std::string& log_file) {
+                                                                const std::string& registry_dir,
+                                                                const std::string& driver,
+                                                                const std::string& log_file) {
   // The kubelet's reconciler looks at the registry every second; a restarted
   // driver is registered again within 10 ms here.
-  std::vector<std::string> args = {binary,       "--registry-dir", registry_dir, "--driver",          driver,
-                                   "--steps",    "register,serve", "--timeout",  "60s",               "--reconcile-period",
+  std::vector<std::string> args = {binary,    "--registry-dir", registry_dir, "--driver", driver,
+                                   "--steps", "register,serve", "--timeout",  "60s",      "--reconcile-period",
                                    "10ms"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -101,8 +101,8 @@ absl::StatusOr<nlohmann::json> KubeletPeer::Receive(int64_t id, absl::Duration t
     }
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      return absl::DeadlineExceededError(absl::StrCat("the kubelet peer did not answer command ", id, " within ",
-                                                      absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("the kubelet peer did not answer command ", id, " within ", absl::FormatDuration(timeout)));
     }
     pollfd fd{stdout_fd_, POLLIN, 0};
     const int ready = poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);

@@ -22,7 +22,7 @@ class KubeletPeer {
   // Starts `binary` watching `registry_dir` for driver `driver`; its stderr
   // and the lines that answer no command go to `log_file`.
   static absl::StatusOr<std::unique_ptr<KubeletPeer>> Start(const std::string& binary, const std::string& registry_dir,
-                                                             const std::string& driver, const std::string& log_file);
+                                                            const std::string& driver, const std::string& log_file);
   // Ends the serve step (closes the peer's stdin) and waits for the peer.
   ~KubeletPeer();
   KubeletPeer(const KubeletPeer&) = delete;

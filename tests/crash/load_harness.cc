@@ -80,7 +80,9 @@ class Load {
   }
 
  private:
-  void Violation(const std::string& what) { result_.violations.push_back(absl::StrCat("[", result_.driver, "] ", what)); }
+  void Violation(const std::string& what) {
+    result_.violations.push_back(absl::StrCat("[", result_.driver, "] ", what));
+  }
   bool Fail(const std::string& what) {
     Violation(what);
     return false;
@@ -101,8 +103,8 @@ class Load {
     if (gpu) {
       binary = DRA_GPU_DRIVER;
       driver_name_ = "gpu.example.com";
-      driver_flags.insert(driver_flags.end(), {"--num-devices=8", "--gpu-allow-multiple-allocations", "--gpu-device-status",
-                                               "--device-metadata"});
+      driver_flags.insert(driver_flags.end(), {"--num-devices=8", "--gpu-allow-multiple-allocations",
+                                               "--gpu-device-status", "--device-metadata"});
     } else {
       // Two sockets of 8 cores with 2 threads (32 CPUs, CPU 0 reserved).
       // Caller g's claims are all on socket g % 2, so that at most 15 of
@@ -114,8 +116,8 @@ class Load {
       machine.cores_per_socket = 8;
       machine.threads_per_core = 2;
       WriteFakeSysfs(dir_.Join("sysfs"), machine);
-      driver_flags.insert(driver_flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"), "--nri-socket=", "--reserved-cpus=0",
-                                               "--rescan-interval=0"});
+      driver_flags.insert(driver_flags.end(), {"--sysfs-root=" + dir_.Join("sysfs"),
+                                               "--nri-socket=", "--reserved-cpus=0", "--rescan-interval=0"});
     }
     for (int i = 0; i < 2 * flags_.callers; ++i) {
       k8s::DeviceRequestAllocationResult result;
@@ -210,8 +212,8 @@ class Load {
       Violation(absl::StrCat("RSS grew by ", growth, " kB, more than ", flags_.max_rss_growth_kb, " kB"));
     }
     if (b.value("driver_fds_end", 0) > b.value("driver_fds_start", 0)) {
-      Violation(absl::StrCat("open files grew from ", b.value("driver_fds_start", 0), " to ",
-                             b.value("driver_fds_end", 0)));
+      Violation(
+          absl::StrCat("open files grew from ", b.value("driver_fds_start", 0), " to ", b.value("driver_fds_end", 0)));
     }
   }
 
@@ -228,13 +230,14 @@ class Load {
 };
 
 void PrintTable(const Flags& flags, const std::vector<Result>& results) {
-  std::cout << "\nload harness: " << flags.callers << " callers, "
-            << (flags.duration > absl::ZeroDuration() ? absl::FormatDuration(flags.duration)
-                                                      : absl::StrCat(flags.cycles, " cycles"))
-            << " per driver after " << absl::FormatDuration(flags.warmup) << " of warm-up, serialization off\n\n"
-            << "| driver | cycles | errors | cycles/s | prepare p50 / p99 ms | unprepare p50 / p99 ms | RSS start / end "
-               "MB | open files start / end | threads start / end | violations |\n"
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::cout
+      << "\nload harness: " << flags.callers << " callers, "
+      << (flags.duration > absl::ZeroDuration() ? absl::FormatDuration(flags.duration)
+                                                : absl::StrCat(flags.cycles, " cycles"))
+      << " per driver after " << absl::FormatDuration(flags.warmup) << " of warm-up, serialization off\n\n"
+      << "| driver | cycles | errors | cycles/s | prepare p50 / p99 ms | unprepare p50 / p99 ms | RSS start / end "
+         "MB | open files start / end | threads start / end | violations |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Result& r : results) {
     const json& b = r.bench;
     auto ms = [&](const char* key) { return absl::StrFormat("%.2f", b.value(key, 0.0) / 1000); };
@@ -245,11 +248,11 @@ void PrintTable(const Flags& flags, const std::vector<Result>& results) {
       continue;
     }
     std::cout << "| " << r.driver << " | " << n("count") << " | " << n("errors") << " | "
-              << absl::StrFormat("%.0f", b.value("calls_per_s", 0.0)) << " | " << ms("p50_us") << " / "
-              << ms("p99_us") << " | " << ms("unprepare_p50_us") << " / " << ms("unprepare_p99_us") << " | "
+              << absl::StrFormat("%.0f", b.value("calls_per_s", 0.0)) << " | " << ms("p50_us") << " / " << ms("p99_us")
+              << " | " << ms("unprepare_p50_us") << " / " << ms("unprepare_p99_us") << " | "
               << mb("driver_vmrss_kb_start") << " / " << mb("driver_vmrss_kb_end") << " | " << n("driver_fds_start")
-              << " / " << n("driver_fds_end") << " | " << n("driver_threads_start") << " / "
-              << n("driver_threads_end") << " | " << r.violations.size() << " |\n";
+              << " / " << n("driver_fds_end") << " | " << n("driver_threads_start") << " / " << n("driver_threads_end")
+              << " | " << r.violations.size() << " |\n";
   }
   for (const Result& r : results) {
     for (const std::string& violation : r.violations) std::cout << "\nVIOLATION " << violation;

@@ -41,8 +41,10 @@ const Chart kGpuChart{"gpu-example-driver",
                       {"rbac.yaml", "admission-policy.yaml", "gpu-config-policy.yaml", "deviceclass.yaml",
                        "daemonset.yaml", "fabric-controller.yaml"},
                       14};
-const Chart kCpuChart{
-    "cpu-example-driver", "dra-cpu-example", {"rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"}, 8};
+const Chart kCpuChart{"cpu-example-driver",
+                      "dra-cpu-example",
+                      {"rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"},
+                      8};
 const std::vector<Chart> kCharts = {kGpuChart, kCpuChart};
 
 // `helm template <release> <chart> -n <ns>` with `sets` (--set each, or
@@ -123,10 +125,10 @@ TEST_CASE("the example Helm charts with their defaults render the plain manifest
 TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]") {
   const std::map<std::string, json> objects =
       ByKey(Render(kGpuChart, "acme", "acme-ns",
-                   {"driverName=gpu.acme.com", "kubeletDir=/opt/kubelet", "cdiRoot=/etc/cdi",
-                    "nodePlugin.verbosity=4", "nodePlugin.logFormat=json", "nodePlugin.numDevices=2",
-                    "nodePlugin.nodeSelector.gpu=present", "image.tag=9.9.9", "fabricController.enabled=false",
-                    "admissionPolicy.enabled=false", "nodePlugin.gpuPartitions=4", "gpuAllowMultipleAllocations=true",
+                   {"driverName=gpu.acme.com", "kubeletDir=/opt/kubelet", "cdiRoot=/etc/cdi", "nodePlugin.verbosity=4",
+                    "nodePlugin.logFormat=json", "nodePlugin.numDevices=2", "nodePlugin.nodeSelector.gpu=present",
+                    "image.tag=9.9.9", "fabricController.enabled=false", "admissionPolicy.enabled=false",
+                    "nodePlugin.gpuPartitions=4", "gpuAllowMultipleAllocations=true",
                     "deviceClasses.extendedResourceName=example.com/gpu", "gpuConfigPolicy.enabled=false"}));
   const json& daemonset = Find(objects, "DaemonSet/acme");
   CHECK(daemonset["metadata"]["namespace"] == "acme-ns");
@@ -213,8 +215,7 @@ TEST_CASE("the example Helm charts refuse values their schemas do not allow, nam
       {&kCpuChart, "nriSocket=nri.sock", "/nriSocket"},
   };
   for (const auto& [chart, set, named] : cases) {
-    testing::ProcessResult result =
-        Helm({"template", "x", chart->dir(), "--kube-version", kKubeVersion, "--set", set});
+    testing::ProcessResult result = Helm({"template", "x", chart->dir(), "--kube-version", kKubeVersion, "--set", set});
     INFO(chart->name << ": " << set << ": " << result.err);
     CHECK(result.exit_code != 0);
     CHECK_THAT(result.err, Catch::Contains("don't meet the specifications of the schema"));

@@ -19,8 +19,8 @@ namespace dra {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
-using resourceclaim::ClaimStatusWriter;
 using nlohmann::json;
+using resourceclaim::ClaimStatusWriter;
 using testing::kTestDriverName;
 
 k8s::AllocatedDeviceStatus Entry(const std::string& driver, const std::string& pool, const std::string& device) {
@@ -78,12 +78,15 @@ TEST_CASE("device status under granular authorization: own entries applied and r
   const k8s::ClaimRef ref = AllocatedClaim(*admin, ns);
 
   // The other driver's entry, by its own field manager.
-  REQUIRE(Writer(admin, kOtherDriver)->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")}).ok());
+  REQUIRE(Writer(admin, kOtherDriver)
+              ->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")})
+              .ok());
 
   auto gpu_driver = e2e::MakeClient(e2e::DriverConfig("gpu-driver"));
   auto writer = Writer(gpu_driver, kTestDriverName);
-  e2e::Grant(*admin, e2e::DriverUser("gpu-driver"), ns, DeviceStatusRules(kTestDriverName),
-             [&] { return writer->Apply(CallContext::Background(), ref, {Entry(kTestDriverName, "pool-a", "gpu-0")}).ok(); });
+  e2e::Grant(*admin, e2e::DriverUser("gpu-driver"), ns, DeviceStatusRules(kTestDriverName), [&] {
+    return writer->Apply(CallContext::Background(), ref, {Entry(kTestDriverName, "pool-a", "gpu-0")}).ok();
+  });
 
   AllocatedDeviceStatus gpu1 = Entry(kTestDriverName, "pool-a", "gpu-1");
   k8s::NetworkDeviceData& network = gpu1.network_data.emplace();
@@ -131,13 +134,16 @@ TEST_CASE("device status under granular authorization: own entries applied and r
   CHECK_THAT(std::string(refused.message()), Catch::Contains("requires resource=\"resourceclaims/driver\""));
 }
 
-TEST_CASE("device status under RBAC that grants update but not patch (dra-example-driver's chart): written by GET "
-          "and PUT, others kept",
-          "[e2e][claim_status]") {
+TEST_CASE(
+    "device status under RBAC that grants update but not patch (dra-example-driver's chart): written by GET "
+    "and PUT, others kept",
+    "[e2e][claim_status]") {
   auto admin = e2e::MakeClient(e2e::AdminConfig());
   const std::string ns = e2e::CreateNamespace(*admin, "claim-status-update");
   const k8s::ClaimRef ref = AllocatedClaim(*admin, ns);
-  REQUIRE(Writer(admin, kOtherDriver)->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")}).ok());
+  REQUIRE(Writer(admin, kOtherDriver)
+              ->Apply(CallContext::Background(), ref, {Entry(kOtherDriver, "pool-n", "nic-0")})
+              .ok());
   // The reference chart's rules, with arbitrary-node for this user without a node.
   const json rules = json::array({
       {{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims"}}, {"verbs", {"get", "list", "watch"}}},
@@ -150,8 +156,9 @@ TEST_CASE("device status under RBAC that grants update but not patch (dra-exampl
   auto gpu_driver = e2e::MakeClient(e2e::DriverConfig("gpu-driver"));
   auto writer = Writer(gpu_driver, kTestDriverName);
   e2e::Grant(*admin, e2e::DriverUser("gpu-driver"), ns, rules, [&] {
-    return writer->Apply(CallContext::Background(), ref,
-                         {Entry(kTestDriverName, "pool-a", "gpu-0"), Entry(kTestDriverName, "pool-a", "gpu-1")})
+    return writer
+        ->Apply(CallContext::Background(), ref,
+                {Entry(kTestDriverName, "pool-a", "gpu-0"), Entry(kTestDriverName, "pool-a", "gpu-1")})
         .ok();
   });
   absl::StatusOr<k8s::ResourceClaim> seen = admin->GetResourceClaim(ns, "c");

@@ -217,14 +217,18 @@ TEST_CASE("ResourceSlices: create, get, update with conflict, patches, delete wi
   absl::Status wrong_uid = client->Delete(kResourceSlices, "", name, Preconditions{"not-the-uid", ""});
   INFO(wrong_uid.ToString());
   CHECK(IsConflict(wrong_uid));
-  CHECK(absl::StrContains(wrong_uid.message(), "the UID in the precondition (not-the-uid) does not match the UID in "
-                                               "record (" + uid + "). The object might have been deleted and then "
-                                               "recreated"));
+  CHECK(absl::StrContains(wrong_uid.message(),
+                          "the UID in the precondition (not-the-uid) does not match the UID in "
+                          "record (" +
+                              uid +
+                              "). The object might have been deleted and then "
+                              "recreated"));
   absl::Status wrong_rv = client->Delete(kResourceSlices, "", name, Preconditions{"", rv1});
   INFO(wrong_rv.ToString());
   CHECK(IsConflict(wrong_rv));
-  CHECK(absl::StrContains(wrong_rv.message(), "the ResourceVersion in the precondition (" + rv1 + ") does not match "
-                                              "the ResourceVersion in record"));
+  CHECK(absl::StrContains(wrong_rv.message(), "the ResourceVersion in the precondition (" + rv1 +
+                                                  ") does not match "
+                                                  "the ResourceVersion in record"));
   CHECK(client->Get(kResourceSlices, "", name).ok());
   absl::Status deleted = client->Delete(kResourceSlices, "", name, Preconditions{uid, Rv(*patched)});
   INFO(deleted.ToString());
@@ -399,8 +403,7 @@ TEST_CASE("watch ResourceSlices as a driver: added, modified, and deleted by the
   // The same watch for metadata only, in protobuf (the default) and in JSON.
   options.metadata_only = true;
   EventLog metadata_log;
-  auto metadata_watch =
-      driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { metadata_log.Add(e); });
+  auto metadata_watch = driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { metadata_log.Add(e); });
   k8s::ClientConfig json_config = DriverConfig();
   json_config.protobuf = false;
   auto json_driver = MakeClient(json_config);
@@ -474,8 +477,8 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
   const absl::Time start = absl::Now();
   auto watch = driver->Watch(kResourceClaims, ns, options, [&](const WatchEvent& e) { log.Add(e); });
   REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "a")).ok());
-  REQUIRE(admin->Patch(kResourceClaims, ns, "a", PatchType::kMerge, json{{"metadata", {{"labels", {{"x", "y"}}}}}})
-              .ok());
+  REQUIRE(
+      admin->Patch(kResourceClaims, ns, "a", PatchType::kMerge, json{{"metadata", {{"labels", {{"x", "y"}}}}}}).ok());
   REQUIRE(admin->Delete(kResourceClaims, ns, "before").ok());
   REQUIRE(PollUntil([&] { return log.Summary().size() >= 3; }, absl::Seconds(20)));
   CHECK(log.Summary() == std::vector<std::string>{"ADDED a", "MODIFIED a", "DELETED before"});
@@ -498,8 +501,7 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
 // v1.37 gzips the watch-list stream (a watch without a resourceVersion)
 // for clients that accept gzip, one gzip member per flush, which libcurl
 // cannot follow: the client must not ask for compression on watches.
-TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED events, then changes",
-          "[e2e][watch]") {
+TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED events, then changes", "[e2e][watch]") {
   auto admin = MakeClient(AdminConfig());
   auto driver = MakeClient(DriverConfig());
   const std::string ns = WatchNamespace(*admin, *driver);
@@ -512,8 +514,8 @@ TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED eve
   // (Stop waiting as soon as the watch has died.)
   const bool both = PollUntil([&] { return log.Summary().size() >= 2 || watch->Done(); }, absl::Seconds(20)) &&
                     log.Summary().size() >= 2;
-  INFO(absl::StrJoin(log.Summary(), ", ") << "; the watch: "
-                                         << (watch->Done() ? watch->Wait().ToString() : "still running"));
+  INFO(absl::StrJoin(log.Summary(), ", ")
+       << "; the watch: " << (watch->Done() ? watch->Wait().ToString() : "still running"));
   CHECK(both);
   CHECK(log.Summary() == std::vector<std::string>{"ADDED a", "ADDED b"});
   CHECK_FALSE(watch->Done());
@@ -547,7 +549,9 @@ TEST_CASE("claim status: allocation as the scheduler writes it, server-side appl
                 {"kind", "ResourceClaim"},
                 {"metadata", {{"name", "c1"}, {"namespace", ns}}},
                 {"status",
-                 {{"devices", json::array({{{"driver", kDriverName}, {"pool", node}, {"device", "gpu-0"},
+                 {{"devices", json::array({{{"driver", kDriverName},
+                                            {"pool", node},
+                                            {"device", "gpu-0"},
                                             {"conditions", json::array({cond})}}})}}}};
   };
   PatchOptions apply;
@@ -574,7 +578,8 @@ TEST_CASE("claim status: allocation as the scheduler writes it, server-side appl
     other["status"] = "False";
     PatchOptions rival = apply;
     rival.field_manager = "someone-else";
-    absl::StatusOr<json> conflict = admin->Patch(kResourceClaims, ns, "c1", PatchType::kApply, apply_body(other), rival);
+    absl::StatusOr<json> conflict =
+        admin->Patch(kResourceClaims, ns, "c1", PatchType::kApply, apply_body(other), rival);
     REQUIRE_FALSE(conflict.ok());
     INFO(conflict.status().ToString());
     CHECK(IsConflict(conflict.status()));
@@ -621,14 +626,13 @@ TEST_CASE("claim status: allocation as the scheduler writes it, server-side appl
     CHECK(absl::StrContains(refused.status().message(), "verb=\"[arbitrary-node:patch]\""));
     CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);  // 422, a field error
 
-    Grant(*admin, ns,
-          json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
-                        {"resources", json::array({"resourceclaims/driver"})},
-                        {"resourceNames", json::array({kDriverName})},
-                        {"verbs", json::array({"arbitrary-node:patch", "arbitrary-node:update"})}}}),
-          [&] {
-            return driver->Patch(kResourceClaims, ns, "c1", PatchType::kApply, apply_body(condition), apply).ok();
-          });
+    Grant(
+        *admin, ns,
+        json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
+                      {"resources", json::array({"resourceclaims/driver"})},
+                      {"resourceNames", json::array({kDriverName})},
+                      {"verbs", json::array({"arbitrary-node:patch", "arbitrary-node:update"})}}}),
+        [&] { return driver->Patch(kResourceClaims, ns, "c1", PatchType::kApply, apply_body(condition), apply).ok(); });
     absl::StatusOr<json> got = driver->Get(kResourceClaims, ns, "c1");
     REQUIRE(got.ok());
     CHECK((*got)["status"]["devices"][0]["conditions"][0]["reason"] == "Prepared");
@@ -759,13 +763,13 @@ TEST_CASE("nodeAllocatableResources: the shape v1.37 stores, and what it asks of
   CHECK(refused.status().code() == absl::StatusCode::kPermissionDenied);
   CHECK(absl::StrContains(refused.status().message(), "node \"" + node + "\" not found for device \"gpu-0\""));
 
-  REQUIRE(admin->Create(kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
-              .ok());
+  REQUIRE(admin->Create(kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}}).ok());
   // (The plugin reads nodes from an informer: wait until it has this one.)
   CHECK(Eventually([&] {
     refused = admin->Create(kResourceSlices, "", slice);
-    return !refused.ok() && absl::StrContains(refused.status().message(),
-                                              "node \"" + node + "\" does not support DRANodeAllocatableResources feature");
+    return !refused.ok() &&
+           absl::StrContains(refused.status().message(),
+                             "node \"" + node + "\" does not support DRANodeAllocatableResources feature");
   }));
 
   PatchOptions status;

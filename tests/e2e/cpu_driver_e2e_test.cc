@@ -36,8 +36,7 @@ struct CpuDriver {
   testing::TempDir sysfs;
   ExampleDriverOnNode run;
 
-  explicit CpuDriver(const std::vector<std::string>& flags)
-      : sysfs(), run(DRA_CPU_DRIVER, "cpu", WithSysfs(flags)) {}
+  explicit CpuDriver(const std::vector<std::string>& flags) : sysfs(), run(DRA_CPU_DRIVER, "cpu", WithSysfs(flags)) {}
 
   std::vector<std::string> WithSysfs(std::vector<std::string> flags) {
     testing::FakeMachine machine;
@@ -65,9 +64,10 @@ json Condition(const json& pod, const std::string& type, const std::string& stat
   return nullptr;
 }
 
-TEST_CASE("the CPU driver: the scheduler takes CPUs of a socket, the pod counts them as node cpu, the container "
-          "gets its cpuset",
-          "[e2e][node][cpu]") {
+TEST_CASE(
+    "the CPU driver: the scheduler takes CPUs of a socket, the pod counts them as node cpu, the container "
+    "gets its cpuset",
+    "[e2e][node][cpu]") {
   CpuDriver cpu({"--reserved-cpus=0"});
   const std::string device_class = cpu.run.DeviceClass();
   cpu.run.CreateClaim("cpus", cpu.ClaimSpec(device_class, 2));
@@ -98,9 +98,10 @@ TEST_CASE("the CPU driver: the scheduler takes CPUs of a socket, the pod counts 
   CHECK(Eventually([&] { return cpu.run.driver.Metric("dra_cpu_allocated_cpus") == 0; }));
 }
 
-TEST_CASE("the CPU driver: claim CPUs and container requests beyond the node's allocatable cpu leave the pod "
-          "unschedulable, and a claim for more than a socket has is never allocated",
-          "[e2e][node][cpu]") {
+TEST_CASE(
+    "the CPU driver: claim CPUs and container requests beyond the node's allocatable cpu leave the pod "
+    "unschedulable, and a claim for more than a socket has is never allocated",
+    "[e2e][node][cpu]") {
   CpuDriver cpu({});
   const std::string device_class = cpu.run.DeviceClass();
   absl::StatusOr<json> node = cpu.run.admin->Get(k8s::kNodes, "", cpu.run.node.name);
@@ -130,11 +131,11 @@ TEST_CASE("the CPU driver: claim CPUs and container requests beyond the node's a
 
   // A socket has 8 CPUs.
   cpu.run.CreateClaim("nine", cpu.ClaimSpec(device_class, 9));
-  REQUIRE(cpu.run.admin->Create(kPods, cpu.run.ns, PodWithClaims(cpu.run.ns, "greedy", {{"cpus", "nine"}}, false))
-              .ok());
+  REQUIRE(
+      cpu.run.admin->Create(kPods, cpu.run.ns, PodWithClaims(cpu.run.ns, "greedy", {{"cpus", "nine"}}, false)).ok());
   const bool pending = WaitForPod(
-      *cpu.run.admin, cpu.run.ns, "greedy", [](const json& p) { return !Condition(p, "PodScheduled", "False").is_null(); },
-      &last);
+      *cpu.run.admin, cpu.run.ns, "greedy",
+      [](const json& p) { return !Condition(p, "PodScheduled", "False").is_null(); }, &last);
   INFO("the pod: " << last.dump(1));
   CHECK(pending);
   CHECK_FALSE(cpu.run.Claim("nine")["status"].contains("allocation"));

@@ -19,11 +19,11 @@
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
 #include "e2e/manifests.h"
-#include "fake_sysfs.h"
 #include "e2e/node_driver.h"
+#include "fake_sysfs.h"
+#include "support/claim_object.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
-#include "support/claim_object.h"
 
 namespace dra::e2e {
 namespace {
@@ -71,15 +71,14 @@ struct BoundIdentity {
   BoundIdentity(Client& admin, const NodeEnv& node, const std::string& service_account,
                 const std::string& ns = kNamespace) {
     pod = UniqueName(service_account);
-    const json object = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"namespace", ns}, {"name", pod}}},
-        {"spec",
-         {{"nodeName", node.name},
-          {"serviceAccountName", service_account},
-          {"automountServiceAccountToken", false},
-          {"containers", json::array({{{"name", "plugin"}, {"image", "registry.example/app:1"}}})}}}};
+    const json object = {{"apiVersion", "v1"},
+                         {"kind", "Pod"},
+                         {"metadata", {{"namespace", ns}, {"name", pod}}},
+                         {"spec",
+                          {{"nodeName", node.name},
+                           {"serviceAccountName", service_account},
+                           {"automountServiceAccountToken", false},
+                           {"containers", json::array({{{"name", "plugin"}, {"image", "registry.example/app:1"}}})}}}};
     absl::StatusOr<json> created = admin.Create(kPods, ns, object);
     INFO(created.status().ToString());
     REQUIRE(created.ok());
@@ -96,11 +95,11 @@ struct BoundIdentity {
     REQUIRE(token.ok());
     const k8s::ClientConfig cluster = AdminConfig();
     kubeconfig = dir.Join("kubeconfig");
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: "
-                              << cluster.server << "\n    certificate-authority: " << cluster.ca_file
-                              << "\nusers:\n- name: sa\n  user:\n    token: "
-                              << (*token)["status"]["token"].get<std::string>()
-                              << "\ncontexts:\n- name: e2e\n  context: {cluster: e2e, user: sa}\ncurrent-context: e2e\n";
+    std::ofstream(kubeconfig)
+        << "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: " << cluster.server
+        << "\n    certificate-authority: " << cluster.ca_file
+        << "\nusers:\n- name: sa\n  user:\n    token: " << (*token)["status"]["token"].get<std::string>()
+        << "\ncontexts:\n- name: e2e\n  context: {cluster: e2e, user: sa}\ncurrent-context: e2e\n";
   }
 };
 
@@ -111,13 +110,14 @@ json Slice(const std::string& name, const std::optional<std::string>& node) {
   } else {
     spec["allNodes"] = true;
   }
-  return {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"}, {"metadata", {{"name", name}}},
-          {"spec", spec}};
+  return {
+      {"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
 
-TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under its own RBAC, and the admission "
-          "policy keeps it to its node's slices",
-          "[e2e][node][gpu][deploy]") {
+TEST_CASE(
+    "the GPU deployment: manifests accepted, the node plugin works under its own RBAC, and the admission "
+    "policy keeps it to its node's slices",
+    "[e2e][node][gpu][deploy]") {
   auto admin = MakeClient(AdminConfig());
   const NodeEnv node = Node();
   const std::vector<json> applied = ApplyDeployment(*admin);
@@ -135,7 +135,8 @@ TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under i
     const json slice = Slice(UniqueName("probe"), slice_node);
     absl::StatusOr<json> created = (*plugin_client)->Create(k8s::kResourceSlices, "", slice);
     *last = created.status();
-    if (created.ok()) REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
+    if (created.ok())
+      REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
     return absl::IsInvalidArgument(created.status());
   };
   absl::Status other;
@@ -161,14 +162,15 @@ TEST_CASE("the GPU deployment: manifests accepted, the node plugin works under i
   json claim_object = testing::NewClaimObject(ns, "gpu", "gpu.example.com");
   claim_object["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = json::array(
       {{{"cel",
-         {{"expression", absl::StrCat("\"productName\" in device.attributes[\"", kDriver, "\"] && !(\"fabricAttached\" in ",
-                                      "device.attributes[\"", kDriver, "\"])")}}}}});
+         {{"expression", absl::StrCat("\"productName\" in device.attributes[\"", kDriver,
+                                      "\"] && !(\"fabricAttached\" in ", "device.attributes[\"", kDriver, "\"])")}}}}});
   REQUIRE(admin->Create(k8s::kResourceClaims, ns, claim_object).ok());
   REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, false)).ok());
   json pod;
   const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
-  INFO("the pod: " << pod.dump(1) << "\nevents:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n")
-                   << "\nthe driver's log:\n" << driver.Log());
+  INFO("the pod: " << pod.dump(1) << "\nevents:\n"
+                   << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n") << "\nthe driver's log:\n"
+                   << driver.Log());
   REQUIRE(running);
   // Device status needs associated-node:patch on resourceclaims/driver, and
   // a token that names the node the claim is allocated to.
@@ -193,10 +195,10 @@ TEST_CASE("the GPU deployment: the fabric controller publishes the fabric pool u
   BoundIdentity identity(*admin, node, "gpu-example-driver-fabric-controller");
   const std::string pool = UniqueName("fabric");
   testing::TempDir dir;
-  absl::StatusOr<testing::ChildProcess> controller = testing::ChildProcess::Spawn(
-      {DRA_GPU_DRIVER, "--fabric-controller", "--fabric-pool=" + pool, "--fabric-num-devices=3",
-       "--kubeconfig=" + identity.kubeconfig},
-      dir.Join("controller.log"));
+  absl::StatusOr<testing::ChildProcess> controller =
+      testing::ChildProcess::Spawn({DRA_GPU_DRIVER, "--fabric-controller", "--fabric-pool=" + pool,
+                                    "--fabric-num-devices=3", "--kubeconfig=" + identity.kubeconfig},
+                                   dir.Join("controller.log"));
   REQUIRE(controller.ok());
   k8s::ListOptions options;
   options.field_selector = absl::StrCat("spec.driver=", kDriver, ",spec.pool.name=", pool);
@@ -233,14 +235,15 @@ TEST_CASE("the GPU demo's claims and pods are accepted by the API server", "[e2e
   for (const std::string& pod : pods) REQUIRE(admin->Delete(kPods, ns, pod).ok());
 }
 
-TEST_CASE("the CPU deployment: manifests and demo accepted, the node plugin publishes and prepares under its own "
-          "RBAC",
-          "[e2e][node][cpu][deploy]") {
+TEST_CASE(
+    "the CPU deployment: manifests and demo accepted, the node plugin publishes and prepares under its own "
+    "RBAC",
+    "[e2e][node][cpu][deploy]") {
   auto admin = MakeClient(AdminConfig());
   const NodeEnv node = Node();
   size_t applied = 0;
-  for (const std::string file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
-                                 "daemonset.yaml"}) {
+  for (const std::string file :
+       {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"}) {
     applied += ApplyFile(*admin, file, "", "cpu").size();
   }
   CHECK(applied == 9);
@@ -282,8 +285,9 @@ TEST_CASE("the CPU deployment: manifests and demo accepted, the node plugin publ
   REQUIRE(admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"cpus", "cpu"}}, false)).ok());
   json pod;
   const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
-  INFO("the pod: " << pod.dump(1) << "\nevents:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n")
-                   << "\nthe driver's log:\n" << driver.Log());
+  INFO("the pod: " << pod.dump(1) << "\nevents:\n"
+                   << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n") << "\nthe driver's log:\n"
+                   << driver.Log());
   REQUIRE(running);
   CHECK(driver.Metric("dra_cpu_allocated_cpus") == 1);
   REQUIRE(admin->Delete(kPods, ns, "app").ok());

@@ -17,8 +17,9 @@ using nlohmann::json;
 
 std::string ClusterDir() {
   const char* kubeconfig = std::getenv("DRA_E2E_KUBECONFIG");
-  INFO("DRA_E2E_KUBECONFIG is not set: run the e2e tests through ctest (-L e2e), which starts the cluster "
-       "with tests/e2e/cluster.sh, or set it to DIR/admin.kubeconfig of `cluster.sh start DIR`");
+  INFO(
+      "DRA_E2E_KUBECONFIG is not set: run the e2e tests through ctest (-L e2e), which starts the cluster "
+      "with tests/e2e/cluster.sh, or set it to DIR/admin.kubeconfig of `cluster.sh start DIR`");
   REQUIRE(kubeconfig != nullptr);
   std::string path = kubeconfig;
   INFO("DRA_E2E_KUBECONFIG=" << path << " does not exist: is the cluster running?");
@@ -73,12 +74,11 @@ bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) 
 }
 
 json SlicePublisherRules() {
-  return json::array({{{"apiGroups", json::array({"resource.k8s.io"})},
-                       {"resources", json::array({"resourceslices"})},
-                       {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
-                      {{"apiGroups", json::array({""})},
-                       {"resources", json::array({"nodes"})},
-                       {"verbs", json::array({"get"})}}});
+  return json::array(
+      {{{"apiGroups", json::array({"resource.k8s.io"})},
+        {"resources", json::array({"resourceslices"})},
+        {"verbs", json::array({"get", "list", "watch", "create", "update", "delete"})}},
+       {{"apiGroups", json::array({""})}, {"resources", json::array({"nodes"})}, {"verbs", json::array({"get"})}}});
 }
 
 void Grant(k8s::Client& admin, const std::string& user, const std::string& ns, const json& rules,

@@ -27,9 +27,9 @@ NodeEnv Node() {
     const size_t eq = line.find('=');
     if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  NodeEnv node{values["DRA_E2E_NODE_NAME"],   values["DRA_E2E_RUNTIME"],     values["DRA_E2E_NODE_DIR"],
+  NodeEnv node{values["DRA_E2E_NODE_NAME"],        values["DRA_E2E_RUNTIME"],     values["DRA_E2E_NODE_DIR"],
                values["DRA_E2E_PLUGINS_REGISTRY"], values["DRA_E2E_PLUGINS_DIR"], values["DRA_E2E_CDI_DIR"],
-               values["DRA_E2E_CRI_RECORD"],  values["DRA_E2E_KUBELET_URL"]};
+               values["DRA_E2E_CRI_RECORD"],       values["DRA_E2E_KUBELET_URL"]};
   REQUIRE_FALSE(node.name.empty());
   REQUIRE((node.runtime == "containerd" || !node.cri_record.empty()));
   return node;
@@ -85,9 +85,8 @@ json PodWithClaims(const std::string& ns, const std::string& name,
     pod_claims.push_back(
         {{"name", pod_claim}, {template_claims ? "resourceClaimTemplateName" : "resourceClaimName", source}});
   }
-  json container = {{"name", "app"},
-                    {"image", "registry.example/app:1"},
-                    {"resources", {{"claims", container_claims}}}};
+  json container = {
+      {"name", "app"}, {"image", "registry.example/app:1"}, {"resources", {{"claims", container_claims}}}};
   return json{{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"namespace", ns}, {"name", name}}},

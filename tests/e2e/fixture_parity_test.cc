@@ -179,7 +179,8 @@ std::vector<json> WatchUntil(const Server& server, const std::string& path,
 std::string Describe(const json& event) {
   const json& md = event["object"]["metadata"];
   std::string out = event.value("type", "") + " " + md.value("name", "");
-  if (md.contains("annotations") && md["annotations"].contains("k8s.io/initial-events-end")) out += "initial-events-end";
+  if (md.contains("annotations") && md["annotations"].contains("k8s.io/initial-events-end"))
+    out += "initial-events-end";
   return out;
 }
 
@@ -243,7 +244,8 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 }
 
 std::string Show(const Reply& r) {
-  return absl::StrCat("HTTP ", r.code, r.warnings.empty() ? "" : absl::StrCat(" warnings [", absl::StrJoin(r.warnings, " | "), "]"),
+  return absl::StrCat("HTTP ", r.code,
+                      r.warnings.empty() ? "" : absl::StrCat(" warnings [", absl::StrJoin(r.warnings, " | "), "]"),
                       "\n", r.body.is_null() ? r.raw : r.body.dump(1));
 }
 
@@ -268,8 +270,9 @@ class Parity {
     fake_ = {"fake", fake_server_->url(), fake_server_->ca_file(), fake_server_->admin_token()};
     REQUIRE(!real_.token.empty());
     ns_ = UniqueName(prefix);
-    Reply created = Send(real_, "POST", "/api/v1/namespaces",
-                         json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}}.dump(), kJson);
+    Reply created =
+        Send(real_, "POST", "/api/v1/namespaces",
+             json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}}.dump(), kJson);
     INFO(Show(created));
     REQUIRE(created.code == 201);
   }
@@ -342,20 +345,24 @@ json Slice(const std::string& name, const std::string& node, const std::string& 
                 {"pool", {{"name", pool}, {"generation", 1}, {"resourceSliceCount", 1}}},
                 {"devices",
                  json::array({{{"name", "gpu-0"},
-                               {"attributes", {{"model", {{"string", "p-1000"}}}, {"index", {{"int", 0}}},
-                                               {"v", {{"version", "1.2.3"}}}, {"ok", {{"bool", true}}}}},
+                               {"attributes",
+                                {{"model", {{"string", "p-1000"}}},
+                                 {"index", {{"int", 0}}},
+                                 {"v", {{"version", "1.2.3"}}},
+                                 {"ok", {{"bool", true}}}}},
                                {"capacity", {{"memory", {{"value", "1024Mi"}}}, {"frac", {{"value", "1.5"}}}}}}})}}}};
 }
 
 json Claim(const std::string& name) {
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceClaim"},
-              {"metadata", {{"name", name}}},
-              {"spec",
-               {{"devices",
-                 {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})},
-                  {"constraints", json::array({{{"requests", json::array({"gpu"})},
-                                                {"matchAttribute", "gpu.example.com/model"}}})}}}}}};
+  return json{
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"devices",
+         {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})},
+          {"constraints",
+           json::array({{{"requests", json::array({"gpu"})}, {"matchAttribute", "gpu.example.com/model"}}})}}}}}};
 }
 
 json Allocation(const std::string& node) {
@@ -396,7 +403,8 @@ TEST_CASE("ResourceSlices: create, get, update, patches, generation, conflicts, 
   json real_obj = created.real.body;
   json fake_obj = created.fake.body;
   for (json* o : {&real_obj, &fake_obj}) (*o)["spec"]["pool"]["generation"] = 2;
-  Pair updated{Send(p.real(), "PUT", path, real_obj.dump(), kJson), Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)};
+  Pair updated{Send(p.real(), "PUT", path, real_obj.dump(), kJson),
+               Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)};
   Parity::CheckSame("update: generation 2", updated);
   CHECK(updated.real.body["metadata"]["generation"] == 2);
   Pair stale{Send(p.real(), "PUT", path, real_obj.dump(), kJson), Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)};
@@ -413,21 +421,24 @@ TEST_CASE("ResourceSlices: create, get, update, patches, generation, conflicts, 
     (*o)["metadata"]["labels"]["extra"] = "1";
     (*o)["metadata"].erase("resourceVersion");  // unconditional
   }
-  Pair metadata_only{Send(p.real(), "PUT", path, real_obj.dump(), kJson), Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)};
+  Pair metadata_only{Send(p.real(), "PUT", path, real_obj.dump(), kJson),
+                     Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)};
   Parity::CheckSame("an unconditional update of labels only: generation stays", metadata_only);
   CHECK(metadata_only.real.body["metadata"]["generation"] == 2);
 
   // Patches.
-  p.Same("merge patch", "PATCH", path, json{{"metadata", {{"labels", {{"a", "1"}}}}}, {"spec", {{"pool", {{"generation", 3}}}}}},
-         kMerge);
+  p.Same("merge patch", "PATCH", path,
+         json{{"metadata", {{"labels", {{"a", "1"}}}}}, {"spec", {{"pool", {{"generation", 3}}}}}}, kMerge);
   p.Same("strategic merge patch: finalizers are a merge list", "PATCH", path,
          json{{"metadata", {{"labels", {{"b", "2"}}}, {"finalizers", json::array({"parity.example.com/a"})}}}},
          kStrategic);
   p.Same("strategic merge patch: a second finalizer is added", "PATCH", path,
          json{{"metadata", {{"finalizers", json::array({"parity.example.com/b"})}}}}, kStrategic);
-  p.Same("strategic merge patch: $deleteFromPrimitiveList", "PATCH", path,
-         json{{"metadata", {{"$deleteFromPrimitiveList/finalizers", json::array({"parity.example.com/a", "parity.example.com/b"})}}}},
-         kStrategic);
+  p.Same(
+      "strategic merge patch: $deleteFromPrimitiveList", "PATCH", path,
+      json{{"metadata",
+            {{"$deleteFromPrimitiveList/finalizers", json::array({"parity.example.com/a", "parity.example.com/b"})}}}},
+      kStrategic);
   json ops = json::array({{{"op", "test"}, {"path", "/spec/pool/generation"}, {"value", 3}},
                           {{"op", "replace"}, {"path", "/spec/pool/generation"}, {"value", 4}},
                           {{"op", "add"}, {"path", "/spec/devices/-"}, {"value", {{"name", "gpu-1"}}}}});
@@ -437,7 +448,8 @@ TEST_CASE("ResourceSlices: create, get, update, patches, generation, conflicts, 
          json::array({{{"op", "replace"}, {"path", "/spec/devices/0/name"}, {"value", "Not_A_Name"}}}), kJsonPatch);
   p.Same("JSON patch of an immutable field", "PATCH", path,
          json::array({{{"op", "replace"}, {"path", "/spec/nodeName"}, {"value", "elsewhere"}}}), kJsonPatch);
-  p.Same("merge patch of the driver (immutable)", "PATCH", path, json{{"spec", {{"driver", "other.example.com"}}}}, kMerge);
+  p.Same("merge patch of the driver (immutable)", "PATCH", path, json{{"spec", {{"driver", "other.example.com"}}}},
+         kMerge);
   p.Same("merge patch with a stale resourceVersion", "PATCH", path,
          json{{"metadata", {{"resourceVersion", Rv(created.real.body)}}}}, kMerge);
 
@@ -464,8 +476,10 @@ TEST_CASE("ResourceSlices: create, get, update, patches, generation, conflicts, 
     CHECK(pair->fake.code == 409);
     std::string fake_message = pair->fake.body.value("message", "");
     std::string real_message = pair->real.body.value("message", "");
-    fake_message = absl::StrReplaceAll(fake_message, {{"(" + fake_uid + ")", "(<uid>)"}, {"(" + Rv(after.fake.body) + ")", "(<rv>)"}});
-    real_message = absl::StrReplaceAll(real_message, {{"(" + real_uid + ")", "(<uid>)"}, {"(" + Rv(after.real.body) + ")", "(<rv>)"}});
+    fake_message = absl::StrReplaceAll(
+        fake_message, {{"(" + fake_uid + ")", "(<uid>)"}, {"(" + Rv(after.fake.body) + ")", "(<rv>)"}});
+    real_message = absl::StrReplaceAll(
+        real_message, {{"(" + real_uid + ")", "(<uid>)"}, {"(" + Rv(after.real.body) + ")", "(<rv>)"}});
     CHECK(real_message == fake_message);
     CHECK(pair->real.body["details"] == pair->fake.body["details"]);
     CHECK(pair->real.body["reason"] == pair->fake.body["reason"]);
@@ -559,19 +573,22 @@ TEST_CASE("ResourceSlices: every device field, shared counters, device rules", "
   device["attributes"]["models"] = {{"strings", json::array({"a100", "a100-80g"})}};
   device["attributes"]["ids"] = {{"ints", json::array({1, 2})}};
   device["attributes"]["example.com/qualified"] = {{"string", "x"}};
-  device["capacity"] = {{"memory", {{"value", "80Gi"},
-                                     {"requestPolicy", {{"default", "1024Mi"},
-                                                        {"validRange", {{"min", "1Gi"}, {"max", "80Gi"}, {"step", "1Gi"}}}}}}},
-                        {"engines", {{"value", "8"}, {"requestPolicy", {{"default", "1"}, {"validValues", json::array({"1", "2", "4000m"})}}}}}};
-  device["consumesCounters"] = json::array(
-      {{{"counterSet", "gpu-0-memory"}, {"counters", {{"memory", {{"value", "10Gi"}}}}}}});
+  device["capacity"] = {
+      {"memory",
+       {{"value", "80Gi"},
+        {"requestPolicy",
+         {{"default", "1024Mi"}, {"validRange", {{"min", "1Gi"}, {"max", "80Gi"}, {"step", "1Gi"}}}}}}},
+      {"engines",
+       {{"value", "8"}, {"requestPolicy", {{"default", "1"}, {"validValues", json::array({"1", "2", "4000m"})}}}}}};
+  device["consumesCounters"] =
+      json::array({{{"counterSet", "gpu-0-memory"}, {"counters", {{"memory", {{"value", "10Gi"}}}}}}});
   device["allowMultipleAllocations"] = true;
   device["bindsToNode"] = true;
   device["bindingConditions"] = json::array({"example.com/attached"});
   device["bindingFailureConditions"] = json::array({"example.com/attach-failed"});
-  device["taints"] = json::array({{{"key", "example.com/degraded"}, {"value", "ecc"}, {"effect", "NoSchedule"}},
-                                  {{"key", "example.com/gone"}, {"effect", "NoExecute"},
-                                   {"timeAdded", "2026-01-02T03:04:05.678Z"}}});
+  device["taints"] =
+      json::array({{{"key", "example.com/degraded"}, {"value", "ecc"}, {"effect", "NoSchedule"}},
+                   {{"key", "example.com/gone"}, {"effect", "NoExecute"}, {"timeAdded", "2026-01-02T03:04:05.678Z"}}});
   rich["spec"]["devices"].push_back({{"name", "plain"}});
   Pair stored = p.Same("every device field: stored, canonicalized and defaulted alike", "POST", kSlices, rich);
   CHECK(stored.real.code == 201);
@@ -625,7 +642,8 @@ TEST_CASE("Unknown fields, wrong types: dropped with a warning, Strict, Ignore, 
     CHECK(strict.real.code == 400);
     CHECK(strict.fake.code == 400);
     CHECK(strict.real.body["reason"] == strict.fake.body["reason"]);
-    const std::string prefix = "ResourceSlice in version \"v1\" cannot be handled as a ResourceSlice: strict decoding error: ";
+    const std::string prefix =
+        "ResourceSlice in version \"v1\" cannot be handled as a ResourceSlice: strict decoding error: ";
     for (const Reply* r : {&strict.real, &strict.fake}) {
       const std::string message = r->body.value("message", "");
       CHECK(absl::StartsWith(message, prefix));
@@ -640,9 +658,11 @@ TEST_CASE("Unknown fields, wrong types: dropped with a warning, Strict, Ignore, 
   json real_obj = got.real.body;
   json fake_obj = got.fake.body;
   for (json* o : {&real_obj, &fake_obj}) (*o)["spec"]["devices"][0]["bogus"] = true;
-  Parity::CheckSame("update with an unknown field: dropped with a warning",
-                    {Send(p.real(), "PUT", path, real_obj.dump(), kJson), Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)});
-  p.Same("merge patch with an unknown field: dropped with a warning", "PATCH", path, json{{"spec", {{"bogus", 1}}}}, kMerge);
+  Parity::CheckSame(
+      "update with an unknown field: dropped with a warning",
+      {Send(p.real(), "PUT", path, real_obj.dump(), kJson), Send(p.fake(), "PUT", path, fake_obj.dump(), kJson)});
+  p.Same("merge patch with an unknown field: dropped with a warning", "PATCH", path, json{{"spec", {{"bogus", 1}}}},
+         kMerge);
   Pair strict_patch = p.Do("PATCH", path + "?fieldValidation=Strict", json{{"spec", {{"bogus", 1}}}}, kMerge);
   {
     // A 422 on the field "patch" whose value is the patched object: its
@@ -683,38 +703,46 @@ TEST_CASE("ResourceClaims: defaults, status subresource, immutable spec, no gene
   Parity p("parity-claims");
   const std::string claims = p.Claims();
   const std::string path = claims + "/c1";
-  Pair created = p.Same("create: allocationMode and count defaulted, status {}, no generation", "POST", claims, Claim("c1"));
+  Pair created =
+      p.Same("create: allocationMode and count defaulted, status {}, no generation", "POST", claims, Claim("c1"));
   REQUIRE(created.real.code == 201);
   CHECK(created.real.body["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1);
   CHECK_FALSE(created.real.body["metadata"].contains("generation"));
 
   json sub = Claim("c2");
   sub["metadata"]["annotations"] = {{"a", "b"}};
-  sub["spec"]["devices"]["requests"] = json::array(
-      {{{"name", "gpu"},
-        {"firstAvailable", json::array({{{"name", "big"}, {"deviceClassName", "gpu.example.com"},
-                                         {"tolerations", json::array({{{"key", "k"}}})}}})}},
-       {{"name", "all"},
-        {"exactly", {{"deviceClassName", "gpu.example.com"}, {"allocationMode", "All"},
-                     {"tolerations", json::array({{{"key", "k"}, {"operator", "Exists"}}})}}}}});
+  sub["spec"]["devices"]["requests"] =
+      json::array({{{"name", "gpu"},
+                    {"firstAvailable", json::array({{{"name", "big"},
+                                                     {"deviceClassName", "gpu.example.com"},
+                                                     {"tolerations", json::array({{{"key", "k"}}})}}})}},
+                   {{"name", "all"},
+                    {"exactly",
+                     {{"deviceClassName", "gpu.example.com"},
+                      {"allocationMode", "All"},
+                      {"tolerations", json::array({{{"key", "k"}, {"operator", "Exists"}}})}}}}});
   sub["spec"]["devices"].erase("constraints");
   p.Same("subrequests and tolerations defaulted", "POST", claims, sub);
   json generate = Claim("");
   generate["metadata"].erase("name");
   generate["metadata"]["generateName"] = "gen-";
   p.Same("generateName", "POST", claims, generate);
-  p.Same("a status sent on create is dropped", "POST", claims,
-         [] {
-           json c = Claim("c3");
-           c["status"] = {{"allocation", Allocation("n1")}};
-           return c;
-         }());
+  p.Same("a status sent on create is dropped", "POST", claims, [] {
+    json c = Claim("c3");
+    c["status"] = {{"allocation", Allocation("n1")}};
+    return c;
+  }());
   p.Same("get a missing claim: 404", "GET", claims + "/nope");
 
   // status.devices must name allocated devices.
   Pair got = p.Same("get", "GET", path);
-  json device = {{"driver", "gpu.parity.example.com"}, {"pool", "node-a"}, {"device", "gpu-0"},
-                 {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "R"}, {"message", "m"},
+  json device = {{"driver", "gpu.parity.example.com"},
+                 {"pool", "node-a"},
+                 {"device", "gpu-0"},
+                 {"conditions", json::array({{{"type", "Ready"},
+                                              {"status", "True"},
+                                              {"reason", "R"},
+                                              {"message", "m"},
                                               {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}};
   json real_obj = got.real.body;
   json fake_obj = got.fake.body;
@@ -741,10 +769,12 @@ TEST_CASE("ResourceClaims: defaults, status subresource, immutable spec, no gene
   p.Same("a main-resource merge patch ignores status", "PATCH", path,
          json{{"metadata", {{"labels", {{"x", "1"}}}}}, {"status", {{"devices", nullptr}}}}, kMerge);
   p.Same("a JSON patch of /status", "PATCH", path + "/status",
-         json::array({{{"op", "replace"}, {"path", "/status/devices/0/conditions/0/reason"}, {"value", "Q"}}}), kJsonPatch);
+         json::array({{{"op", "replace"}, {"path", "/status/devices/0/conditions/0/reason"}, {"value", "Q"}}}),
+         kJsonPatch);
   p.Same("the spec is immutable", "PATCH", path,
-         json{{"spec", {{"devices", {{"requests", json::array({{{"name", "other"},
-                                                                {"exactly", {{"deviceClassName", "x"}}}}})}}}}}},
+         json{{"spec",
+               {{"devices",
+                 {{"requests", json::array({{{"name", "other"}, {"exactly", {{"deviceClassName", "x"}}}}})}}}}}},
          kMerge);
   Parity::CheckSame("an update with a stale resourceVersion",
                     {Send(p.real(), "PUT", path, created.real.body.dump(), kJson),
@@ -777,7 +807,8 @@ TEST_CASE("server-side apply: create, update, conflicts, force, removal, errors"
   p.Same("apply creates", "PATCH", apply_path("m1", false), config, kApply);
   p.Same("the same apply again changes nothing", "PATCH", apply_path("m1", false), config, kApply);
   // The configuration is compared as sent: "1024Mi" is not the stored "1Gi".
-  p.Same("another manager applying non-canonical quantities conflicts", "PATCH", apply_path("m2", false), config, kApply);
+  p.Same("another manager applying non-canonical quantities conflicts", "PATCH", apply_path("m2", false), config,
+         kApply);
   config["spec"]["devices"][0]["capacity"] = {{"memory", {{"value", "1Gi"}}}, {"frac", {{"value", "1500m"}}}};
   p.Same("another manager applying the same values shares them", "PATCH", apply_path("m2", false), config, kApply);
   config["spec"]["pool"]["generation"] = 2;
@@ -786,8 +817,8 @@ TEST_CASE("server-side apply: create, update, conflicts, force, removal, errors"
   config["metadata"].erase("labels");
   p.Same("m1 drops its label; m2 still applies it", "PATCH", apply_path("m1", false), config, kApply);
   p.Same("m2 drops it too: removed", "PATCH", apply_path("m2", false), config, kApply);
-  p.Same("an update manager", "PATCH", path + "?fieldManager=u", json{{"spec", {{"pool", {{"resourceSliceCount", 2}}}}}},
-         kMerge);
+  p.Same("an update manager", "PATCH", path + "?fieldManager=u",
+         json{{"spec", {{"pool", {{"resourceSliceCount", 2}}}}}}, kMerge);
   config["spec"]["pool"]["resourceSliceCount"] = 3;
   p.Same("conflict with an update manager", "PATCH", apply_path("m1", false), config, kApply);
   p.Same("no fieldManager", "PATCH", path, config, kApply);
@@ -799,21 +830,27 @@ TEST_CASE("server-side apply: create, update, conflicts, force, removal, errors"
   const std::string claim = p.Claims() + "/c1";
   p.Same("claim", "POST", p.Claims(), Claim("c1"));
   p.Same("allocate", "PATCH", claim + "/status", json{{"status", {{"allocation", Allocation("node-a")}}}}, kMerge);
-  json status = {{"apiVersion", "resource.k8s.io/v1"},
-                 {"kind", "ResourceClaim"},
-                 {"metadata", {{"name", "c1"}, {"namespace", p.ns()}}},
-                 {"status",
-                  {{"devices", json::array({{{"driver", "gpu.parity.example.com"}, {"pool", "node-a"}, {"device", "gpu-0"},
-                                              {"conditions", json::array({{{"type", "Ready"}, {"status", "True"},
-                                                                           {"reason", "R"}, {"message", ""},
-                                                                           {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}})}}}};
+  json status = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "c1"}, {"namespace", p.ns()}}},
+      {"status",
+       {{"devices",
+         json::array({{{"driver", "gpu.parity.example.com"},
+                       {"pool", "node-a"},
+                       {"device", "gpu-0"},
+                       {"conditions", json::array({{{"type", "Ready"},
+                                                    {"status", "True"},
+                                                    {"reason", "R"},
+                                                    {"message", ""},
+                                                    {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}})}}}};
   p.Same("apply status.devices", "PATCH", claim + "/status?fieldManager=driver", status, kApply);
   status["status"]["devices"][0]["conditions"][0]["status"] = "False";
   p.Same("another manager's condition conflicts", "PATCH", claim + "/status?fieldManager=rival", status, kApply);
   p.Same("forced", "PATCH", claim + "/status?fieldManager=rival&force=true", status, kApply);
   status["status"].erase("devices");
-  p.Same("the driver applies no devices: the rival still owns the entry", "PATCH", claim + "/status?fieldManager=driver",
-         status, kApply);
+  p.Same("the driver applies no devices: the rival still owns the entry", "PATCH",
+         claim + "/status?fieldManager=driver", status, kApply);
   p.Same("the rival applies none either: removed", "PATCH", claim + "/status?fieldManager=rival", status, kApply);
 }
 
@@ -821,18 +858,20 @@ TEST_CASE("DeviceClasses and Nodes", "[e2e][parity]") {
   Parity p("parity-classes");
   const std::string name = UniqueName("pc");
   const std::string path = std::string(kClasses) + "/" + name;
-  json cls = {{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "DeviceClass"},
-              {"metadata", {{"name", name}}},
-              {"spec",
-               {{"selectors", json::array({{{"cel", {{"expression", "device.driver == \"gpu.parity.example.com\""}}}}})},
-                {"config", json::array({{{"opaque", {{"driver", "gpu.parity.example.com"}, {"parameters", {{"a", 1}}}}}}})}}}};
+  json cls = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceClass"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"selectors", json::array({{{"cel", {{"expression", "device.driver == \"gpu.parity.example.com\""}}}}})},
+        {"config", json::array({{{"opaque", {{"driver", "gpu.parity.example.com"}, {"parameters", {{"a", 1}}}}}}})}}}};
   p.Same("create a class", "POST", kClasses, cls);
   p.Same("again", "POST", kClasses, cls);
   p.Same("merge patch: generation", "PATCH", path, json{{"spec", {{"selectors", nullptr}}}}, kMerge);
   p.Same("labels only: generation stays", "PATCH", path, json{{"metadata", {{"labels", {{"a", "b"}}}}}}, kMerge);
-  p.Same("a class without a spec", "POST", kClasses,
-         json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceClass"}, {"metadata", {{"name", name + "-empty"}}}});
+  p.Same(
+      "a class without a spec", "POST", kClasses,
+      json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceClass"}, {"metadata", {{"name", name + "-empty"}}}});
   p.Same("delete", "DELETE", path);
 
   const std::string node = UniqueName("pn");
@@ -925,8 +964,8 @@ TEST_CASE("request errors: options, bodies, media types, list parameters", "[e2e
   p.Same("create with an unknown fieldValidation", "POST", std::string(kSlices) + "?fieldValidation=Bogus",
          Slice(name + "-fv", name + "-node", "pool-e"));
   p.Same("update with an unknown fieldValidation", "PUT", path + "?fieldValidation=Bogus", json::object());
-  p.Same("patch of a missing object with an unknown fieldValidation", "PATCH",
-         path + "-missing?fieldValidation=Bogus", json::object(), kMerge);
+  p.Same("patch of a missing object with an unknown fieldValidation", "PATCH", path + "-missing?fieldValidation=Bogus",
+         json::object(), kMerge);
   json wrong = Slice(name + "-wrong", name + "-node", "pool-e");
   wrong["spec"].erase("devices");  // v1beta1 devices have another shape
   wrong["apiVersion"] = "resource.k8s.io/v1beta1";
@@ -948,15 +987,17 @@ TEST_CASE("request errors: options, bodies, media types, list parameters", "[e2e
     const std::string fake_message = array.fake.body.value("message", "");
     CHECK(real_message.substr(0, real_message.rfind(" (")) == fake_message.substr(0, fake_message.rfind(" (")));
   }
-  Parity::CheckSame("a truncated body", {Send(p.real(), "POST", kSlices, "{", kJson), Send(p.fake(), "POST", kSlices, "{", kJson)});
-  Parity::CheckSame("a create in text/plain",
-                    {Send(p.real(), "POST", kSlices, "{}", "text/plain"), Send(p.fake(), "POST", kSlices, "{}", "text/plain")});
-  Parity::CheckSame("a patch in text/plain",
-                    {Send(p.real(), "PATCH", path, "{}", "text/plain"), Send(p.fake(), "PATCH", path, "{}", "text/plain")});
+  Parity::CheckSame("a truncated body",
+                    {Send(p.real(), "POST", kSlices, "{", kJson), Send(p.fake(), "POST", kSlices, "{", kJson)});
+  Parity::CheckSame("a create in text/plain", {Send(p.real(), "POST", kSlices, "{}", "text/plain"),
+                                               Send(p.fake(), "POST", kSlices, "{}", "text/plain")});
+  Parity::CheckSame("a patch in text/plain", {Send(p.real(), "PATCH", path, "{}", "text/plain"),
+                                              Send(p.fake(), "PATCH", path, "{}", "text/plain")});
   Parity::CheckSame("a truncated merge patch",
                     {Send(p.real(), "PATCH", path, "{", kMerge), Send(p.fake(), "PATCH", path, "{", kMerge)});
-  Parity::CheckSame("a JSON patch whose operation is not an object",
-                    {Send(p.real(), "PATCH", path, "[1]", kJsonPatch), Send(p.fake(), "PATCH", path, "[1]", kJsonPatch)});
+  Parity::CheckSame(
+      "a JSON patch whose operation is not an object",
+      {Send(p.real(), "PATCH", path, "[1]", kJsonPatch), Send(p.fake(), "PATCH", path, "[1]", kJsonPatch)});
   Parity::CheckSame("the same for a missing object: 404 first",
                     {Send(p.real(), "PATCH", path + "-missing", "[1]", kJsonPatch),
                      Send(p.fake(), "PATCH", path + "-missing", "[1]", kJsonPatch)});
@@ -966,7 +1007,8 @@ TEST_CASE("request errors: options, bodies, media types, list parameters", "[e2e
     // Deliberate difference: the fake reads JSON only; the real server also
     // takes YAML (and protobuf).
     const std::string yaml = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\n";
-    Pair y{Send(p.real(), "POST", kSlices, yaml, "application/yaml"), Send(p.fake(), "POST", kSlices, yaml, "application/yaml")};
+    Pair y{Send(p.real(), "POST", kSlices, yaml, "application/yaml"),
+           Send(p.fake(), "POST", kSlices, yaml, "application/yaml")};
     INFO("real: " << Show(y.real) << "\nfake: " << Show(y.fake));
     CHECK(y.real.code == 422);  // decoded, then invalid: no name, no spec
     CHECK(y.fake.code == 415);
@@ -976,7 +1018,8 @@ TEST_CASE("request errors: options, bodies, media types, list parameters", "[e2e
   p.Same("a negative limit is no limit", "GET", run_only + "&limit=-1");
   p.Same("a malformed limit", "GET", run_only + "&limit=abc");
   p.Same("a field selector claims do not support", "GET", p.Claims() + "?fieldSelector=spec.foo%3Dx");
-  p.Same("a field selector device classes do not support", "GET", std::string(kClasses) + "?fieldSelector=spec.foo%3Dx");
+  p.Same("a field selector device classes do not support", "GET",
+         std::string(kClasses) + "?fieldSelector=spec.foo%3Dx");
   p.Same("a field selector nodes do not support", "GET", std::string(kNodesPath) + "?fieldSelector=spec.foo%3Dx");
   p.Same("claims of all namespaces, by namespace", "GET",
          "/apis/resource.k8s.io/v1/resourceclaims?fieldSelector=metadata.namespace%3D" + p.ns());
@@ -991,8 +1034,9 @@ TEST_CASE("watch options: initial events, the initial-events-end bookmark, inval
     return !events.empty() && Describe(events.back()) == "BOOKMARK initial-events-end";
   };
   auto until_two = [](const std::vector<json>& events) { return events.size() >= 2; };
-  for (const std::string query : {"?watch=1&allowWatchBookmarks=true", "?watch=1&allowWatchBookmarks=true&resourceVersion=0",
-                                  "?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"}) {
+  for (const std::string query :
+       {"?watch=1&allowWatchBookmarks=true", "?watch=1&allowWatchBookmarks=true&resourceVersion=0",
+        "?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"}) {
     INFO(query);
     std::vector<std::string> real, fake;
     for (const json& e : WatchUntil(p.real(), claims + query, until_initial_end)) real.push_back(Describe(e));
@@ -1055,10 +1099,11 @@ TEST_CASE("watch: ADDED, MODIFIED, DELETED, objects entering and leaving a selec
         clients[i]->Watch(kResourceClaims, p.ns(), options, [&, i](const WatchEvent& e) { selected[i].Add(e); });
   }
   p.Same("create", "POST", claims, Claim("w1"));
-  p.Same("label it: enters the selection", "PATCH", claims + "/w1", json{{"metadata", {{"labels", {{"watched", "yes"}}}}}},
-         kMerge);
+  p.Same("label it: enters the selection", "PATCH", claims + "/w1",
+         json{{"metadata", {{"labels", {{"watched", "yes"}}}}}}, kMerge);
   p.Same("annotate it", "PATCH", claims + "/w1", json{{"metadata", {{"annotations", {{"a", "b"}}}}}}, kMerge);
-  p.Same("unlabel it: leaves the selection", "PATCH", claims + "/w1", json{{"metadata", {{"labels", nullptr}}}}, kMerge);
+  p.Same("unlabel it: leaves the selection", "PATCH", claims + "/w1", json{{"metadata", {{"labels", nullptr}}}},
+         kMerge);
   p.Same("delete", "DELETE", claims + "/w1");
   const std::vector<std::string> want_all = {"ADDED w1", "MODIFIED w1", "MODIFIED w1", "MODIFIED w1", "DELETED w1"};
   const std::vector<std::string> want_selected = {"ADDED w1", "MODIFIED w1", "DELETED w1"};

@@ -72,17 +72,18 @@ absl::Status Create(k8s::Client& admin, const std::string& version, const Kind& 
   return admin.Create(k8s::ResourceRef{"resource.k8s.io", version, kind.resource, true}, "default", object).status();
 }
 
-TEST_CASE("the GPU example's GpuConfig policy refuses a bad config at creation in every served version of claims "
-          "and templates - naming the field and the rule",
-          "[e2e][gpu][admission]") {
+TEST_CASE(
+    "the GPU example's GpuConfig policy refuses a bad config at creation in every served version of claims "
+    "and templates - naming the field and the rule",
+    "[e2e][gpu][admission]") {
   PrivateCluster cluster("", "resource.k8s.io/v1=true,resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true");
   std::shared_ptr<k8s::Client> admin = cluster.Admin();
   const std::string path = absl::StrCat(DRA_SOURCE_DIR, "/examples/gpu/deploy/gpu-config-policy.yaml");
   for (json& object : ManifestObjects(testing::ReadFile(path), path)) ApplyObject(*admin, std::move(object));
   // The API server takes a new policy in through an informer: once a bad
   // claim is refused it is in force.
-  REQUIRE(Eventually([&] { return !Create(*admin, "v1", kClaim, GpuConfig(TimeSlicing("Fast"))).ok(); },
-                     absl::Minutes(2)));
+  REQUIRE(
+      Eventually([&] { return !Create(*admin, "v1", kClaim, GpuConfig(TimeSlicing("Fast"))).ok(); }, absl::Minutes(2)));
 
   const std::string interval =
       ".devices.config[1].opaque.parameters.sharing.timeSlicingConfig.interval: Unsupported value: "
@@ -127,9 +128,9 @@ TEST_CASE("the GPU example's GpuConfig policy refuses a bad config at creation i
     CHECK(absl::IsInvalidArgument(refused));
     CHECK_THAT(std::string(refused.message()), Catch::Contains(message));
   }
-  for (const json& good : {GpuConfig(nullptr), GpuConfig({{"strategy", "TimeSlicing"}}),
-                           GpuConfig({{"strategy", "SpacePartitioning"},
-                                      {"spacePartitioningConfig", {{"partitionCount", 16}}}})}) {
+  for (const json& good :
+       {GpuConfig(nullptr), GpuConfig({{"strategy", "TimeSlicing"}}),
+        GpuConfig({{"strategy", "SpacePartitioning"}, {"spacePartitioningConfig", {{"partitionCount", 16}}}})}) {
     INFO(good.dump());
     CHECK(Create(*admin, "v1", kClaim, good).ok());
   }

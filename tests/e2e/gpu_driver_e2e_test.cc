@@ -73,13 +73,14 @@ std::vector<std::string> WithPrefix(const std::vector<std::string>& env, const s
   return found;
 }
 
-TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI edits and config, the claim shows "
-          "the device status, and the claim is unprepared when the pod goes",
-          "[e2e][node][gpu]") {
+TEST_CASE(
+    "the GPU driver: a pod with a GPU from a template runs with its CDI edits and config, the claim shows "
+    "the device status, and the claim is unprepared when the pod goes",
+    "[e2e][node][gpu]") {
   GpuDriver gpu({"--num-devices=2", "--gpu-device-status"});
   const std::string device_class = gpu.DeviceClass();
-  gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"},
-                                                         {"timeSlicingConfig", {{"interval", "Long"}}}}));
+  gpu.CreateTemplate(
+      "gpu", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}));
   const json pod = gpu.RunPod("app", {{"gpu", "gpu"}}, true);
 
   const std::string claim_name = GeneratedClaimName(pod, "gpu");
@@ -93,7 +94,8 @@ TEST_CASE("the GPU driver: a pod with a GPU from a template runs with its CDI ed
   CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "=", device)));
   const std::vector<std::string> uuid = WithPrefix(env, absl::StrCat("GPU_DEVICE_", index, "_UUID=GPU-"));
   REQUIRE(uuid.size() == 1);
-  CHECK(Has(env, absl::StrCat("GPU_DEVICE_GPU_", index, "_RESOURCE_CLAIM=", claim["metadata"]["uid"].get<std::string>())));
+  CHECK(Has(env,
+            absl::StrCat("GPU_DEVICE_GPU_", index, "_RESOURCE_CLAIM=", claim["metadata"]["uid"].get<std::string>())));
   CHECK(Has(env, "DRA_ADMIN_ACCESS=false"));
   CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_SHARING_STRATEGY=TimeSlicing")));
   CHECK(Has(env, absl::StrCat("GPU_DEVICE_", index, "_TIMESLICE_INTERVAL=Long")));
@@ -147,9 +149,10 @@ std::pair<std::string, std::string> Sockets(const DriverProcess& process) {
   return {value(registrar, 11), value(endpoint, 10)};
 }
 
-TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve side by side, no claim is prepared "
-          "by both, and the old one's sockets go with it",
-          "[e2e][node][gpu]") {
+TEST_CASE(
+    "the GPU driver in a rolling update (maxSurge): two instances serve side by side, no claim is prepared "
+    "by both, and the old one's sockets go with it",
+    "[e2e][node][gpu]") {
   GpuDriver gpu({"--num-devices=4", "--pod-uid=11111111-1111-4111-8111-111111111111"});
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateTemplate("gpu", gpu.ClaimSpec(device_class));
@@ -185,16 +188,18 @@ TEST_CASE("the GPU driver in a rolling update (maxSurge): two instances serve si
   surge.Stop();
 }
 
-TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and unprepare calls on the real node: "
-          "every pod runs, every claim is cleaned up",
-          "[e2e][node][gpu][crash]") {
+TEST_CASE(
+    "the GPU driver killed at crash points of the kubelet's prepare and unprepare calls on the real node: "
+    "every pod runs, every claim is cleaned up",
+    "[e2e][node][gpu][crash]") {
   // A shorter run of the crash harness (tests/crash) under the real kubelet:
   // one point per instance, hit by the next kubelet call; the kubelet's
   // retry then meets a restarted instance.
   const std::vector<std::string> points = {
-      "prepare.before_driver", "prepare.after_driver",    "prepare.after_metadata_files", "prepare.after_cdi_spec",
-      "status.before_write",   "prepare.after_checkpoint", "unprepare.before_driver",     "unprepare.after_driver",
-      "status.after_write",    "unprepare.after_files_removed", "unprepare.after_checkpoint"};
+      "prepare.before_driver",         "prepare.after_driver",      "prepare.after_metadata_files",
+      "prepare.after_cdi_spec",        "status.before_write",       "prepare.after_checkpoint",
+      "unprepare.before_driver",       "unprepare.after_driver",    "status.after_write",
+      "unprepare.after_files_removed", "unprepare.after_checkpoint"};
   const std::vector<std::string> flags = {"--num-devices=4", "--gpu-device-status", "--device-metadata"};
   GpuDriver gpu(flags);
   const std::string device_class = gpu.DeviceClass();
@@ -206,8 +211,7 @@ TEST_CASE("the GPU driver killed at crash points of the kubelet's prepare and un
     uids.push_back(GpuClaimUid(gpu, gpu.RunPod(absl::StrCat("app-", pods++), {{"gpu", "gpu"}}, true)));
   };
   auto create_pod = [&] {
-    REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, absl::StrCat("app-", pods), {{"gpu", "gpu"}}))
-                .ok());
+    REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, absl::StrCat("app-", pods), {{"gpu", "gpu"}})).ok());
   };
   std::string table = "| crash point | hit | pod running after the restart | claim cleaned up |\n|---|---|---|---|\n";
   gpu.driver.Start(gpu.Argv(gpu.driver, flags));
@@ -273,10 +277,10 @@ TEST_CASE("the GPU driver: a bad GpuConfig fails only its claim, and the pod's e
   GpuDriver gpu({"--num-devices=2"});
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateClaim("good", gpu.ClaimSpec(device_class));
-  gpu.CreateClaim("bad", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"},
-                                                      {"timeSlicingConfig", {{"interval", "Fast"}}}}));
-  REQUIRE(gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "app", {{"good", "good"}, {"bad", "bad"}}, false))
-              .ok());
+  gpu.CreateClaim(
+      "bad", gpu.ClaimSpec(device_class, {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Fast"}}}}));
+  REQUIRE(
+      gpu.admin->Create(kPods, gpu.ns, PodWithClaims(gpu.ns, "app", {{"good", "good"}, {"bad", "bad"}}, false)).ok());
   std::vector<std::string> events;
   const bool reported = Eventually(
       [&] {
@@ -294,9 +298,10 @@ TEST_CASE("the GPU driver: a bad GpuConfig fails only its claim, and the pod's e
   gpu.DeletePod("app");
 }
 
-TEST_CASE("the GPU driver: partitions share their GPU's counters and shared GPUs their capacity, as the scheduler "
-          "allocates them",
-          "[e2e][node][gpu]") {
+TEST_CASE(
+    "the GPU driver: partitions share their GPU's counters and shared GPUs their capacity, as the scheduler "
+    "allocates them",
+    "[e2e][node][gpu]") {
   SECTION("two partitions of one GPU fit, the whole GPU then does not") {
     GpuDriver gpu({"--num-devices=1", "--gpu-partitions=2"});
     const std::string part = gpu.DeviceClass(absl::StrCat("\"partition\" in ", gpu.Attributes()));
@@ -401,9 +406,10 @@ TEST_CASE("the GPU driver: a failed fabric attach makes the scheduler allocate a
   gpu.DeletePod("app");
 }
 
-TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, and the scheduler counts it "
-          "against the node",
-          "[e2e][node][gpu]") {
+TEST_CASE(
+    "the GPU driver: a GPU's host memory overhead is in the pod's status, and the scheduler counts it "
+    "against the node",
+    "[e2e][node][gpu]") {
   GpuDriver gpu({"--num-devices=2", "--host-memory-overhead=8Gi"});
   const std::string device_class = gpu.DeviceClass();
   gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
@@ -423,8 +429,8 @@ TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, 
   absl::StatusOr<k8s::Quantity> allocatable =
       k8s::Quantity::Parse((*node)["status"]["allocatable"]["memory"].get<std::string>());
   REQUIRE(allocatable.ok());
-  GpuDriver costly({"--num-devices=1",
-                    "--host-memory-overhead=" + std::to_string(allocatable->Value() + (int64_t{1} << 30))});
+  GpuDriver costly(
+      {"--num-devices=1", "--host-memory-overhead=" + std::to_string(allocatable->Value() + (int64_t{1} << 30))});
   costly.CreateClaim("gpu", costly.ClaimSpec(costly.DeviceClass()));
   REQUIRE(costly.admin->Create(kPods, costly.ns, PodWithClaims(costly.ns, "costly", {{"gpu", "gpu"}}, false)).ok());
   json last;
@@ -445,9 +451,10 @@ TEST_CASE("the GPU driver: a GPU's host memory overhead is in the pod's status, 
   REQUIRE(costly.admin->Delete(kPods, costly.ns, "costly").ok());
 }
 
-TEST_CASE("the GPU driver: a GPU flipped unhealthy is tainted and reported in the pod's status, and a fatal one "
-          "gets the pod evicted",
-          "[e2e][node][gpu]") {
+TEST_CASE(
+    "the GPU driver: a GPU flipped unhealthy is tainted and reported in the pod's status, and a fatal one "
+    "gets the pod evicted",
+    "[e2e][node][gpu]") {
   testing::TempDir dir;
   const std::string health_file = dir.Join("health");
   GpuDriver gpu({"--num-devices=1", "--mock-health-file=" + health_file});
@@ -482,8 +489,8 @@ TEST_CASE("the GPU driver: a GPU flipped unhealthy is tainted and reported in th
     }
     return effects;
   };
-  CHECK(WaitForPod(*gpu.admin, gpu.ns, "app", [&](const json& p) { return reported(p) == "Healthy"; }, &pod,
-                   absl::Seconds(60)));
+  CHECK(WaitForPod(
+      *gpu.admin, gpu.ns, "app", [&](const json& p) { return reported(p) == "Healthy"; }, &pod, absl::Seconds(60)));
   CHECK(taints().empty());
 
   std::ofstream(health_file, std::ios::app) << "0 unhealthy\n";

@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "dra/resourceslice/split.h"
 #include "dra/kubeletplugin/helper.h"
+#include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
 #include "support/cdi_schema_validator.h"
@@ -48,8 +48,7 @@ constexpr char kIdentity[] = "minimal-driver";
 // The kubelet peer binary, built or found by build-k8s.sh (the e2e_kubeletpeer
 // fixture has built it).
 std::string KubeletPeerPath() {
-  absl::StatusOr<testing::ProcessResult> dir =
-      testing::RunProcess({DRA_E2E_BUILD_K8S, "--print-dir", "kubeletpeer"});
+  absl::StatusOr<testing::ProcessResult> dir = testing::RunProcess({DRA_E2E_BUILD_K8S, "--print-dir", "kubeletpeer"});
   REQUIRE(dir.ok());
   INFO(dir->err);
   REQUIRE(dir->exit_code == 0);
@@ -89,9 +88,15 @@ struct NodePlugin {
   // then `steps` for `claims` ("NS/NAME/UID"). Returns its JSON lines by step.
   std::map<std::string, std::vector<json>> RunKubelet(const std::vector<std::string>& claims,
                                                       const std::string& steps) {
-    std::vector<std::string> argv = {KubeletPeerPath(), "--registry-dir", dir.Join("plugins_registry"),
-                                     "--driver",        kTestDriverName,  "--timeout",
-                                     "30s",             "--steps",        steps};
+    std::vector<std::string> argv = {KubeletPeerPath(),
+                                     "--registry-dir",
+                                     dir.Join("plugins_registry"),
+                                     "--driver",
+                                     kTestDriverName,
+                                     "--timeout",
+                                     "30s",
+                                     "--steps",
+                                     steps};
     for (const std::string& claim : claims) {
       argv.push_back("--claim");
       argv.push_back(claim);
@@ -125,8 +130,9 @@ void Allocate(Client& admin, const std::string& ns, const std::string& name, con
   }
   results.push_back({{"request", "gpu"}, {"driver", "other.example.com"}, {"pool", node}, {"device", "nic-0"}});
   json requirement = {{"key", "metadata.name"}, {"operator", "In"}, {"values", json::array({node})}};
-  json allocation = {{"devices", {{"results", results}}},
-                     {"nodeSelector", {{"nodeSelectorTerms", json::array({{{"matchFields", json::array({requirement})}}})}}}};
+  json allocation = {
+      {"devices", {{"results", results}}},
+      {"nodeSelector", {{"nodeSelectorTerms", json::array({{{"matchFields", json::array({requirement})}}})}}}};
   PatchOptions status;
   status.subresource = "status";
   absl::StatusOr<json> patched =
@@ -215,7 +221,8 @@ TEST_CASE("device metadata written by the Helper reads back with the upstream de
   const json& prepared = steps["prepare"][0]["response"]["claims"][uid];
   CHECK(prepared["devices"][0]["cdi_device_ids"].back() == "gpu.example.com/metadata=" + uid + "_gpu");
 
-  const std::string file = plugin.dir.Join("plugins/gpu.example.com/dra-device-metadata/" + ns + "_c/gpu/metadata.json");
+  const std::string file =
+      plugin.dir.Join("plugins/gpu.example.com/dra-device-metadata/" + ns + "_c/gpu/metadata.json");
   absl::StatusOr<testing::ProcessResult> decoded = testing::RunProcess({KubeletPeerPath(), "decode-metadata", file});
   REQUIRE(decoded.ok());
   INFO(decoded->out << decoded->err);
@@ -272,8 +279,9 @@ resourceslice::DriverResources NodeGpus(const std::string& node, const std::stri
   return resources;
 }
 
-TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds the pod, and the kubelet peer prepares it",
-          "[e2e][kubelet][scheduler]") {
+TEST_CASE(
+    "kube-scheduler allocates from slices published with the SDK, binds the pod, and the kubelet peer prepares it",
+    "[e2e][kubelet][scheduler]") {
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-schedule");
   const std::string node = UniqueName("node");
@@ -311,11 +319,13 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
   const std::string claim_uid = CreateClaim(*admin, ns, "gpu", device_class);
   // Pods need their service account. Only the node's controller-manager
   // (cluster.sh node-start) creates it, and it may run beside this test.
-  absl::StatusOr<json> account = admin->Create(
-      kServiceAccounts, ns, json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "default"}}}});
+  absl::StatusOr<json> account =
+      admin->Create(kServiceAccounts, ns,
+                    json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "default"}}}});
   INFO(account.status().ToString());
   REQUIRE((account.ok() || absl::IsAlreadyExists(account.status())));
-  absl::StatusOr<json> pod = admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, /*template_claims=*/false));
+  absl::StatusOr<json> pod =
+      admin->Create(kPods, ns, PodWithClaims(ns, "app", {{"gpu", "gpu"}}, /*template_claims=*/false));
   INFO(pod.status().ToString());
   REQUIRE(pod.ok());
 
@@ -353,8 +363,7 @@ TEST_CASE("kube-scheduler allocates from slices published with the SDK, binds th
   // The Helper wrote the claim's CDI spec; the ID points into it.
   const std::string kind = absl::StrCat(kTestDriverName, "/claim");
   CHECK(prepared["devices"][0]["cdi_device_ids"] == json::array({absl::StrCat(kind, "=", claim_uid, "-", device)}));
-  const std::string spec_path =
-      plugin.dir.Join(absl::StrCat("cdi/", kTestDriverName, "-claim_", claim_uid, ".json"));
+  const std::string spec_path = plugin.dir.Join(absl::StrCat("cdi/", kTestDriverName, "-claim_", claim_uid, ".json"));
   const std::string spec_text = testing::ReadFile(spec_path);
   CHECK(testing::CdiSchemaValidator::Reference().ValidateText(spec_text).empty());
   const json spec = json::parse(spec_text);

@@ -49,8 +49,8 @@ json ApplyObject(k8s::Client& admin, json object, const std::string& ns) {
   k8s::PatchOptions options;
   options.field_manager = "e2e-deploy";
   options.force = true;
-  absl::StatusOr<json> result = admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "",
-                                            name, k8s::PatchType::kApply, object, options);
+  absl::StatusOr<json> result = admin.Patch(ref, ref.namespaced ? object["metadata"].value("namespace", "") : "", name,
+                                            k8s::PatchType::kApply, object, options);
   INFO(result.status().ToString());
   REQUIRE(result.ok());
   return *std::move(result);

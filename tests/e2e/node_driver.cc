@@ -40,18 +40,19 @@ void GrantClaimStatusRights(Client& admin, const std::string& ns, const std::str
                       {"resources", {"resourceclaims"}},
                       {"verbs", {"get", "list", "watch"}}}}),
         [&] { return driver->List(kResourceClaims, "").ok(); });
-  Grant(admin, DriverUser(kDriverIdentity), ns,
-        json::array({{{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"patch"}}},
-                     {{"apiGroups", {"resource.k8s.io"}},
-                      {"resources", {"resourceclaims/driver"}},
-                      {"resourceNames", {driver_name}},
-                      {"verbs", {"arbitrary-node:patch"}}}}),
-        [&] {
-          // Allowed now, so the answer is about the (missing) claim.
-          absl::StatusOr<json> probe = driver->Patch(kResourceClaims, ns, "probe", k8s::PatchType::kMerge,
-                                                     json::object(), k8s::PatchOptions{"", false, "status"});
-          return absl::IsNotFound(probe.status());
-        });
+  Grant(
+      admin, DriverUser(kDriverIdentity), ns,
+      json::array({{{"apiGroups", {"resource.k8s.io"}}, {"resources", {"resourceclaims/status"}}, {"verbs", {"patch"}}},
+                   {{"apiGroups", {"resource.k8s.io"}},
+                    {"resources", {"resourceclaims/driver"}},
+                    {"resourceNames", {driver_name}},
+                    {"verbs", {"arbitrary-node:patch"}}}}),
+      [&] {
+        // Allowed now, so the answer is about the (missing) claim.
+        absl::StatusOr<json> probe = driver->Patch(kResourceClaims, ns, "probe", k8s::PatchType::kMerge, json::object(),
+                                                   k8s::PatchOptions{"", false, "status"});
+        return absl::IsNotFound(probe.status());
+      });
 }
 
 k8s::NodeSelector LabelTheNode(Client& admin, const NodeEnv& node) {

@@ -13,8 +13,8 @@
 // with a driver name of its own.
 
 #include <algorithm>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,9 +27,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/helper.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
-#include "dra/kubeletplugin/helper.h"
 #include "dra/resourceslice/split.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/e2e_node.h"
@@ -55,11 +55,11 @@ class MinimalDriver : public DriverProcess {
   MinimalDriver(const NodeEnv& node, std::string name) : DriverProcess(node, std::move(name)), node_(node) {}
 
   void Start(const std::vector<std::string>& env = {}) {
-    DriverProcess::Start({DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
-                          node_.plugins_dir + "/" + name(), "--cdi-dir", node_.cdi_dir, "--driver-name", name(),
-                          "--kubeconfig", DriverKubeconfig(), "--node-name", node_.name, "--http-endpoint",
-                          HttpEndpoint()},
-                         env);
+    DriverProcess::Start(
+        {DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
+         node_.plugins_dir + "/" + name(), "--cdi-dir", node_.cdi_dir, "--driver-name", name(), "--kubeconfig",
+         DriverKubeconfig(), "--node-name", node_.name, "--http-endpoint", HttpEndpoint()},
+        env);
   }
 
  private:
@@ -165,8 +165,8 @@ TEST_CASE("a pod with a ResourceClaimTemplate runs on the node with the driver's
   CHECK(container["error"] == "");
   std::vector<std::string> cdi_ids = container["cdiDevices"].get<std::vector<std::string>>();
   std::sort(cdi_ids.begin(), cdi_ids.end());
-  CHECK(cdi_ids == std::vector<std::string>{run.driver.CdiId(run.claim_uid, "dev-0"),
-                                            run.driver.CdiId(run.claim_uid, "dev-1")});
+  CHECK(cdi_ids ==
+        std::vector<std::string>{run.driver.CdiId(run.claim_uid, "dev-0"), run.driver.CdiId(run.claim_uid, "dev-1")});
   const std::vector<std::string> env = container["env"].get<std::vector<std::string>>();
   CHECK(std::count(env.begin(), env.end(), "MINIMAL_DEVICE_DEV_0=dev-0") == 1);
   CHECK(std::count(env.begin(), env.end(), "MINIMAL_DEVICE_DEV_1=dev-1") == 1);
@@ -176,10 +176,11 @@ TEST_CASE("a pod with a ResourceClaimTemplate runs on the node with the driver's
   CHECK(run.driver.LoggedFor("Prepared claim", run.claim_uid) == 1);
 }
 
-TEST_CASE("the kubelet restarted under a running pod: the driver is registered again, the node's slices are "
-          "wiped and restored, no claim is "
-          "prepared twice, and the claim is unprepared from the kubelet's checkpoint",
-          "[e2e][node]") {
+TEST_CASE(
+    "the kubelet restarted under a running pod: the driver is registered again, the node's slices are "
+    "wiped and restored, no claim is "
+    "prepared twice, and the claim is unprepared from the kubelet's checkpoint",
+    "[e2e][node]") {
   RunningPod run(/*devices=*/1);
   const std::set<std::string> slices_before = SliceUids(*run.admin, run.node.name, run.driver.name());
   const size_t containers_before = CriContainers(run.node, run.pod_uid).size();
@@ -210,9 +211,8 @@ TEST_CASE("the kubelet restarted under a running pod: the driver is registered a
   const bool restored = Eventually(
       [&] {
         slices_after = SliceUids(*run.admin, run.node.name, run.driver.name());
-        return !slices_after.empty() && std::none_of(slices_after.begin(), slices_after.end(), [&](const auto& uid) {
-          return slices_before.count(uid) > 0;
-        });
+        return !slices_after.empty() && std::none_of(slices_after.begin(), slices_after.end(),
+                                                     [&](const auto& uid) { return slices_before.count(uid) > 0; });
       },
       absl::Seconds(60));
   INFO("slices before: " << absl::StrJoin(slices_before, ",") << ", after: " << absl::StrJoin(slices_after, ","));
@@ -232,9 +232,10 @@ TEST_CASE("the kubelet restarted under a running pod: the driver is registered a
   run.DeleteAndWaitForCleanUp();
 }
 
-TEST_CASE("the driver dies in the kubelet's prepare call and is started again: the kubelet's retry prepares the "
-          "claim and the pod runs",
-          "[e2e][node]") {
+TEST_CASE(
+    "the driver dies in the kubelet's prepare call and is started again: the kubelet's retry prepares the "
+    "claim and the pod runs",
+    "[e2e][node]") {
   // The driver dies (_exit) after its own prepare of the claim, before the
   // Helper wrote the claim's CDI spec and recorded it prepared.
   RunningPod run(/*devices=*/1, {"DRA_CRASH_POINT=prepare.after_driver:1"}, /*wait=*/false);
@@ -250,17 +251,18 @@ TEST_CASE("the driver dies in the kubelet's prepare call and is started again: t
   run.DeleteAndWaitForCleanUp();
 }
 
-TEST_CASE("a driver gone for more than 30 s: the kubelet wipes its slices, and back, it re-registers and republishes "
-          "and no claim is prepared twice",
-          "[e2e][node]") {
+TEST_CASE(
+    "a driver gone for more than 30 s: the kubelet wipes its slices, and back, it re-registers and republishes "
+    "and no claim is prepared twice",
+    "[e2e][node]") {
   RunningPod run(/*devices=*/1);
   run.driver.Stop();
   const absl::Time stopped = absl::Now();
   // The driver leaves its slices (the kubelet owns their removal) ...
   CHECK_FALSE(SliceUids(*run.admin, run.node.name, run.driver.name()).empty());
   // ... which the kubelet deletes once the driver has been away for 30 s.
-  REQUIRE(Eventually([&] { return SliceUids(*run.admin, run.node.name, run.driver.name()).empty(); },
-                     absl::Seconds(90)));
+  REQUIRE(
+      Eventually([&] { return SliceUids(*run.admin, run.node.name, run.driver.name()).empty(); }, absl::Seconds(90)));
   WARN("the kubelet wiped the stopped driver's slices after " << absl::FormatDuration(absl::Now() - stopped));
 
   run.driver.Start();
@@ -290,7 +292,6 @@ struct InProcessSetup {
 };
 
 struct InProcessDriver {
-
   NodeEnv node = Node();
   testing::TestDriver driver{/*reports_health=*/true};
   std::string run = UniqueName("run");
@@ -361,9 +362,10 @@ struct InProcessDriver {
   }
 };
 
-TEST_CASE("a driver that fails one claim of a two-claim pod: the pod waits with the kubelet's event naming the "
-          "claim and the driver's message, and runs once the fault is cleared",
-          "[e2e][node]") {
+TEST_CASE(
+    "a driver that fails one claim of a two-claim pod: the pod waits with the kubelet's event naming the "
+    "claim and the driver's message, and runs once the fault is cleared",
+    "[e2e][node]") {
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-node");
   InProcessDriver plugin(*admin, ns);
@@ -427,8 +429,9 @@ TEST_CASE("a device the driver reports unhealthy shows in the pod's allocatedRes
     }
     return "";
   };
-  CHECK(WaitForPod(*admin, ns, "app", [&](const json& p) { return reported_health(p["status"]) == "Healthy"; },
-                   &pod, absl::Seconds(60)));
+  CHECK(WaitForPod(
+      *admin, ns, "app", [&](const json& p) { return reported_health(p["status"]) == "Healthy"; }, &pod,
+      absl::Seconds(60)));
 
   plugin.PublishHealth(kubeletplugin::HealthStatus::kUnhealthy, device);
   const bool unhealthy = WaitForPod(
@@ -461,8 +464,7 @@ class FabricAttach : public resourceclaim::BindingHandler {
     failures_.push_back(resourceclaim::BindingResult::Failed(std::move(reason), std::move(message)));
   }
 
-  resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx,
-                                                 const k8s::ResourceClaim& claim,
+  resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const k8s::ResourceClaim& claim,
                                                  const k8s::DeviceRequestAllocationResult& device) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(Call{claim.metadata.name, device.device,
@@ -535,9 +537,10 @@ std::optional<k8s::Condition> DeviceCondition(const json& claim, const std::stri
   return std::nullopt;
 }
 
-TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the reconciler on the chosen node sets "
-          "its binding condition, then binds, the driver's device status shows in the claim",
-          "[e2e][node][binding]") {
+TEST_CASE(
+    "a fabric-attached device: the scheduler waits in PreBind until the reconciler on the chosen node sets "
+    "its binding condition, then binds, the driver's device status shows in the claim",
+    "[e2e][node][binding]") {
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-binding");
   FabricDriver fabric(admin, ns);
@@ -550,9 +553,9 @@ TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the re
   REQUIRE(Eventually([&] { return !fabric.attach.calls().empty(); }, absl::Seconds(60)));
   const FabricAttach::Call first = fabric.attach.calls().front();
   CHECK(first.claim == "gpu");
-  const json by_name = {{"nodeSelectorTerms",
-                         {{{"matchFields",
-                            {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {fabric.plugin.node.name}}}}}}}}};
+  const json by_name = {
+      {"nodeSelectorTerms",
+       {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {fabric.plugin.node.name}}}}}}}}};
   CHECK(json::parse(first.node_selector) == by_name);
   std::vector<std::string> events;
   CHECK(Eventually(
@@ -568,7 +571,8 @@ TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the re
 
   fabric.attach.Hold(false);
   const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod);
-  INFO("the pod as last seen: " << pod.dump(1) << "\nthe driver's errors: " << absl::StrJoin(fabric.plugin.driver.errors(), "\n"));
+  INFO("the pod as last seen: " << pod.dump(1)
+                                << "\nthe driver's errors: " << absl::StrJoin(fabric.plugin.driver.errors(), "\n"));
   REQUIRE(running);
   CHECK(pod["spec"]["nodeName"] == fabric.plugin.node.name);
 
@@ -593,9 +597,10 @@ TEST_CASE("a fabric-attached device: the scheduler waits in PreBind until the re
   CHECK(Eventually([&] { return Gone(*admin, kPods, ns, "app"); }, absl::Seconds(90)));
 }
 
-TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and schedules the pod again, and the "
-          "second attach lets it run",
-          "[e2e][node][binding]") {
+TEST_CASE(
+    "a fabric attach that fails: the scheduler clears the allocation and schedules the pod again, and the "
+    "second attach lets it run",
+    "[e2e][node][binding]") {
   auto admin = MakeClient(AdminConfig());
   const std::string ns = CreateNamespace(*admin, "e2e-binding");
   FabricDriver fabric(admin, ns);
@@ -605,7 +610,8 @@ TEST_CASE("a fabric attach that fails: the scheduler clears the allocation and s
 
   json pod;
   const bool running = WaitForPod(*admin, ns, "app", PodRunning, &pod, absl::Seconds(150));
-  INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n" << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n"));
+  INFO("the pod as last seen: " << pod.dump(1) << "\nits events:\n"
+                                << absl::StrJoin(PodEvents(*admin, ns, "app"), "\n"));
   REQUIRE(running);
   const std::vector<FabricAttach::Call> calls = fabric.attach.calls();
   REQUIRE(calls.size() == 2);

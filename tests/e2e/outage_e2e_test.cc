@@ -22,9 +22,9 @@
 #include "dra/k8s/client.h"
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/mutex.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
-#include "dra/mutex.h"
 #include "dra/resourceslice/publisher.h"
 #include "e2e/e2e_cluster.h"
 #include "e2e/private_cluster.h"
@@ -37,9 +37,9 @@
 namespace dra {
 namespace {
 
+using nlohmann::json;
 using resourceclaim::BindingConditionReconciler;
 using resourceclaim::BindingResult;
-using nlohmann::json;
 
 constexpr char kDriver[] = "outage.e2e.example.com";
 constexpr char kNamespace[] = "default";
@@ -169,9 +169,10 @@ uint64_t Requests(const k8s::Client& client, const std::string& verb) {
   return n;
 }
 
-TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a binding answer pending: all converge "
-          "after it returns, nothing lost, with backoff",
-          "[e2e][down]") {
+TEST_CASE(
+    "kube-apiserver stopped for 30 s with a publish, a status write and a binding answer pending: all converge "
+    "after it returns, nothing lost, with backoff",
+    "[e2e][down]") {
   Writers w;
   e2e::PrivateCluster& cluster = w.cluster;
   k8s::Client* admin = w.admin.get();
@@ -194,7 +195,7 @@ TEST_CASE("kube-apiserver stopped for 30 s with a publish, a status write and a 
   std::thread call([&] {
     const absl::Time start = absl::Now();
     status_written = w.writer->Apply(CallContext::Background(start + absl::Seconds(45)), prepared,
-                                      {testing::ReadyEntry(kDriver, node, "gpu-0")});
+                                     {testing::ReadyEntry(kDriver, node, "gpu-0")});
     status_took = absl::Now() - start;
   });
   REQUIRE(testing::PollUntil([&] { return w.publish_errors >= 2; }, absl::Seconds(30)));
@@ -296,9 +297,10 @@ class InformerRecorder : public k8s::InformerHandler {
   int errors_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-TEST_CASE("informer on a real kube-apiserver: metadata-only events; a restart over a compacted etcd costs one list, "
-          "and the store follows the server again",
-          "[e2e][down][informer]") {
+TEST_CASE(
+    "informer on a real kube-apiserver: metadata-only events; a restart over a compacted etcd costs one list, "
+    "and the store follows the server again",
+    "[e2e][down][informer]") {
   e2e::PrivateCluster cluster;
   std::shared_ptr<k8s::Client> admin = cluster.Admin();
   const auto create = [&](const std::string& name) {

@@ -34,21 +34,20 @@
 namespace dra::resourceslice {
 namespace {
 
+using dra::testing::DeviceNames;
 using e2e::Eventually;
 using nlohmann::json;
-using dra::testing::DeviceNames;
 
 constexpr char kIdentity[] = "gpu-driver";
 constexpr char kDriver[] = "publisher.e2e.example.com";
-
 
 // A Node of its own, the driver identity allowed to publish, and a publisher
 // for that node running as the driver.
 class Harness {
  public:
   Harness() : admin_(e2e::MakeClient(e2e::AdminConfig())), node_(e2e::UniqueName("pub-node")) {
-    absl::StatusOr<json> node = admin_->Create(
-        k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}});
+    absl::StatusOr<json> node =
+        admin_->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}});
     INFO(node.status().ToString());
     REQUIRE(node.ok());
     node_uid_ = (*node)["metadata"]["uid"];
@@ -84,7 +83,9 @@ class Harness {
     publisher_->Update(resources);
     WaitIdle();
   }
-  void WaitIdle() { REQUIRE(dra::testing::PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(30))); }
+  void WaitIdle() {
+    REQUIRE(dra::testing::PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(30)));
+  }
   int64_t Writes() const {
     PublisherStats stats = publisher_->Stats();
     return stats.creates + stats.updates + stats.deletes;

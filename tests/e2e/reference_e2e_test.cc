@@ -47,8 +47,8 @@ struct ReferenceInstall : Install {
 std::unique_ptr<Workloads> ApplyReferenceDemo(Client& admin, const std::string& name) {
   auto workloads = std::make_unique<Workloads>(admin, name, Workloads::kExisting);
   const std::string path = absl::StrCat(ReferenceDir(), "/demo/examples/", name, "/", name, ".yaml");
-  const std::string yaml = absl::StrReplaceAll(testing::ReadFile(path),
-                                               {{"image: ubuntu:22.04", absl::StrCat("image: ", kWorkloadImage)}});
+  const std::string yaml =
+      absl::StrReplaceAll(testing::ReadFile(path), {{"image: ubuntu:22.04", absl::StrCat("image: ", kWorkloadImage)}});
   for (json& object : ManifestObjects(yaml, path)) ApplyObject(admin, std::move(object));
   return workloads;
 }
@@ -148,10 +148,11 @@ void CheckDeviceStatus(Client& admin, const std::string& ns, const std::string& 
   }
 }
 
-TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device status - two per container - "
-          "shared by containers and pods and an init container - opaque configs - CEL - prioritized lists - admin "
-          "access - extended resources",
-          "[e2e][runtime][gpu][reference]") {
+TEST_CASE(
+    "the reference's demos on the GPU example: one GPU per pod with device status - two per container - "
+    "shared by containers and pods and an init container - opaque configs - CEL - prioritized lists - admin "
+    "access - extended resources",
+    "[e2e][runtime][gpu][reference]") {
   // One install for all of them, one demo after the other, each in its own
   // namespace, gone before the next starts.
   ReferenceInstall gpu({"deviceClasses.extendedResourceName=example.com/gpu"});
@@ -240,8 +241,8 @@ TEST_CASE("the reference's demos on the GPU example: one GPU per pod with device
     INFO("should honor firstAvailable priority order");
     const auto demo = ApplyReferenceDemo(admin, "prioritized-alternatives");
     std::set<std::string> seen;
-    for (const auto& [name, request] : std::map<std::string, std::string>{{"pod0", "gpu/older-gpu"},
-                                                                           {"pod1", "gpu/latest-gpu"}}) {
+    for (const auto& [name, request] :
+         std::map<std::string, std::string>{{"pod0", "gpu/older-gpu"}, {"pod1", "gpu/latest-gpu"}}) {
       CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
       const json claim = GetClaim(admin, demo->ns, PodClaimName(RunningPod(admin, demo->ns, name), "gpu"));
       INFO(claim.dump(1));
@@ -299,9 +300,10 @@ void CheckShares(Client& admin, const std::string& ns) {
   }
 }
 
-TEST_CASE("the reference's AllowMultipleAllocations cases on the GPU example: shareable devices in the slices and "
-          "two shares of a GPU with distinct shareIDs and consumed capacity",
-          "[e2e][runtime][gpu][reference]") {
+TEST_CASE(
+    "the reference's AllowMultipleAllocations cases on the GPU example: shareable devices in the slices and "
+    "two shares of a GPU with distinct shareIDs and consumed capacity",
+    "[e2e][runtime][gpu][reference]") {
   ReferenceInstall gpu({"gpuAllowMultipleAllocations=true"});
   CheckShareableSlices(*gpu.admin, gpu.node);
   const auto demo = ApplyReferenceDemo(*gpu.admin, "gpu-allow-multiple-allocations");
@@ -343,16 +345,18 @@ TEST_CASE("the reference's NIC case on the GPU example's net profile: NIC bandwi
   }
 }
 
-TEST_CASE("the reference's BindingConditions case on the GPU example: the node's GPUs carry binding conditions "
-          "and a pod binds once the plugin has set them",
-          "[e2e][runtime][gpu][reference]") {
+TEST_CASE(
+    "the reference's BindingConditions case on the GPU example: the node's GPUs carry binding conditions "
+    "and a pod binds once the plugin has set them",
+    "[e2e][runtime][gpu][reference]") {
   ReferenceInstall gpu({"nodePlugin.bindingConditions=true"});
   k8s::ListOptions options;
   options.field_selector = absl::StrCat("spec.nodeName=", gpu.node.name, ",spec.driver=", kGpuDriver);
   absl::StatusOr<k8s::ListResult> slices = gpu.admin->List(k8s::kResourceSlices, "", options);
   REQUIRE(slices.ok());
   for (const json& slice : slices->items) {
-    for (const json& device : slice["spec"]["devices"]) CHECK_FALSE(device.value("bindingConditions", json::array()).empty());
+    for (const json& device : slice["spec"]["devices"])
+      CHECK_FALSE(device.value("bindingConditions", json::array()).empty());
   }
   const auto demo = ApplyReferenceDemo(*gpu.admin, "binding-conditions");
   std::set<std::string> seen;
@@ -383,23 +387,23 @@ struct ReferenceDriver {
     const testing::ProcessResult images =
         Run({absl::StrCat(DRA_SOURCE_DIR, "/tests/e2e/build-images.sh"), "--print-dir", "dra-example-driver"});
     RequireSuccess(images, "build-images.sh dra-example-driver");
-    const std::string version = testing::ReadFile(
-        absl::StrCat(ReferenceDir(), "/../dra-example-kubeletplugin.version"));
+    const std::string version =
+        testing::ReadFile(absl::StrCat(ReferenceDir(), "/../dra-example-kubeletplugin.version"));
     const std::string tag = version.substr(0, version.find('\n'));
-    const std::string tar = absl::StrCat(images.out.substr(0, images.out.find('\n')), "/dra-example-driver-", tag, ".tar");
+    const std::string tar =
+        absl::StrCat(images.out.substr(0, images.out.find('\n')), "/dra-example-driver-", tag, ".tar");
     RequireSuccess(Run({DRA_E2E_CLUSTER_SH, "image-import", ClusterDir(), tar,
                         "registry.k8s.io/dra-example-driver/dra-example-driver:" + tag}),
                    "cluster.sh image-import " + tar);
     DeleteNodeSlices(*MakeClient(AdminConfig()), node, kGpuDriver);
-    std::vector<std::string> args = {"upgrade", "--install", kRelease,
-                                     ReferenceDir() + "/deployments/helm/dra-example-driver", "--namespace", kRelease,
-                                     "--create-namespace", "--kubeconfig", ClusterDir() + "/admin.kubeconfig", "--set",
-                                     "kubeletPlugin.numDevices=2", "--set",
-                                     "kubeletPlugin.kubeletRegistrarDirectoryPath=" + node.plugins_registry, "--set",
-                                     "kubeletPlugin.kubeletPluginsDirectoryPath=" + node.dir + "/kubelet/plugins",
-                                     // The suite's API server admits no
-                                     // privileged container; mock GPUs need none.
-                                     "--set", "kubeletPlugin.containers.plugin.securityContext.privileged=false"};
+    std::vector<std::string> args = {
+        "upgrade", "--install", kRelease, ReferenceDir() + "/deployments/helm/dra-example-driver", "--namespace",
+        kRelease, "--create-namespace", "--kubeconfig", ClusterDir() + "/admin.kubeconfig", "--set",
+        "kubeletPlugin.numDevices=2", "--set", "kubeletPlugin.kubeletRegistrarDirectoryPath=" + node.plugins_registry,
+        "--set", "kubeletPlugin.kubeletPluginsDirectoryPath=" + node.dir + "/kubelet/plugins",
+        // The suite's API server admits no
+        // privileged container; mock GPUs need none.
+        "--set", "kubeletPlugin.containers.plugin.securityContext.privileged=false"};
     for (const std::string& set : sets) args.insert(args.end(), {"--set", set});
     RequireSuccess(Helm(args), "helm install dra-example-driver");
   }
@@ -425,9 +429,10 @@ bool PublishedByExample(Client& admin, const NodeEnv& node) {
   return true;
 }
 
-TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts its running pods' claims and "
-          "unprepares them when the pods go - new pods get GPUs from it",
-          "[e2e][runtime][gpu][reference]") {
+TEST_CASE(
+    "taking over a node from dra-example-driver: the GPU example adopts its running pods' claims and "
+    "unprepares them when the pods go - new pods get GPUs from it",
+    "[e2e][runtime][gpu][reference]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   std::unique_ptr<ReferenceDriver> reference = std::make_unique<ReferenceDriver>(node);
@@ -444,8 +449,7 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
     gpu_of[name] = gpus[0];
     const std::string claim = PodClaimName(RunningPod(*admin, demo->ns, name), "gpu");
     claim_uid[name] = GetClaim(*admin, demo->ns, claim)["metadata"]["uid"];
-    CHECK(std::filesystem::exists(
-        absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[name], ".yaml")));
+    CHECK(std::filesystem::exists(absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[name], ".yaml")));
   }
 
   // The swap: the reference goes, its pods run on; the example comes.
@@ -467,11 +471,12 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
         return Logged(log, "Unprepared claim", claim_uid["pod0"]) == 1;
       },
       kPodStart));
-  CHECK_FALSE(std::filesystem::exists(
-      absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid["pod0"], ".yaml")));
+  CHECK_FALSE(
+      std::filesystem::exists(absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid["pod0"], ".yaml")));
 
   // A new pod of the demo gets the GPU pod0 left, prepared by the example.
-  const std::string path = absl::StrCat(ReferenceDir(), "/demo/examples/basic-resourceclaimtemplate/basic-resourceclaimtemplate.yaml");
+  const std::string path =
+      absl::StrCat(ReferenceDir(), "/demo/examples/basic-resourceclaimtemplate/basic-resourceclaimtemplate.yaml");
   for (json& object : ManifestObjects(testing::ReadFile(path), path)) {
     if (object["kind"] != "Pod" || object["metadata"]["name"] != "pod0") continue;
     object["metadata"]["name"] = "pod2";
@@ -486,17 +491,18 @@ TEST_CASE("taking over a node from dra-example-driver: the GPU example adopts it
   CHECK_FALSE(GpuProperty(pod2, gpus[0], "UUID").empty());
 }
 
-TEST_CASE("the GPU example's image under dra-example-driver's own chart: it registers and publishes and passes "
-          "the chart's gRPC liveness probe - and the reference's demo runs on it with device status under its RBAC",
-          "[e2e][runtime][gpu][reference]") {
+TEST_CASE(
+    "the GPU example's image under dra-example-driver's own chart: it registers and publishes and passes "
+    "the chart's gRPC liveness probe - and the reference's demo runs on it with device status under its RBAC",
+    "[e2e][runtime][gpu][reference]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   ImportDriverImage(kGpu, kImageTag);
   // Only the image changes: the chart runs dra-example-kubeletplugin with
   // its environment (HEALTHCHECK_PORT=51515, NUM_DEVICES=2, ...).
   // Device status on: the chart grants update, not patch, of the status.
-  const ReferenceDriver swapped(node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag),
-                                       "gpuDeviceStatus=true"});
+  const ReferenceDriver swapped(
+      node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag), "gpuDeviceStatus=true"});
   REQUIRE(Eventually([&] { return PublishedByExample(*admin, node); }, kPodStart));
   CHECK(PublishedDevices(*admin, node, kGpuDriver) == 2);
   std::string pod_name;

@@ -15,9 +15,10 @@
 namespace dra::e2e {
 namespace {
 
-TEST_CASE("helm install of the GPU example on the real node: its DaemonSet pod runs from the image and registers "
-          "through the hostPath registry and publishes with its own token and passes its liveness probe",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "helm install of the GPU example on the real node: its DaemonSet pod runs from the image and registers "
+    "through the hostPath registry and publishes with its own token and passes its liveness probe",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu;
   const std::string pod_name = gpu.driver_pod_name();
   const std::string pod_uid = gpu.driver_pod["metadata"]["uid"];
@@ -73,15 +74,16 @@ struct Applied {
   }
 };
 
-TEST_CASE("the GPU example's plain manifests on the real node: the DaemonSet pod from the image registers and "
-          "publishes and a workload gets a GPU",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "the GPU example's plain manifests on the real node: the DaemonSet pod from the image registers and "
+    "publishes and a workload gets a GPU",
+    "[e2e][runtime][gpu]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   ImportDriverImage(kGpu, kImageTag);  // the image the manifest names
   Applied applied{*admin, {}};
-  for (const char* file : {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml",
-                           "daemonset.yaml"}) {
+  for (const char* file :
+       {"namespace.yaml", "rbac.yaml", "admission-policy.yaml", "deviceclass.yaml", "daemonset.yaml"}) {
     for (json& object : PlainManifest(file, node)) applied.Apply(std::move(object));
   }
   const json pod = WaitForOneDriverPod(*admin, kGpu);
@@ -105,9 +107,10 @@ TEST_CASE("the GPU example's plain manifests on the real node: the DaemonSet pod
   CHECK(DeleteWorkloads(*admin, workloads.ns));
 }
 
-TEST_CASE("GPU workloads in real containers: one GPU and two GPUs and a claim shared by two containers and by two "
-          "pods and time-slicing - each container sees its GPU_DEVICE variables and device nodes and metadata",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "GPU workloads in real containers: one GPU and two GPUs and a claim shared by two containers and by two "
+    "pods and time-slicing - each container sees its GPU_DEVICE variables and device nodes and metadata",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu;
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-workloads");
@@ -130,8 +133,9 @@ TEST_CASE("GPU workloads in real containers: one GPU and two GPUs and a claim sh
                                                  {"allocationMode", "ExactCount"},
                                                  {"count", 2}}}}})}}}}}}}};
   ApplyObject(admin, two, ns);
-  ApplyObject(admin, Pod(ns, "two-gpus", {WorkloadContainer("app", {"gpus"})},
-                         json::array({{{"name", "gpus"}, {"resourceClaimTemplateName", "two-gpus"}}})),
+  ApplyObject(admin,
+              Pod(ns, "two-gpus", {WorkloadContainer("app", {"gpus"})},
+                  json::array({{{"name", "gpus"}, {"resourceClaimTemplateName", "two-gpus"}}})),
               ns);
   CreateClaim(admin, ns, "shared", "gpu.example.com");
   for (const char* name : {"shared-a", "shared-b"}) ApplyObject(admin, ClaimPod(ns, name, "shared"), ns);
@@ -186,9 +190,10 @@ TEST_CASE("GPU workloads in real containers: one GPU and two GPUs and a claim sh
   CHECK(Eventually([&] { return CdiSpecFiles(gpu.node) == cdi_files; }, kPodStart));
 }
 
-TEST_CASE("a GPU partition in a real container: space-partitioned by the workload's config (the reference's "
-          "partition demo)",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "a GPU partition in a real container: space-partitioned by the workload's config (the reference's "
+    "partition demo)",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu({"--gpu-partitions=2"}, 8 * 3);
   const Workloads workloads(*gpu.admin, "gpu-partition");
   ApplyDemo(*gpu.admin, "partition.yaml", workloads.ns);
@@ -209,9 +214,10 @@ TEST_CASE("a GPU partition in a real container: space-partitioned by the workloa
   CHECK(HasDeviceNode(log, device.substr(4, device.find('-', 4) - 4)));
 }
 
-TEST_CASE("a shared GPU in real containers: half of a GPU's memory for each of two pods (the reference's "
-          "shared-gpu demo)",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "a shared GPU in real containers: half of a GPU's memory for each of two pods (the reference's "
+    "shared-gpu demo)",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu({"--gpu-allow-multiple-allocations"});
   const Workloads workloads(*gpu.admin, "gpu-shared");
   ApplyDemo(*gpu.admin, "shared-gpu.yaml", workloads.ns);
@@ -256,10 +262,11 @@ void RequireAllowed(const std::string& ns, const std::string& pod, const std::st
   REQUIRE(reached);
 }
 
-TEST_CASE("helm install of the CPU example on the real node: through containerd's NRI the claim's container runs on "
-          "exactly its CPU and NUMA memory and every other container off it - after the driver and containerd restart "
-          "too - and they get the CPU back when the claim goes",
-          "[e2e][runtime][cpu]") {
+TEST_CASE(
+    "helm install of the CPU example on the real node: through containerd's NRI the claim's container runs on "
+    "exactly its CPU and NUMA memory and every other container off it - after the driver and containerd restart "
+    "too - and they get the CPU back when the claim goes",
+    "[e2e][runtime][cpu]") {
   Install cpu(kCpu, {});  // CPU 0 reserved, --memory-devices
   Client& admin = *cpu.admin;
   INFO("the driver's log:\n" << cpu.driver_log());
@@ -268,7 +275,8 @@ TEST_CASE("helm install of the CPU example on the real node: through containerd'
                      kPodStart));
   std::vector<int> online;
   for (int i = 0; i < static_cast<int>(std::thread::hardware_concurrency()); ++i) online.push_back(i);
-  const std::string all = absl::StrCat("Cpus_allowed_list:", online.size() == 1 ? "0" : absl::StrCat("0-", online.size() - 1));
+  const std::string all =
+      absl::StrCat("Cpus_allowed_list:", online.size() == 1 ? "0" : absl::StrCat("0-", online.size() - 1));
   const Workloads workloads(admin, "cpu-workloads");
   const std::string& ns = workloads.ns;
   ApplyObject(admin, Pod(ns, "shared", {CpusetContainer("app", {})}, json::array()), ns);
@@ -281,17 +289,19 @@ TEST_CASE("helm install of the CPU example on the real node: through containerd'
       {"spec",
        {{"spec",
          {{"devices",
-           {{"requests", json::array({{{"name", "cpus"},
-                                       {"exactly",
-                                        {{"deviceClassName", "cpu.example.com"},
-                                         {"capacity", {{"requests", {{"cpu.example.com/cpu", "1"}}}}}}}},
-                                      {{"name", "memory"},
-                                       {"exactly",
-                                        {{"deviceClassName", "memory.cpu.example.com"},
-                                         {"capacity", {{"requests", {{"cpu.example.com/memory", "64Mi"}}}}}}}}})}}}}}}}};
+           {{"requests",
+             json::array({{{"name", "cpus"},
+                           {"exactly",
+                            {{"deviceClassName", "cpu.example.com"},
+                             {"capacity", {{"requests", {{"cpu.example.com/cpu", "1"}}}}}}}},
+                          {{"name", "memory"},
+                           {"exactly",
+                            {{"deviceClassName", "memory.cpu.example.com"},
+                             {"capacity", {{"requests", {{"cpu.example.com/memory", "64Mi"}}}}}}}}})}}}}}}}};
   ApplyObject(admin, one_cpu, ns);
-  ApplyObject(admin, Pod(ns, "pinned", {CpusetContainer("app", {"cpus"})},
-                         json::array({{{"name", "cpus"}, {"resourceClaimTemplateName", "one-cpu"}}})),
+  ApplyObject(admin,
+              Pod(ns, "pinned", {CpusetContainer("app", {"cpus"})},
+                  json::array({{{"name", "cpus"}, {"resourceClaimTemplateName", "one-cpu"}}})),
               ns);
   const std::string log = WaitForLog(ns, "pinned", "app");
   INFO("pinned:\n" << log);
@@ -351,9 +361,10 @@ TEST_CASE("helm install of the CPU example on the real node: through containerd'
   CHECK(DeleteWorkloads(admin, ns));
 }
 
-TEST_CASE("helm upgrade of the GPU example: a new image tag rolls the driver (maxSurge 1) under a running workload "
-          "which the new pod unprepares - after helm uninstall the kubelet removes the driver's slices",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "helm upgrade of the GPU example: a new image tag rolls the driver (maxSurge 1) under a running workload "
+    "which the new pod unprepares - after helm uninstall the kubelet removes the driver's slices",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu;
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-upgrade");
@@ -381,7 +392,8 @@ TEST_CASE("helm upgrade of the GPU example: a new image tag rolls the driver (ma
 
   // The workload ran on through the rollout, in the same container.
   const json after = RunningPod(admin, ns, "app");
-  CHECK(after["status"]["containerStatuses"][0]["containerID"] == before["status"]["containerStatuses"][0]["containerID"]);
+  CHECK(after["status"]["containerStatuses"][0]["containerID"] ==
+        before["status"]["containerStatuses"][0]["containerID"]);
   CHECK(after["status"]["containerStatuses"][0]["restartCount"] == 0);
 
   // The new pod unprepares what the old one prepared (one checkpoint).
@@ -402,9 +414,10 @@ TEST_CASE("helm upgrade of the GPU example: a new image tag rolls the driver (ma
   CHECK(Eventually([&] { return PublishedDevices(admin, gpu.node, kGpuDriver) == 0; }, kPodStart));
 }
 
-TEST_CASE("the node's runtime as after a reboot: containerd and the kubelet restarted with the CDI dir emptied - "
-          "the claim's and the driver's specs come back and a new pod with the same claim runs",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "the node's runtime as after a reboot: containerd and the kubelet restarted with the CDI dir emptied - "
+    "the claim's and the driver's specs come back and a new pod with the same claim runs",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu;
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-restart");
@@ -429,9 +442,10 @@ TEST_CASE("the node's runtime as after a reboot: containerd and the kubelet rest
   CHECK(DeleteWorkloads(admin, ns));
 }
 
-TEST_CASE("the GPU driver killed (SIGKILL) in its container: the kubelet restarts it and no claim is lost or "
-          "prepared twice",
-          "[e2e][runtime][gpu]") {
+TEST_CASE(
+    "the GPU driver killed (SIGKILL) in its container: the kubelet restarts it and no claim is lost or "
+    "prepared twice",
+    "[e2e][runtime][gpu]") {
   GpuInstall gpu;
   Client& admin = *gpu.admin;
   const Workloads workloads(admin, "gpu-kill");

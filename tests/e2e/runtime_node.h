@@ -42,10 +42,10 @@ inline constexpr absl::Duration kPodStart = absl::Minutes(3);
 
 // One example driver as an operator installs it.
 struct Example {
-  std::string name;       // gpu, cpu
-  std::string release;    // its Helm release and the prefix of what the chart names
-  std::string ns;         // of the plain manifests, and of the release here
-  std::string driver;     // the DRA driver name
+  std::string name;     // gpu, cpu
+  std::string release;  // its Helm release and the prefix of what the chart names
+  std::string ns;       // of the plain manifests, and of the release here
+  std::string driver;   // the DRA driver name
   std::string chart_dir() const { return absl::StrCat(DRA_SOURCE_DIR, "/examples/", name, "/deploy/helm/", release); }
   std::string image() const { return absl::StrCat("registry.example.com/dra-cpp/", name, "-driver"); }
 };
@@ -91,7 +91,8 @@ inline void ImportDriverImage(const Example& example, const std::string& tag) {
                  "cluster.sh image-import " + tar);
 }
 
-inline std::vector<std::string> HelmSets(const NodeEnv& node, const std::string& tag, const std::vector<std::string>& more) {
+inline std::vector<std::string> HelmSets(const NodeEnv& node, const std::string& tag,
+                                         const std::vector<std::string>& more) {
   std::vector<std::string> sets = {"image.tag=" + tag, "kubeletDir=" + node.dir + "/kubelet",
                                    "cdiRoot=" + node.cdi_dir};
   sets.insert(sets.end(), more.begin(), more.end());
@@ -100,9 +101,15 @@ inline std::vector<std::string> HelmSets(const NodeEnv& node, const std::string&
 
 // helm upgrade --install of the example's chart with the image of `tag`.
 inline void HelmInstall(const Example& example, const NodeEnv& node, const std::string& tag,
-                 const std::vector<std::string>& sets = {}) {
-  std::vector<std::string> args = {"upgrade", "--install", example.release, example.chart_dir(), "--namespace",
-                                   example.ns, "--create-namespace", "--kubeconfig",
+                        const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> args = {"upgrade",
+                                   "--install",
+                                   example.release,
+                                   example.chart_dir(),
+                                   "--namespace",
+                                   example.ns,
+                                   "--create-namespace",
+                                   "--kubeconfig",
                                    ClusterDir() + "/admin.kubeconfig"};
   for (const std::string& set : HelmSets(node, tag, sets)) {
     args.push_back(absl::StrContains(set, "=[") ? "--set-json" : "--set");
@@ -114,8 +121,8 @@ inline void HelmInstall(const Example& example, const NodeEnv& node, const std::
 // helm uninstall, waiting until its objects are gone; the result, for
 // callers that may not fail (destructors).
 inline testing::ProcessResult HelmUninstall(const Example& example) {
-  return Helm({"uninstall", example.release, "--namespace", example.ns, "--wait", "--ignore-not-found",
-               "--kubeconfig", ClusterDir() + "/admin.kubeconfig"});
+  return Helm({"uninstall", example.release, "--namespace", example.ns, "--wait", "--ignore-not-found", "--kubeconfig",
+               ClusterDir() + "/admin.kubeconfig"});
 }
 
 // The example's DaemonSet pods on the node, by name.
@@ -171,15 +178,15 @@ inline size_t PublishedDevices(Client& admin, const NodeEnv& node, const std::st
 // raw requests); "" when it fails.
 inline std::string AdminGetText(const std::string& url) {
   const std::string dir = ClusterDir();
-  testing::ProcessResult result = Run({"/usr/bin/curl", "-sf", "--max-time", "30", "--cacert", dir + "/pki/ca.crt", "--cert",
-                                       dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key", url});
+  testing::ProcessResult result = Run({"/usr/bin/curl", "-sf", "--max-time", "30", "--cacert", dir + "/pki/ca.crt",
+                                       "--cert", dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key", url});
   return result.exit_code == 0 ? result.out : "";
 }
 
 // `kubectl logs [--previous]`: the container's log through the API server
 // and the kubelet.
 inline std::string PodLog(const std::string& ns, const std::string& pod, const std::string& container,
-                   bool previous = false) {
+                          bool previous = false) {
   return AdminGetText(absl::StrCat(AdminConfig().server, "/api/v1/namespaces/", ns, "/pods/", pod,
                                    "/log?container=", container, previous ? "&previous=true" : ""));
 }
@@ -187,7 +194,7 @@ inline std::string PodLog(const std::string& ns, const std::string& pod, const s
 // Waits until the container's log holds `marker` (the workload prints it
 // last) and returns the log.
 inline std::string WaitForLog(const std::string& ns, const std::string& pod, const std::string& container,
-                       const std::string& marker = "--- end ---") {
+                              const std::string& marker = "--- end ---") {
   std::string log;
   const bool done = Eventually(
       [&] {
@@ -416,7 +423,8 @@ inline std::string ClaimUid(Client& admin, const std::string& ns, const std::str
 
 // A pod of one workload container that uses the ResourceClaim `claim`.
 inline json ClaimPod(const std::string& ns, const std::string& name, const std::string& claim) {
-  return Pod(ns, name, {WorkloadContainer("app", {"gpu"})}, json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}}));
+  return Pod(ns, name, {WorkloadContainer("app", {"gpu"})},
+             json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}}));
 }
 
 // A claim for one GPU and a pod of it, run until its container printed what
@@ -425,7 +433,8 @@ struct ClaimWorkload {
   std::string log;
   std::string uid;
 };
-inline ClaimWorkload RunClaimPod(Client& admin, const std::string& ns, const std::string& claim, const std::string& pod) {
+inline ClaimWorkload RunClaimPod(Client& admin, const std::string& ns, const std::string& claim,
+                                 const std::string& pod) {
   CreateClaim(admin, ns, claim, "gpu.example.com");
   ApplyObject(admin, ClaimPod(ns, pod, claim), ns);
   std::string log = WaitForLog(ns, pod, "app");

@@ -23,8 +23,8 @@ FakeMachine TwoSocketsSmt() {
 }
 
 std::string Pick(cpu::CpuAllocator& allocator, const std::string& uid, int socket, int count) {
-  absl::StatusOr<std::vector<int>> cpus = allocator.Allocate(
-      uid, "socket " + std::to_string(socket), allocator.topology().SocketCpus(socket), count);
+  absl::StatusOr<std::vector<int>> cpus =
+      allocator.Allocate(uid, "socket " + std::to_string(socket), allocator.topology().SocketCpus(socket), count);
   if (!cpus.ok()) return std::string(cpus.status().message());
   return cpu::FormatCpuList(*cpus);
 }
@@ -32,11 +32,12 @@ std::string Pick(cpu::CpuAllocator& allocator, const std::string& uid, int socke
 TEST_CASE("CpuAllocator with SMT: whole cores of one L3 group first", "[examples][cpu]") {
   cpu::CpuAllocator allocator(FakeTopology(TwoSocketsSmt()), {});
   // Socket 0: cores 0-3 with threads 0-3 and 8-11; L3 groups {0,1,8,9} and {2,3,10,11}.
-  CHECK(Pick(allocator, "a", 0, 2) == "0,8");        // one whole core
-  CHECK(Pick(allocator, "b", 0, 2) == "1,9");        // the rest of that L3 group
-  CHECK(Pick(allocator, "c", 0, 3) == "2-3,10");     // two cores' worth, one thread left over
-  CHECK(Pick(allocator, "d", 0, 1) == "11");         // the half-used core before a whole one
-  CHECK(Pick(allocator, "e", 0, 1) == "needs 1 CPUs of socket 0, 0 are free (8 online, 0 reserved, 8 held by other claims)");
+  CHECK(Pick(allocator, "a", 0, 2) == "0,8");     // one whole core
+  CHECK(Pick(allocator, "b", 0, 2) == "1,9");     // the rest of that L3 group
+  CHECK(Pick(allocator, "c", 0, 3) == "2-3,10");  // two cores' worth, one thread left over
+  CHECK(Pick(allocator, "d", 0, 1) == "11");      // the half-used core before a whole one
+  CHECK(Pick(allocator, "e", 0, 1) ==
+        "needs 1 CPUs of socket 0, 0 are free (8 online, 0 reserved, 8 held by other claims)");
   allocator.Release("b");
   CHECK(Pick(allocator, "e", 0, 1) == "1");
   CHECK(allocator.allocated_cpus() == 7);
@@ -57,7 +58,8 @@ TEST_CASE("CpuAllocator without SMT takes CPUs in order, never reserved ones", "
   m.cores_per_socket = 8;
   cpu::CpuAllocator allocator(FakeTopology(m), {0, 1});
   CHECK(Pick(allocator, "a", 0, 3) == "2-4");
-  CHECK(Pick(allocator, "b", 0, 4) == "needs 4 CPUs of socket 0, 3 are free (8 online, 2 reserved, 3 held by other claims)");
+  CHECK(Pick(allocator, "b", 0, 4) ==
+        "needs 4 CPUs of socket 0, 3 are free (8 online, 2 reserved, 3 held by other claims)");
   CHECK(allocator.held().size() == 1);  // the failed request took nothing
   CHECK(Pick(allocator, "b", 0, 3) == "5-7");
 }

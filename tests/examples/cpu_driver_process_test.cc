@@ -28,7 +28,9 @@ struct Fixture {
   }();
   bool written = (dra::testing::WriteFakeSysfs(sysfs.path(), machine), true);
   dra::testing::ExampleDriverProcess process{
-      DRA_CPU_DRIVER, "cpu.example.com", {"--sysfs-root=" + sysfs.path(), "--nri-socket=", "--reserved-cpus=0", "--rescan-interval=50ms"}};
+      DRA_CPU_DRIVER,
+      "cpu.example.com",
+      {"--sysfs-root=" + sysfs.path(), "--nri-socket=", "--reserved-cpus=0", "--rescan-interval=50ms"}};
 
   // The published CPUs of each socket, "cpu-socket-0=3,cpu-socket-1=4".
   std::string Published() const {
@@ -74,8 +76,9 @@ TEST_CASE("the CPU driver at -v=10 never logs its bearer token", "[examples][cpu
   dra::testing::FakeMachine machine;
   machine.sockets = 2;
   dra::testing::WriteFakeSysfs(sysfs.path(), machine);
-  dra::testing::ExampleDriverProcess process(DRA_CPU_DRIVER, "cpu.example.com",
-                                             {"--sysfs-root=" + sysfs.path(), "--nri-socket=", "--reserved-cpus=0", "-v=10"});
+  dra::testing::ExampleDriverProcess process(
+      DRA_CPU_DRIVER, "cpu.example.com",
+      {"--sysfs-root=" + sysfs.path(), "--nri-socket=", "--reserved-cpus=0", "-v=10"});
   REQUIRE(process.NotifyRegistration(true, "").ok());
   // Everything the driver does at start: the kubeconfig read, the client,
   // the list, watch and create of its slice, registration.

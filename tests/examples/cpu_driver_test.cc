@@ -92,9 +92,8 @@ struct Fixture : dra::testing::HelperDirs {
   }
   // The claim's CDI spec as the container runtime reads it.
   dra::cdi::Spec Spec(const std::string& uid) const {
-    absl::StatusOr<dra::cdi::Spec> spec =
-        dra::cdi::DecodeSpec(dra::testing::ReadFile(cdi_dir + "/cpu.example.com-claim_" + uid + ".json"),
-                             dra::cdi::Format::kJson);
+    absl::StatusOr<dra::cdi::Spec> spec = dra::cdi::DecodeSpec(
+        dra::testing::ReadFile(cdi_dir + "/cpu.example.com-claim_" + uid + ".json"), dra::cdi::Format::kJson);
     INFO(spec.status().ToString());
     REQUIRE(spec.ok());
     return *std::move(spec);
@@ -116,10 +115,9 @@ TEST_CASE("CpuDriver: claims get whole cores of their socket in the CDI spec, ne
     CHECK(spec.devices[0].annotations.at("cpu.example.com/cpuset") == "1-2,9-10");
     REQUIRE(f.Prepare(*helper, Claim("b", {{"cpu-socket-0", 2}})) == "");
     CHECK(driver->Held().at("b") == std::vector<int>{3, 11});
-    CHECK_THAT(driver->Metrics(), Catch::Contains("dra_cpu_allocatable_cpus 15\n") &&
-                                      Catch::Contains("dra_cpu_allocated_cpus 6\n") &&
-                                      Catch::Contains("dra_cpu_reserved_cpus 1\n") &&
-                                      Catch::Contains("dra_cpu_active_claims 2\n"));
+    CHECK_THAT(driver->Metrics(),
+               Catch::Contains("dra_cpu_allocatable_cpus 15\n") && Catch::Contains("dra_cpu_allocated_cpus 6\n") &&
+                   Catch::Contains("dra_cpu_reserved_cpus 1\n") && Catch::Contains("dra_cpu_active_claims 2\n"));
   }
   // A new process: the checkpoint tells the new driver what is taken.
   auto driver = f.NewDriver();
@@ -147,8 +145,7 @@ TEST_CASE("CpuDriver: single CPUs, memory of a NUMA node, bad results fail only 
   CHECK(driver->Held().at("one") == std::vector<int>{5, 13});
   const dra::cdi::Spec spec = f.Spec("one");
   REQUIRE(spec.devices.size() == 3);
-  CHECK(spec.devices[2].container_edits.env ==
-        std::vector<std::string>{"DRA_CPUSET_one=5,13", "DRA_MEMS_one=1"});
+  CHECK(spec.devices[2].container_edits.env == std::vector<std::string>{"DRA_CPUSET_one=5,13", "DRA_MEMS_one=1"});
   CHECK(f.Prepare(*helper, Claim("two", {{"cpu-5", 0}})) == "device cpu-5: CPU 5 is held by claim one");
   CHECK(f.Prepare(*helper, Claim("three", {{"cpu-0", 0}})) == "device cpu-0: CPU 0 is reserved");
   CHECK(f.Prepare(*helper, Claim("four", {{"gpu-0", 0}})) == "device gpu-0 is not one this driver publishes");

@@ -42,17 +42,18 @@ class FakeRuntime {
   std::unique_ptr<nri::Connection> Accept() {
     const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
     REQUIRE(fd >= 0);
-    return std::make_unique<nri::Connection>(
-        fd, nri::kRuntimeServiceConn, nri::kPluginServiceConn,
-        [this](const std::string& service, const std::string& method,
-               const std::string& payload) -> absl::StatusOr<std::string> {
-          if (service != nri::kRuntimeService) return absl::UnimplementedError("service " + service);
-          dra::MutexLock lock(&mu_);
-          calls_.push_back({method, payload});
-          cv_.SignalAll();
-          if (method == "UpdateContainers") return api::UpdateContainersResponse().SerializeAsString();
-          return api::Empty().SerializeAsString();
-        });
+    return std::make_unique<nri::Connection>(fd, nri::kRuntimeServiceConn, nri::kPluginServiceConn,
+                                             [this](const std::string& service, const std::string& method,
+                                                    const std::string& payload) -> absl::StatusOr<std::string> {
+                                               if (service != nri::kRuntimeService)
+                                                 return absl::UnimplementedError("service " + service);
+                                               dra::MutexLock lock(&mu_);
+                                               calls_.push_back({method, payload});
+                                               cv_.SignalAll();
+                                               if (method == "UpdateContainers")
+                                                 return api::UpdateContainersResponse().SerializeAsString();
+                                               return api::Empty().SerializeAsString();
+                                             });
   }
 
   // The payload of the next call of `method` (others before it are dropped).
@@ -80,7 +81,8 @@ class FakeRuntime {
 
 template <typename Reply>
 Reply Call(nri::Connection& conn, const std::string& method, const google::protobuf::Message& request) {
-  absl::StatusOr<std::string> payload = conn.Call(nri::kPluginService, method, request.SerializeAsString(), kEventually);
+  absl::StatusOr<std::string> payload =
+      conn.Call(nri::kPluginService, method, request.SerializeAsString(), kEventually);
   REQUIRE(payload.ok());
   Reply reply;
   REQUIRE(reply.ParseFromString(*payload));
@@ -170,9 +172,9 @@ TEST_CASE_METHOD(Fixture, "NRI: Synchronize pins every container, claim containe
   claims.Set({{"a-1", {{2, 3}, {}}}});
   cpu::CpuPinner pinner(Options(), claims.Source(), logger);
   auto [conn, updates] = Connect({Container("shared", {"PATH=/bin"}), Container("claimed", {"DRA_CPUSET_a_1=2-3"}),
-                                  Container("forged", {"DRA_CPUSET_nope=0-7"}),
-                                  Container("already", {}, "0-1,4-7")});
-  CHECK(updates == std::map<std::string, std::string>{{"shared", "0-1,4-7"}, {"claimed", "2-3"}, {"forged", "0-1,4-7"}});
+                                  Container("forged", {"DRA_CPUSET_nope=0-7"}), Container("already", {}, "0-1,4-7")});
+  CHECK(updates ==
+        std::map<std::string, std::string>{{"shared", "0-1,4-7"}, {"claimed", "2-3"}, {"forged", "0-1,4-7"}});
   CHECK(pinner.Metrics().find("dra_cpu_nri_connected 1") != std::string::npos);
   CHECK(pinner.Metrics().find("dra_cpu_pinned_containers 4") != std::string::npos);
 }

@@ -26,7 +26,9 @@ cpu::PublishOptions Options(cpu::Mode mode = cpu::Mode::kGrouped, cpu::GroupBy b
 }
 
 // Every slice of the pool, as the API server would take it.
-void CheckValid(const dra::resourceslice::Pool& pool) { dra::testing::CheckPoolValid(pool, "cpu.example.com", "node-a"); }
+void CheckValid(const dra::resourceslice::Pool& pool) {
+  dra::testing::CheckPoolValid(pool, "cpu.example.com", "node-a");
+}
 
 json DeviceJson(const dra::resourceslice::Pool& pool, const std::string& name) {
   for (const auto& slice : pool.slices) {
@@ -54,8 +56,10 @@ TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the 
   INFO(socket0.dump(1));
   CHECK(socket0["allowMultipleAllocations"] == true);
   CHECK(socket0["capacity"]["cpu.example.com/cpu"] ==
-        json{{"value", "6"}, {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "6"}, {"step", "1"}}}}}});
-  CHECK(socket0["nodeAllocatableResources"] == json{{"cpu", {{"mapping", {{"capacityKey", "cpu.example.com/cpu"}, {"capacityMultiplier", "1"}}}}}});
+        json{{"value", "6"},
+             {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "6"}, {"step", "1"}}}}}});
+  CHECK(socket0["nodeAllocatableResources"] ==
+        json{{"cpu", {{"mapping", {{"capacityKey", "cpu.example.com/cpu"}, {"capacityMultiplier", "1"}}}}}});
   CHECK(socket0["attributes"]["socketID"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["numaNodeID"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["smtEnabled"] == json{{"bool", true}});

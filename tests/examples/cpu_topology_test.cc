@@ -135,8 +135,8 @@ TEST_CASE("topology: a missing or malformed file is an error naming it", "[examp
   dra::testing::WriteSysfsFile(dir.Join("devices/system/cpu/online"), "0-3,");
   absl::StatusOr<cpu::Topology> online = cpu::ReadTopology(dir.path());
   REQUIRE_FALSE(online.ok());
-  CHECK(online.status().message() == dir.Join("devices/system/cpu/online") +
-                                         ": cpu list \"0-3,\": at position 5: expected a CPU number");
+  CHECK(online.status().message() ==
+        dir.Join("devices/system/cpu/online") + ": cpu list \"0-3,\": at position 5: expected a CPU number");
 }
 
 TEST_CASE("topology: this machine's own /sys reads", "[examples][cpu]") {

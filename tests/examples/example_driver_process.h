@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <grpcpp/grpcpp.h>
+#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/client.h"

@@ -60,8 +60,7 @@ TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the sa
   const rc::BindingResult pending = attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
   CHECK(pending.outcome() == Outcome::kPending);
   CHECK(pending.retry_after() <= absl::Seconds(1));
-  CHECK(attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g")).outcome() ==
-        Outcome::kPending);
+  CHECK(attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g")).outcome() == Outcome::kPending);
 
   gpu::FabricAttach quick("node-1", absl::ZeroDuration(), 0.5, absl::Hours(2));
   const rc::BindingResult failed = quick.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));

@@ -27,7 +27,7 @@ struct FakeMachine {
   int numa_per_socket = 1;  // divides cores_per_socket
   int l3_per_socket = 1;    // divides cores_per_socket
   std::set<int> offline;
-  int pcie_roots_per_numa = 0;  // pci0000:<n>, one device each, numbered across NUMA nodes
+  int pcie_roots_per_numa = 0;             // pci0000:<n>, one device each, numbered across NUMA nodes
   int64_t memory_per_numa_kib = 16 << 20;  // 16 GiB
 
   int cores() const { return sockets * cores_per_socket; }
@@ -79,8 +79,8 @@ inline void WriteFakeSysfs(const std::string& root, const FakeMachine& m) {
     for (int r = 0; r < m.pcie_roots_per_numa; ++r, ++bus) {
       char name[16];
       std::snprintf(name, sizeof(name), "%02x", bus);
-      const std::filesystem::path device =
-          std::filesystem::path(root) / ("devices/pci0000:" + std::string(name)) / ("0000:" + std::string(name) + ":00.0");
+      const std::filesystem::path device = std::filesystem::path(root) / ("devices/pci0000:" + std::string(name)) /
+                                           ("0000:" + std::string(name) + ":00.0");
       WriteSysfsFile(device / "numa_node", std::to_string(n));
     }
   }
@@ -88,9 +88,9 @@ inline void WriteFakeSysfs(const std::string& root, const FakeMachine& m) {
   for (size_t n = 0; n < numa_cpus.size(); ++n) {
     const std::filesystem::path dir = node_root / ("node" + std::to_string(n));
     WriteSysfsFile(dir / "cpulist", cpu::FormatCpuList(numa_cpus[n]));
-    WriteSysfsFile(dir / "meminfo", "Node " + std::to_string(n) + " MemTotal:       " +
-                                        std::to_string(m.memory_per_numa_kib) + " kB\nNode " + std::to_string(n) +
-                                        " MemFree:        1024 kB");
+    WriteSysfsFile(dir / "meminfo", "Node " + std::to_string(n) +
+                                        " MemTotal:       " + std::to_string(m.memory_per_numa_kib) + " kB\nNode " +
+                                        std::to_string(n) + " MemFree:        1024 kB");
   }
 }
 

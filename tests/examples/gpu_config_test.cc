@@ -87,8 +87,7 @@ dra::k8s::DeviceAllocationConfiguration Opaque(std::string source, std::vector<s
   return config;
 }
 
-TEST_CASE("class configs come before claim configs, later beats earlier, other drivers are ignored",
-          "[gpu][config]") {
+TEST_CASE("class configs come before claim configs, later beats earlier, other drivers are ignored", "[gpu][config]") {
   dra::k8s::ResourceClaim claim;
   dra::k8s::AllocationResult& allocation = claim.status.allocation.emplace();
   for (const std::string request : {"a", "b/small", "c"}) {
@@ -104,8 +103,8 @@ TEST_CASE("class configs come before claim configs, later beats earlier, other d
   const json four = Config({{"strategy", "SpacePartitioning"}, {"spacePartitioningConfig", {{"partitionCount", 4}}}});
   // The claim's config listed first still beats the class's.
   allocation.devices.config = {Opaque("FromClaim", {"b"}, four), Opaque("FromClass", {}, long_slices),
-                               Opaque("FromClaim", {"a"}, short_slices), Opaque("FromClaim", {}, "not a config",
-                                                                                "other.example.com")};
+                               Opaque("FromClaim", {"a"}, short_slices),
+                               Opaque("FromClaim", {}, "not a config", "other.example.com")};
   absl::StatusOr<std::map<size_t, GpuConfig>> configs = gpu::ConfigsForResults(claim, "gpu.example.com");
   REQUIRE(configs.ok());
   REQUIRE(configs->size() == 2);

@@ -25,9 +25,10 @@ struct Fixture : dra::testing::ExampleDriverProcess {
   Fixture() : ExampleDriverProcess(DRA_GPU_DRIVER, kDriver, {"--num-devices=8"}) {}
 };
 
-TEST_CASE("the GPU driver: /metrics shows its GPUs published and its API requests, /healthz follows its sockets, "
-          "SIGTERM exits 0",
-          "[examples][gpu][process]") {
+TEST_CASE(
+    "the GPU driver: /metrics shows its GPUs published and its API requests, /healthz follows its sockets, "
+    "SIGTERM exits 0",
+    "[examples][gpu][process]") {
   Fixture f;
   REQUIRE(f.NotifyRegistration(true, "").ok());
   INFO(f.Log());

@@ -2,8 +2,8 @@
 // bad config or an unknown device failing only its own claim.
 #include <catch2/catch.hpp>
 
-#include "dra/k8s/device_attributes.h"
 #include "dra/call_context.h"
+#include "dra/k8s/device_attributes.h"
 #include "gpu_config.h"
 #include "gpu_driver.h"
 #include "mock_gpus.h"
@@ -102,11 +102,11 @@ TEST_CASE("prepare gives each GPU dra-example-driver's environment: name, claim,
   REQUIRE(third.devices.size() == 1);
   const kp::Device& share = third.devices[0];
   CHECK(share.share_id == "abc");
-  CHECK(share.cdi_edits->env ==
-        std::vector<std::string>{"GPU_DEVICE_GPU_1_RESOURCE_CLAIM=u3", "DRA_ADMIN_ACCESS=true", "GPU_DEVICE_1=gpu-1",
-                                 "GPU_DEVICE_1_UUID=" + f.gpus[1].uuid, "GPU_DEVICE_1_SHARING_STRATEGY=TimeSlicing",
-                                 "GPU_DEVICE_1_TIMESLICE_INTERVAL=Default", "GPU_DEVICE_1_MEMORY=4Gi",
-                                 "GPU_DEVICE_1_COMPUTE=20"});
+  CHECK(share.cdi_edits->env == std::vector<std::string>{"GPU_DEVICE_GPU_1_RESOURCE_CLAIM=u3", "DRA_ADMIN_ACCESS=true",
+                                                         "GPU_DEVICE_1=gpu-1", "GPU_DEVICE_1_UUID=" + f.gpus[1].uuid,
+                                                         "GPU_DEVICE_1_SHARING_STRATEGY=TimeSlicing",
+                                                         "GPU_DEVICE_1_TIMESLICE_INTERVAL=Default",
+                                                         "GPU_DEVICE_1_MEMORY=4Gi", "GPU_DEVICE_1_COMPUTE=20"});
 }
 
 TEST_CASE("the common spec gives every GPU container the node and the driver name", "[gpu][driver]") {
@@ -130,9 +130,10 @@ TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and 
   for (size_t i = 0; i < devices.size(); ++i) {
     REQUIRE(devices[i].metadata.has_value());
     CHECK(devices[i].metadata->attributes ==
-          std::map<std::string, k8s::DeviceAttribute>{{"uuid", k8s::StringAttribute(f.gpus[i].uuid)},
-                                                      {"model", k8s::StringAttribute(f.gpus[i].model)},
-                                                      {k8s::kPciBusIdAttribute, k8s::StringAttribute(f.gpus[i].pci_bus_id)}});
+          std::map<std::string, k8s::DeviceAttribute>{
+              {"uuid", k8s::StringAttribute(f.gpus[i].uuid)},
+              {"model", k8s::StringAttribute(f.gpus[i].model)},
+              {k8s::kPciBusIdAttribute, k8s::StringAttribute(f.gpus[i].pci_bus_id)}});
   }
   CHECK_FALSE(f.driver.PrepareResourceClaims(dra::CallContext::Background(), claims)->at("u1").devices[0].metadata);
 }

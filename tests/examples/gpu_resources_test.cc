@@ -3,9 +3,9 @@
 // as well as field by field.
 #include <catch2/catch.hpp>
 
-#include "pool_check.h"
 #include "gpu_resources.h"
 #include "mock_gpus.h"
+#include "pool_check.h"
 
 namespace {
 

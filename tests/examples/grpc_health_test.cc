@@ -7,9 +7,9 @@
 #include <future>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "support/poll.h"
@@ -50,10 +50,8 @@ constexpr int kNotServing = 2;
 
 TEST_CASE("the gRPC health server answers a liveness probe from the health function", "[examples][grpc_health]") {
   std::atomic<bool> healthy{true};
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> server =
-      example::GrpcHealthServer::Start("127.0.0.1:0", [&] {
-        return healthy ? absl::OkStatus() : absl::UnavailableError("a socket is gone");
-      });
+  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> server = example::GrpcHealthServer::Start(
+      "127.0.0.1:0", [&] { return healthy ? absl::OkStatus() : absl::UnavailableError("a socket is gone"); });
   REQUIRE(server.ok());
   const std::string address = absl::StrCat("127.0.0.1:", (*server)->port());
   CHECK(Check(address, "liveness") == kServing);

@@ -22,7 +22,8 @@ TEST_CASE("NetConfig decodes its bursts strictly and names the field of an error
   CHECK(*gpu::DecodeNetConfig(NetConfigParameters({{"ingressBurst", 1048576}})) == gpu::NetConfig{1048576, 0});
   CHECK(*gpu::DecodeNetConfig(NetConfigParameters(json::object())) == gpu::NetConfig{});
   const std::vector<std::pair<json, std::string>> bad = {
-      {{{"apiVersion", gpu::kNetConfigApiVersion}, {"kind", gpu::kNetConfigKind}}, "bwBurst: Required value: no burst set"},
+      {{{"apiVersion", gpu::kNetConfigApiVersion}, {"kind", gpu::kNetConfigKind}},
+       "bwBurst: Required value: no burst set"},
       {NetConfigParameters({{"ingressBurst", -1}}), "bwBurst.ingressBurst: Invalid value: -1: must be a non-negative"},
       {NetConfigParameters({{"egressBurst", 34359738360ULL}}),
        "bwBurst.egressBurst: Invalid value: 34359738360: must be below 34359738360 (4 GiB/s)"},

@@ -15,8 +15,7 @@ namespace {
 namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 
-TEST_CASE("dra-example-driver's checkpoints of v0.3 and later and of v0.2 give their claims' UIDs",
-          "[gpu][takeover]") {
+TEST_CASE("dra-example-driver's checkpoints of v0.3 and later and of v0.2 give their claims' UIDs", "[gpu][takeover]") {
   CHECK(*gpu::ReferenceCheckpointClaims(R"({
   "kind": "Checkpoint",
   "apiVersion": "checkpoint.internal.example.com/v1",
@@ -54,7 +53,8 @@ TEST_CASE("the GPU driver removes an adopted claim's dra-example-driver CDI spec
   dra::testing::TempDir cdi;
   const std::string spec = gpu::ReferenceClaimSpecPath(cdi.path(), "gpu.example.com", "u1");
   CHECK(spec == cdi.path() + "/k8s.gpu.example.com-gpu_u1.yaml");
-  CHECK(gpu::ReferenceCommonSpecPath(cdi.path(), "gpu.example.com") == cdi.path() + "/k8s.gpu.example.com-gpu_common.yaml");
+  CHECK(gpu::ReferenceCommonSpecPath(cdi.path(), "gpu.example.com") ==
+        cdi.path() + "/k8s.gpu.example.com-gpu_common.yaml");
   dra::testing::WriteFile(spec, "---\n");
   kp::TerminationSignals signals;
   gpu::GpuDriver::Options options;

@@ -31,9 +31,9 @@
 #include "kubeletplugin/orphan_reaper.h"
 #include "support/claim_object.h"
 #include "support/discard_logger.h"
-#include "support/helper_dirs.h"
 #include "support/fake_api_claims.h"
 #include "support/fake_apiserver.h"
+#include "support/helper_dirs.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
@@ -55,10 +55,10 @@ using nlohmann::json;
 using testing::AllocatedClaim;
 using testing::CreateAllocatedClaim;
 using testing::CreateClaim;
-using testing::MakeClient;
-using testing::StartServer;
 using testing::FakeApiServer;
+using testing::MakeClient;
 using testing::PollUntil;
+using testing::StartServer;
 using testing::TempDir;
 using testing::TestDriver;
 
@@ -135,7 +135,8 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
   REQUIRE(claim->status.allocation.has_value());
   CHECK(claim->status.allocation->devices.results.size() == 3);  // ours two, and the NIC
 
-  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({kNamespace, "missing", "uid-x"}, absl::InfiniteFuture());
+  absl::StatusOr<k8s::ResourceClaim> missing =
+      source.GetClaim({kNamespace, "missing", "uid-x"}, absl::InfiniteFuture());
   REQUIRE_FALSE(missing.ok());
   CHECK(absl::IsNotFound(missing.status()));
   CHECK(k8s::HttpStatusCode(missing.status()) == 404);
@@ -190,10 +191,10 @@ TEST_CASE("claims read from the API fail only themselves", "[api_claim_source]")
   Fixture f;
   TestDriver driver;
   auto helper = f.Start(driver, f.MakeOptions(client));
-  auto prepared = DraClient::Create(helper->dra_socket_path())
-                      ->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{
-                                                              good, old, {kNamespace, "pending", pending.metadata.uid},
-                                                              missing});
+  auto prepared =
+      DraClient::Create(helper->dra_socket_path())
+          ->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{
+                                                  good, old, {kNamespace, "pending", pending.metadata.uid}, missing});
   INFO(prepared.status().ToString());
   REQUIRE(prepared.ok());
   REQUIRE(prepared->size() == 4);
@@ -201,9 +202,9 @@ TEST_CASE("claims read from the API fail only themselves", "[api_claim_source]")
   CHECK(prepared->at(good.uid).devices.size() == 1);
   CHECK(prepared->at(old.uid).error == "claim ns/replaced got replaced");
   CHECK(prepared->at(pending.metadata.uid).error == "claim ns/pending not allocated");
-  CHECK_THAT(prepared->at(missing.uid).error,
-             Catch::StartsWith("retrieve claim ns/missing: ") && Catch::Contains("\"missing\" not found") &&
-                 Catch::Contains("HTTP 404"));
+  CHECK_THAT(prepared->at(missing.uid).error, Catch::StartsWith("retrieve claim ns/missing: ") &&
+                                                  Catch::Contains("\"missing\" not found") &&
+                                                  Catch::Contains("HTTP 404"));
   CHECK(driver.prepared_uids() == std::vector<std::string>{good.uid});
 }
 
@@ -265,9 +266,10 @@ TEST_CASE("with the API server down every claim is answered with a clear error",
   CHECK(driver.prepare_calls() == 0);
 }
 
-TEST_CASE("a 429 storm: the kubelet's call is answered before its deadline with each claim's error, not after "
-          "the Retry-After",
-          "[api_claim_source]") {
+TEST_CASE(
+    "a 429 storm: the kubelet's call is answered before its deadline with each claim's error, not after "
+    "the Retry-After",
+    "[api_claim_source]") {
   auto server = StartServer();
   auto client = MakeClient(*server);
   const k8s::ClaimRef a = CreateAllocatedClaim(*client, "a");
@@ -275,10 +277,14 @@ TEST_CASE("a 429 storm: the kubelet's call is answered before its deadline with 
   Fixture f;
   TestDriver driver;
   auto helper = f.Start(driver, f.MakeOptions(client));
-  REQUIRE(server->Admin("POST", "/fake/fail",
-                        json{{"verb", "GET"}, {"resource", "resourceclaims"}, {"status", 429}, {"count", 1000},
-                             {"retryAfterSeconds", 60}}
-                            .dump())
+  REQUIRE(server
+              ->Admin("POST", "/fake/fail",
+                      json{{"verb", "GET"},
+                           {"resource", "resourceclaims"},
+                           {"status", 429},
+                           {"count", 1000},
+                           {"retryAfterSeconds", 60}}
+                          .dump())
               .ok());
 
   // The kubelet's own limit is 45 s; a call answered at all (not gRPC
@@ -314,8 +320,8 @@ TEST_CASE("orphans: a started claim gone from the API is unprepared, one still t
   CheckpointEntry prepared_gone;  // prepared: the kubelet will unprepare it, not the reaper
   prepared_gone.claim = {kNamespace, "prepared-gone", "uid-prepared-gone"};
   prepared_gone.state = ClaimState::kPrepared;
-  f.SeedCheckpoint({Started("gone", "uid-gone"), Started("replaced", "uid-replaced-old"),
-                    Started(kept.name, kept.uid), prepared_gone});
+  f.SeedCheckpoint({Started("gone", "uid-gone"), Started("replaced", "uid-replaced-old"), Started(kept.name, kept.uid),
+                    prepared_gone});
 
   TestDriver driver;
   Options options = f.MakeOptions(client);
@@ -339,8 +345,9 @@ TEST_CASE("orphans: API errors keep the claim and reach HandleError once", "[orp
   auto client = MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
   Fixture f;
   f.SeedCheckpoint({Started("gone", "uid-gone")});
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":500,"count":100000})")
-              .ok());
+  REQUIRE(
+      server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":500,"count":100000})")
+          .ok());
 
   TestDriver driver;
   Options options = f.MakeOptions(client);
@@ -348,8 +355,10 @@ TEST_CASE("orphans: API errors keep the claim and reach HandleError once", "[orp
   auto helper = f.Start(driver, options);
   REQUIRE(PollUntil([&] { return ClaimGets(*server, "gone") >= 3; }));
   REQUIRE(driver.errors().size() == 1);
-  CHECK_THAT(driver.errors()[0], Catch::StartsWith("orphan check (recoverable): check whether claim ns/gone (UID uid-gone) still exists: ") &&
-                                     Catch::Contains("HTTP 500"));
+  CHECK_THAT(
+      driver.errors()[0],
+      Catch::StartsWith("orphan check (recoverable): check whether claim ns/gone (UID uid-gone) still exists: ") &&
+          Catch::Contains("HTTP 500"));
   CHECK(driver.unprepare_calls() == 0);
 
   REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
@@ -432,8 +441,8 @@ struct ReaperFixture {
     REQUIRE(checkpoint->Commit({{uid, entry}}).ok());
   }
   std::vector<std::string> CheckAt(absl::Duration since_t0) {
-    return reaper->CheckOnce(t0 + std::chrono::duration_cast<OrphanReaper::Clock::duration>(
-                                      absl::ToChronoNanoseconds(since_t0)));
+    return reaper->CheckOnce(
+        t0 + std::chrono::duration_cast<OrphanReaper::Clock::duration>(absl::ToChronoNanoseconds(since_t0)));
   }
 };
 
@@ -490,9 +499,10 @@ TEST_CASE("reaper: failures keep the claim and are reported once per streak", "[
   r.source.SetError(absl::UnavailableError("cannot reach the API server"));
   CHECK(r.CheckAt(i).empty());
   CHECK(r.CheckAt(2 * i).empty());
-  CHECK(r.driver.errors() == std::vector<std::string>{
-                                 "orphan check (recoverable): check whether claim ns/a (UID uid-a) still exists: cannot reach the "
-                                 "API server"});
+  CHECK(r.driver.errors() ==
+        std::vector<std::string>{
+            "orphan check (recoverable): check whether claim ns/a (UID uid-a) still exists: cannot reach the "
+            "API server"});
   CHECK(r.unprepare_calls.empty());
 
   // A 404 that is not a missing object (the API path itself is unknown) is

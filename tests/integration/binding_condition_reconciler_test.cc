@@ -27,10 +27,10 @@
 namespace dra {
 namespace {
 
+using nlohmann::json;
 using resourceclaim::BindingConditionReconciler;
 using resourceclaim::BindingConditionReconcilerOptions;
 using resourceclaim::BindingResult;
-using nlohmann::json;
 using testing::FakeApiServer;
 using testing::kClaimNamespace;
 using testing::kTestDriverName;
@@ -110,8 +110,7 @@ const k8s::Condition* FindCondition(const k8s::ResourceClaim& claim, const std::
   return nullptr;
 }
 
-bool ConditionTrue(k8s::Client& client, const k8s::ClaimRef& ref, const std::string& device,
-                   const std::string& type) {
+bool ConditionTrue(k8s::Client& client, const k8s::ClaimRef& ref, const std::string& device, const std::string& type) {
   absl::StatusOr<k8s::ResourceClaim> claim = client.GetResourceClaim(ref.namespace_, ref.name);
   if (!claim.ok()) return false;
   const k8s::Condition* condition = FindCondition(*claim, device, type);
@@ -248,8 +247,8 @@ TEST_CASE("a ready device gets its binding conditions True with standard semanti
   writer_options.driver_name = kTestDriverName;
   auto writer = resourceclaim::ClaimStatusWriter::Create(client, writer_options);
   REQUIRE(writer.ok());
-  REQUIRE((*writer)->Apply(CallContext::Background(), ref, {testing::ReadyEntry(kTestDriverName, "fabric", "gpu-0")})
-              .ok());
+  REQUIRE(
+      (*writer)->Apply(CallContext::Background(), ref, {testing::ReadyEntry(kTestDriverName, "fabric", "gpu-0")}).ok());
 
   ScriptedHandler handler;
   auto reconciler = StartReconciler(client, handler);
@@ -286,9 +285,10 @@ TEST_CASE("a ready device gets its binding conditions True with standard semanti
   CHECK(reconciler->Stats().writes == 1);
 
   // The driver rewrites its own status: the binding conditions stay.
-  REQUIRE((*writer)->Apply(CallContext::Background(), ref,
-                           {testing::ReadyEntry(kTestDriverName, "fabric", "gpu-0", "False")})
-              .ok());
+  REQUIRE(
+      (*writer)
+          ->Apply(CallContext::Background(), ref, {testing::ReadyEntry(kTestDriverName, "fabric", "gpu-0", "False")})
+          .ok());
   const k8s::ResourceClaim rewritten = Get(*client, ref);
   CHECK(FindCondition(rewritten, "gpu-0", kPrepared)->status == "True");
   CHECK(FindCondition(rewritten, "gpu-0", "Ready")->status == "False");
@@ -300,7 +300,8 @@ TEST_CASE("pending answers are asked again after their delay, failed sets the fa
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   ScriptedHandler handler;
-  handler.Script("gpu-0", {BindingResult::Pending(absl::Milliseconds(20)), BindingResult::Pending(absl::Milliseconds(20))});
+  handler.Script("gpu-0",
+                 {BindingResult::Pending(absl::Milliseconds(20)), BindingResult::Pending(absl::Milliseconds(20))});
   handler.Script("gpu-1", {BindingResult::Failed("AttachFailed", "fabric port 3 is down")});
   auto reconciler = StartReconciler(client, handler);
   const k8s::ClaimRef ref = CreateAllocated(*client, "c", Allocation({{"gpu-0"}, {"gpu-1"}}, ByName(kNode)));
@@ -336,8 +337,8 @@ TEST_CASE("claims of other nodes, of nodes selected by other labels and without 
   const k8s::ClaimRef other_label =
       CreateAllocated(*client, "other-label", Allocation({{"gpu-1"}}, ByLabel("accelerator-type", "low-power")));
   const k8s::ClaimRef everywhere = CreateAllocated(*client, "no-selector", Allocation({{"gpu-2"}}, std::nullopt));
-  const k8s::ClaimRef label = CreateAllocated(
-      *client, "label", Allocation({{"gpu-3"}}, ByLabel("accelerator-type", "high-performance")));
+  const k8s::ClaimRef label =
+      CreateAllocated(*client, "label", Allocation({{"gpu-3"}}, ByLabel("accelerator-type", "high-performance")));
 
   ScriptedHandler handler;
   auto reconciler = StartReconciler(client, handler);
@@ -353,9 +354,10 @@ TEST_CASE("claims of other nodes, of nodes selected by other labels and without 
   }
 }
 
-TEST_CASE("a restarted reconciler does not repeat finished work, and a write it could not make is retried without "
-          "asking again",
-          "[binding]") {
+TEST_CASE(
+    "a restarted reconciler does not repeat finished work, and a write it could not make is retried without "
+    "asking again",
+    "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   const k8s::ClaimRef done = CreateAllocated(*client, "done", Allocation({{"gpu-0"}}, ByName(kNode)));
@@ -368,8 +370,10 @@ TEST_CASE("a restarted reconciler does not repeat finished work, and a write it 
   REQUIRE(first.calls().size() == 1);
 
   // The next status writes fail as an overloaded server would.
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","count":3,"status":503})")
-              .ok());
+  REQUIRE(
+      server
+          ->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","count":3,"status":503})")
+          .ok());
   const int patches = StatusPatches(*server);
   const k8s::ClaimRef fresh = CreateAllocated(*client, "fresh", Allocation({{"gpu-1"}}, ByName(kNode)));
   ScriptedHandler second;
@@ -383,8 +387,7 @@ TEST_CASE("a restarted reconciler does not repeat finished work, and a write it 
   CHECK(StatusPatches(*server) - patches == 4);  // three refused, one written
 }
 
-TEST_CASE("a broken watch and an expired resource version are survived by watching again and relisting",
-          "[binding]") {
+TEST_CASE("a broken watch and an expired resource version are survived by watching again and relisting", "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"LIST","resource":"resourceclaims","count":2,"status":503})")
@@ -437,9 +440,10 @@ TEST_CASE("a handler call in flight is cancelled when the claim is deallocated, 
   CHECK(handler.calls()[1].device == "gpu-1");
 }
 
-TEST_CASE("Stop() cancels a hung handler call and returns, a restart asks again, past the binding timeout the "
-          "handler is not asked",
-          "[binding]") {
+TEST_CASE(
+    "Stop() cancels a hung handler call and returns, a restart asks again, past the binding timeout the "
+    "handler is not asked",
+    "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   auto sink = std::make_shared<testing::CapturingSink>();

@@ -17,8 +17,8 @@ namespace dra {
 namespace {
 
 using k8s::AllocatedDeviceStatus;
-using resourceclaim::ClaimStatusWriter;
 using nlohmann::json;
+using resourceclaim::ClaimStatusWriter;
 using testing::CreateAllocatedClaim;
 using testing::FakeApiServer;
 using testing::kClaimNamespace;
@@ -132,8 +132,10 @@ TEST_CASE("bad entries are refused before anything is sent, naming the field", "
   bad.conditions[0].status = "Maybe";
   absl::Status invalid = writer->Apply(CallContext::Background(), ref, {bad});
   CHECK(invalid.code() == absl::StatusCode::kInvalidArgument);
-  CHECK_THAT(std::string(invalid.message()), Catch::Contains("status.devices[0].conditions[0].type: Invalid value: \"\": name part must be non-empty") &&
-                                                 Catch::Contains("status.devices[0].conditions[0].status"));
+  CHECK_THAT(
+      std::string(invalid.message()),
+      Catch::Contains("status.devices[0].conditions[0].type: Invalid value: \"\": name part must be non-empty") &&
+          Catch::Contains("status.devices[0].conditions[0].status"));
   CHECK(Patches(*server) == patches_before);
   CHECK(Get(*client, ref).status.devices.empty());
 }
@@ -162,9 +164,16 @@ TEST_CASE("outages and conflicts are retried, an outage longer than the context 
   const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0"});
   auto writer = MakeWriter(client);
 
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":503,"count":2})").ok());
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":500,"count":1})").ok());
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":409,"count":1})").ok());
+  REQUIRE(
+      server
+          ->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":503,"count":2})")
+          .ok());
+  REQUIRE(
+      server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":500,"count":1})").ok());
+  REQUIRE(
+      server
+          ->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":409,"count":1})")
+          .ok());
   const int patches_before = Patches(*server);
   absl::Status applied = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")});
   INFO(applied.ToString());
@@ -172,7 +181,9 @@ TEST_CASE("outages and conflicts are retried, an outage longer than the context 
   CHECK(Patches(*server) - patches_before == 4);  // 503, 503, 409, then the write
   CHECK(Find(Get(*client, ref), kTestDriverName, "gpu-0") != nullptr);
 
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":503,"count":100000})").ok());
+  REQUIRE(
+      server->Admin("POST", "/fake/fail", R"({"verb":"GET","resource":"resourceclaims","status":503,"count":100000})")
+          .ok());
   // The deadline must pass in the retries, not before the first request (a
   // loaded machine): until the server saw one, again with twice the time.
   absl::Status outage;
@@ -182,12 +193,18 @@ TEST_CASE("outages and conflicts are retried, an outage longer than the context 
     if (Requests(*server, "GET resourceclaims") > gets_before) break;
   }
   CHECK(outage.code() == absl::StatusCode::kDeadlineExceeded);
-  CHECK_THAT(std::string(outage.message()), Catch::StartsWith("write device status of claim ns/c") &&
-                                                Catch::Contains("last error: "));
+  CHECK_THAT(std::string(outage.message()),
+             Catch::StartsWith("write device status of claim ns/c") && Catch::Contains("last error: "));
   REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
   // A permission error (of apply and of the update tried then) is not retried.
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":1})").ok());
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"UPDATE","resource":"resourceclaims/status","status":403,"count":1})").ok());
+  REQUIRE(
+      server
+          ->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":1})")
+          .ok());
+  REQUIRE(server
+              ->Admin("POST", "/fake/fail",
+                      R"({"verb":"UPDATE","resource":"resourceclaims/status","status":403,"count":1})")
+              .ok());
   const int patches_403 = Patches(*server);
   const int puts_403 = Requests(*server, "UPDATE resourceclaims/status");
   absl::Status forbidden = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")});
@@ -211,7 +228,10 @@ TEST_CASE("status update allowed but patch forbidden: written by GET and PUT fro
               .ok());
   auto writer = MakeWriter(client);
 
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":100000})").ok());
+  REQUIRE(server
+              ->Admin("POST", "/fake/fail",
+                      R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":100000})")
+              .ok());
   const int puts = Requests(*server, "UPDATE resourceclaims/status");
   const int patches = Patches(*server);
   absl::Status written = writer->Apply(CallContext::Background(), ref, {Entry("gpu-0"), Entry("gpu-1", "False")});
@@ -225,7 +245,10 @@ TEST_CASE("status update allowed but patch forbidden: written by GET and PUT fro
   CHECK(Patches(*server) - patches == 1);
 
   // From now on no apply is tried; left-out entries go, a conflict is retried.
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"UPDATE","resource":"resourceclaims/status","status":409,"count":1})").ok());
+  REQUIRE(server
+              ->Admin("POST", "/fake/fail",
+                      R"({"verb":"UPDATE","resource":"resourceclaims/status","status":409,"count":1})")
+              .ok());
   REQUIRE(writer->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).ok());
   seen = Get(*client, ref);
   CHECK(Find(seen, kTestDriverName, "gpu-1") == nullptr);

@@ -202,9 +202,11 @@ TEST_CASE("ResourceSlices are sent as protobuf, and as JSON from then on to a se
     return json{{"apiVersion", "resource.k8s.io/v1"},
                 {"kind", "ResourceSlice"},
                 {"metadata", {{"name", name}}},
-                {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "node-a"},
-                          {"pool", {{"name", "node-a"}, {"generation", 1}, {"resourceSliceCount", 1}}},
-                          {"devices", {{{"name", "gpu-0"}}}}}}};
+                {"spec",
+                 {{"driver", "gpu.example.com"},
+                  {"nodeName", "node-a"},
+                  {"pool", {{"name", "node-a"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                  {"devices", {{{"name", "gpu-0"}}}}}}};
   };
 
   auto client = MakeClient(BaseConfig(*server));
@@ -225,7 +227,8 @@ TEST_CASE("ResourceSlices are sent as protobuf, and as JSON from then on to a se
   std::vector<absl::Status> created(16);  // asserted here: Catch2 is not thread-safe
   std::vector<std::thread> writers;
   for (int i = 0; i < 16; ++i) {
-    writers.emplace_back([&, i] { created[i] = parallel->Create(kResourceSlices, "", slice(absl::StrCat("p", i))).status(); });
+    writers.emplace_back(
+        [&, i] { created[i] = parallel->Create(kResourceSlices, "", slice(absl::StrCat("p", i))).status(); });
   }
   for (std::thread& writer : writers) writer.join();
   for (const absl::Status& status : created) CHECK(status.ok());
@@ -278,7 +281,8 @@ TEST_CASE("a response over max_response_bytes fails that request only, with Reso
   ClientConfig config = BaseConfig(*server);
   config.max_response_bytes = 4096;
   auto client = MakeClient(config);
-  for (int i = 0; i < 20; ++i) REQUIRE(client->Create(kResourceClaims, "big", NewClaim("big", absl::StrCat("c", i))).ok());
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(client->Create(kResourceClaims, "big", NewClaim("big", absl::StrCat("c", i))).ok());
   ResetCounts(*server);
 
   absl::StatusOr<ListResult> all = client->ListAll(kResourceClaims, "big");
@@ -308,13 +312,13 @@ TEST_CASE("patches: merge, JSON and apply, on the object and on status", "[clien
 
   json allocation = {
       {"devices",
-       {{"results", json::array({{{"request", "gpu"}, {"driver", "gpu.example.com"}, {"pool", "node-1"},
-                                  {"device", "gpu-0"}}})}}}};
+       {{"results",
+         json::array(
+             {{{"request", "gpu"}, {"driver", "gpu.example.com"}, {"pool", "node-1"}, {"device", "gpu-0"}}})}}}};
   PatchOptions status_patch;
   status_patch.subresource = "status";
-  absl::StatusOr<json> allocated =
-      client->Patch(kResourceClaims, "ns", "c1", PatchType::kMerge, json{{"status", {{"allocation", allocation}}}},
-                    status_patch);
+  absl::StatusOr<json> allocated = client->Patch(kResourceClaims, "ns", "c1", PatchType::kMerge,
+                                                 json{{"status", {{"allocation", allocation}}}}, status_patch);
   INFO(allocated.status().ToString());
   REQUIRE(allocated.ok());
   CHECK((*allocated)["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0");
@@ -329,7 +333,9 @@ TEST_CASE("patches: merge, JSON and apply, on the object and on status", "[clien
                 {"kind", "ResourceClaim"},
                 {"metadata", {{"name", "c1"}, {"namespace", "ns"}}},
                 {"status",
-                 {{"devices", json::array({{{"driver", "gpu.example.com"}, {"pool", "node-1"}, {"device", "gpu-0"},
+                 {{"devices", json::array({{{"driver", "gpu.example.com"},
+                                            {"pool", "node-1"},
+                                            {"device", "gpu-0"},
                                             {"conditions", json::array({condition})}}})}}}};
   PatchOptions apply_options;
   apply_options.subresource = "status";
@@ -559,8 +565,10 @@ TEST_CASE("an exec plugin's token is used, and the plugin runs again after a 401
   TempDir dir;
   // First run: a token the server does not know; later runs: a good one.
   WriteFile(dir.Join("plugin.sh"), absl::StrCat(R"(#!/bin/sh
-n=$(cat ")", dir.Join("count"), R"(" 2>/dev/null || echo 0)
-n=$((n+1)); echo $n > ")", dir.Join("count"), R"("
+n=$(cat ")",
+                                                dir.Join("count"), R"(" 2>/dev/null || echo 0)
+n=$((n+1)); echo $n > ")",
+                                                dir.Join("count"), R"("
 tok=exec-token; [ $n -eq 1 ] && tok=stale-token
 echo "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"$tok\"}}"
 )"));
@@ -618,7 +626,7 @@ TEST_CASE("retries honour Retry-After and give up with the server's message", "[
   ResetCounts(*server);
   Fail(*server, "PATCH", "resourceclaims", 500, 5);
   absl::StatusOr<json> failed = MakeClient(few)->Patch(kResourceClaims, "ns", "c1", PatchType::kMerge,
-                                                      json{{"metadata", {{"labels", {{"a", "b"}}}}}});
+                                                       json{{"metadata", {{"labels", {{"a", "b"}}}}}});
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.status().code() == absl::StatusCode::kUnavailable);
   CHECK(absl::StartsWith(failed.status().message(), "Internal error occurred: injected fault"));
@@ -730,13 +738,13 @@ TEST_CASE("a create that may have landed is not retried blindly", "[client][crea
 TEST_CASE("a kubeconfig drives the client end to end", "[client][kubeconfig]") {
   auto server = StartServer();
   TempDir dir;
-  WriteFile(dir.Join("config"), absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: fake\n",
-                                             "clusters:\n- name: fake\n  cluster:\n    server: ", server->url(),
-                                             "\n    certificate-authority: ", server->ca_file(),
-                                             "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: cert}\n",
-                                             "users:\n- name: cert\n  user:\n    client-certificate: ",
-                                             server->client_cert_file(), "\n    client-key: ",
-                                             server->client_key_file(), "\n"));
+  WriteFile(dir.Join("config"),
+            absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: fake\n",
+                         "clusters:\n- name: fake\n  cluster:\n    server: ", server->url(),
+                         "\n    certificate-authority: ", server->ca_file(),
+                         "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: cert}\n",
+                         "users:\n- name: cert\n  user:\n    client-certificate: ", server->client_cert_file(),
+                         "\n    client-key: ", server->client_key_file(), "\n"));
   absl::StatusOr<ClientConfig> config = LoadKubeconfig(dir.Join("config"));
   REQUIRE(config.ok());
   auto client = MakeClient(*config);

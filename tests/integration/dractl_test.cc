@@ -50,9 +50,7 @@ struct Plugin : testing::HelperDirs {
   TestDriver driver;
   std::unique_ptr<Helper> helper;
 
-  explicit Plugin(bool reports_health = false) : driver(reports_health) {
-    helper = Start(driver, MakeOptions(claims));
-  }
+  explicit Plugin(bool reports_health = false) : driver(reports_health) { helper = Start(driver, MakeOptions(claims)); }
 
   const std::string& dra_socket() const { return helper->dra_socket_path(); }
 };
@@ -146,16 +144,16 @@ TEST_CASE("dractl prepare and unprepare print the claims' CDI devices") {
 
   for (const std::string api : {"v1", "v1beta1"}) {
     DYNAMIC_SECTION("DRA API " << api) {
-      const testing::ProcessResult prepared = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", claim_arg,
-                                            "--api", api});
+      const testing::ProcessResult prepared =
+          RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", claim_arg, "--api", api});
       CHECK(prepared.exit_code == 0);
       CHECK_THAT(prepared.out, Catch::Contains("default/claim-1 (uid-1): prepared") &&
                                    Catch::Contains(TestDriver::CdiId("uid-1", "gpu-0")) &&
                                    Catch::Contains(TestDriver::CdiId("uid-1", "gpu-1")) &&
                                    Catch::Contains("pool-a/gpu-0"));
 
-      const testing::ProcessResult unprepared = RunDractl({"unprepare", "--endpoint", plugin.dra_socket(), "--claim",
-                                              claim_arg, "--api", api});
+      const testing::ProcessResult unprepared =
+          RunDractl({"unprepare", "--endpoint", plugin.dra_socket(), "--claim", claim_arg, "--api", api});
       CHECK(unprepared.exit_code == 0);
       CHECK_THAT(unprepared.out, Catch::Contains("default/claim-1 (uid-1): unprepared"));
       CHECK(plugin.driver.unprepared_uids() == std::vector<std::string>{"uid-1"});
@@ -166,8 +164,8 @@ TEST_CASE("dractl prepare and unprepare print the claims' CDI devices") {
 TEST_CASE("dractl prepare --json lists devices per claim") {
   Plugin plugin;
   plugin.claims->Put(testing::AllocatedClaim("default", "claim-1", "uid-1"));
-  const testing::ProcessResult result = RunDractl(
-      {"prepare", "--endpoint", plugin.dra_socket(), "--claim", "default/claim-1/uid-1", "--json"});
+  const testing::ProcessResult result =
+      RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", "default/claim-1/uid-1", "--json"});
   CHECK(result.exit_code == 0);
   const json out = json::parse(result.out);
   CHECK(out["endpoint"] == plugin.dra_socket());
@@ -192,8 +190,9 @@ TEST_CASE("dractl prepare exits 1 when one claim fails and reports each claim") 
   plugin.claims->Put(testing::AllocatedClaim("default", "bad", "uid-bad"));
   plugin.driver.FailClaim("uid-bad");
 
-  const testing::ProcessResult result = RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim",
-                                      "default/good/uid-good", "--claim", "default/bad/uid-bad", "--json"});
+  const testing::ProcessResult result =
+      RunDractl({"prepare", "--endpoint", plugin.dra_socket(), "--claim", "default/good/uid-good", "--claim",
+                 "default/bad/uid-bad", "--json"});
   CHECK(result.exit_code == 1);
   const json out = json::parse(result.out);
   REQUIRE(out["claims"].size() == 2);
@@ -206,7 +205,8 @@ TEST_CASE("dractl prepare exits 1 when one claim fails and reports each claim") 
 TEST_CASE("dractl prepare against a missing socket names the socket and the step") {
   testing::TempDir dir;
   const std::string missing = dir.Join("dra.sock");
-  const testing::ProcessResult result = RunDractl({"prepare", "--endpoint", missing, "--claim", "default/claim-1/uid-1"});
+  const testing::ProcessResult result =
+      RunDractl({"prepare", "--endpoint", missing, "--claim", "default/claim-1/uid-1"});
   CHECK(result.exit_code == 1);
   CHECK(result.out.empty());
   CHECK_THAT(result.err, Catch::Contains(missing + ": NodePrepareResources: UNAVAILABLE"));

@@ -11,8 +11,8 @@
 
 #include "absl/time/clock.h"
 #include "dra/kubeletplugin/helper.h"
-#include "dractl/kubelet_client.h"
 #include "dra/v1/api.grpc.pb.h"
+#include "dractl/kubelet_client.h"
 #include "support/capturing_logger.h"
 #include "support/helper_dirs.h"
 #include "support/http_get.h"
@@ -81,8 +81,7 @@ TEST_CASE("the driver sees the kubelet's deadline, the Helper's logs carry metho
         1);
 }
 
-TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails its claims",
-          "[helper][call_context]") {
+TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails its claims", "[helper][call_context]") {
   Fixture f;
   TestDriver driver;
   driver.WaitForCancellation();
@@ -111,8 +110,7 @@ TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails 
   CHECK(driver.prepared_uids().empty());
 }
 
-TEST_CASE("a call cancelled while it waits for the previous one never reaches the driver",
-          "[helper][call_context]") {
+TEST_CASE("a call cancelled while it waits for the previous one never reaches the driver", "[helper][call_context]") {
   Fixture f;
   TestDriver driver;
   driver.HoldCalls();
@@ -121,9 +119,8 @@ TEST_CASE("a call cancelled while it waits for the previous one never reaches th
   auto helper = testing::HelperDirs::Start(driver, options);
   auto client = DraClient::Create(helper->dra_socket_path());
 
-  auto first = std::async(std::launch::async, [&] {
-    return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
-  });
+  auto first = std::async(std::launch::async,
+                          [&] { return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60)); });
   REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }, kEventWait));
   // The second call, cancelled by its caller once it waits in the Helper's
   // queue and not before: a deadline could pass before it got there.
@@ -148,22 +145,25 @@ TEST_CASE("a call cancelled while it waits for the previous one never reaches th
   second_context.TryCancel();
   CHECK(second.get().error_code() == grpc::StatusCode::CANCELLED);
   REQUIRE(PollUntil(
-      [&] { return !f.log->Matching("\"Caller cancelled the call\" method=\"NodePrepareResources\" requestID=\"2\"").empty(); },
+      [&] {
+        return !f.log->Matching("\"Caller cancelled the call\" method=\"NodePrepareResources\" requestID=\"2\"")
+                    .empty();
+      },
       kEventWait));
   driver.ReleaseCalls();
   REQUIRE(first.get().ok());
   // The second call's handler runs once the first left the serializer.
-  REQUIRE(PollUntil([&] { return !f.log->Matching("cancelled while waiting for the previous call").empty(); },
-                    kEventWait));
-  const std::vector<std::string> failed = f.log->Matching("\"Call failed\" method=\"NodePrepareResources\" requestID=\"2\"");
+  REQUIRE(
+      PollUntil([&] { return !f.log->Matching("cancelled while waiting for the previous call").empty(); }, kEventWait));
+  const std::vector<std::string> failed =
+      f.log->Matching("\"Call failed\" method=\"NodePrepareResources\" requestID=\"2\"");
   REQUIRE(failed.size() == 1);
   CHECK_THAT(failed[0], Catch::Contains("the caller cancelled the call"));
   CHECK(driver.prepare_calls() == 1);
   CHECK(driver.prepared_uids() == std::vector<std::string>{"uid-1"});
 }
 
-TEST_CASE("Stop cancels a driver call that honours its context, and returns once it did",
-          "[helper][call_context]") {
+TEST_CASE("Stop cancels a driver call that honours its context, and returns once it did", "[helper][call_context]") {
   Fixture f;
   TestDriver driver;
   driver.WaitForCancellation();
@@ -172,9 +172,8 @@ TEST_CASE("Stop cancels a driver call that honours its context, and returns once
   auto helper = testing::HelperDirs::Start(driver, options);
   auto client = DraClient::Create(helper->dra_socket_path());
 
-  auto call = std::async(std::launch::async, [&] {
-    return client->NodeUnprepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
-  });
+  auto call = std::async(std::launch::async,
+                         [&] { return client->NodeUnprepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60)); });
   REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }));
   helper->Stop();
   REQUIRE(driver.cancellations().size() == 1);
@@ -184,8 +183,7 @@ TEST_CASE("Stop cancels a driver call that honours its context, and returns once
   if (answer.ok()) CHECK(answer->at("uid-1") == "the DRA plugin is stopping");
 }
 
-TEST_CASE("Stop with a hung driver call returns after shutdown_grace and names the call",
-          "[helper][call_context]") {
+TEST_CASE("Stop with a hung driver call returns after shutdown_grace and names the call", "[helper][call_context]") {
   Fixture f;
   TestDriver driver;
   driver.HoldCalls();  // deaf to its context
@@ -196,15 +194,15 @@ TEST_CASE("Stop with a hung driver call returns after shutdown_grace and names t
   const std::string registrar_socket = helper->registrar_socket_path();
   auto client = DraClient::Create(dra_socket);
 
-  auto call = std::async(std::launch::async, [&] {
-    return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
-  });
+  auto call = std::async(std::launch::async,
+                         [&] { return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60)); });
   REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }));
   helper->Stop();
   CHECK(driver.calls_inside() == 1);  // Stop returned with the call still inside
   const std::vector<std::string> said = f.log->Matching("Driver calls still running after the shutdown grace");
   REQUIRE(said.size() == 1);
-  CHECK_THAT(said[0], Catch::Contains("grace=\"200ms\"") && Catch::Contains("calls=\"NodePrepareResources requestID=1\""));
+  CHECK_THAT(said[0],
+             Catch::Contains("grace=\"200ms\"") && Catch::Contains("calls=\"NodePrepareResources requestID=1\""));
   CHECK_FALSE(std::filesystem::exists(dra_socket));
   CHECK_FALSE(std::filesystem::exists(registrar_socket));
 
@@ -232,9 +230,8 @@ TEST_CASE("a Helper destroyed right after a hung call's answer went out", "[help
     options.plugin_data_dir += "/" + std::to_string(round);
     auto helper = testing::HelperDirs::Start(driver, options);
     auto client = DraClient::Create(helper->dra_socket_path());
-    auto call = std::async(std::launch::async, [&] {
-      return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60));
-    });
+    auto call = std::async(std::launch::async,
+                           [&] { return client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(60)); });
     REQUIRE(PollUntil([&] { return driver.calls_inside() == 1; }, kEventWait));
     helper->Stop();
     driver.ReleaseCalls();

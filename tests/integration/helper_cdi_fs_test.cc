@@ -81,9 +81,10 @@ std::string UnprepareError(DraClient& client, const std::string& uid) {
   return unprepared->at(uid);
 }
 
-TEST_CASE("a full CDI spec dir fails the claim naming the file and the error, leaves no temp file, and the "
-          "kubelet's retry succeeds once there is space",
-          "[helper][cdi][fs]") {
+TEST_CASE(
+    "a full CDI spec dir fails the claim naming the file and the error, leaves no temp file, and the "
+    "kubelet's retry succeeds once there is space",
+    "[helper][cdi][fs]") {
   SmallCdiFs f;
   TestDriver driver;
   driver.ReturnCdiEdits();
@@ -104,9 +105,10 @@ TEST_CASE("a full CDI spec dir fails the claim naming the file and the error, le
   CHECK(f.Files().empty());
 }
 
-TEST_CASE("a read-only CDI spec dir fails prepares naming the error; an unprepare that cannot remove the spec fails "
-          "and keeps the claim until the retry removes it",
-          "[helper][cdi][fs]") {
+TEST_CASE(
+    "a read-only CDI spec dir fails prepares naming the error; an unprepare that cannot remove the spec fails "
+    "and keeps the claim until the retry removes it",
+    "[helper][cdi][fs]") {
   SmallCdiFs f;
   TestDriver driver;
   driver.ReturnCdiEdits();

@@ -6,11 +6,11 @@
 #include "dra/cdi/codec.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
+#include "support/cdi_schema_validator.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
 #include "support/http_get.h"
 #include "support/poll.h"
-#include "support/cdi_schema_validator.h"
 #include "support/temp_dir.h"
 #include "support/test_driver.h"
 
@@ -115,8 +115,7 @@ TEST_CASE("after a reboot emptied the spec dir, a checkpointed claim gets its sp
   const kubeletclient::PrepareOutcome& outcome = prepared->at("0f1e2d3c-uid");
   CHECK(outcome.error.empty());
   CHECK(driver.prepare_calls() == 1);  // answered from the checkpoint
-  CHECK(outcome.devices.at(0).cdi_device_ids ==
-        std::vector<std::string>{"gpu.example.com/claim=0f1e2d3c-uid-gpu-0"});
+  CHECK(outcome.devices.at(0).cdi_device_ids == std::vector<std::string>{"gpu.example.com/claim=0f1e2d3c-uid-gpu-0"});
   CHECK(ReadFile(path) == before);
   CHECK(cdi::DecodeSpec(before, cdi::Format::kJson)->cdi_version == "0.5.0");  // a name starting with a digit
   CheckSchema(path);
@@ -207,8 +206,8 @@ TEST_CASE("at start, a prepared claim's spec that a power loss left empty is wri
   {
     auto helper = f.Start(driver);
     auto client = DraClient::Create(helper->dra_socket_path());
-    auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "damaged", "uid-damaged"},
-                                                                    {"ns", "intact", "uid-intact"}}));
+    auto prepared = client->NodePrepareResources(
+        DraApi::kV1, Refs({{"ns", "damaged", "uid-damaged"}, {"ns", "intact", "uid-intact"}}));
     REQUIRE(prepared.ok());
     REQUIRE(prepared->at("uid-damaged").error.empty());
   }
@@ -259,8 +258,8 @@ TEST_CASE("a lost spec is re-created only when serialized: an unprepare in the d
     return DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, refs);
   });
   auto waiting = [&](int calls) {
-    return HttpGet(helper->http_port(), "/metrics").second.find(
-               "dra_serialization_waiting_calls " + std::to_string(calls) + "\n") != std::string::npos;
+    return HttpGet(helper->http_port(), "/metrics")
+               .second.find("dra_serialization_waiting_calls " + std::to_string(calls) + "\n") != std::string::npos;
   };
   REQUIRE(testing::PollUntil([&] { return waiting(1); }));
   CHECK_FALSE(std::filesystem::exists(path));
@@ -290,9 +289,9 @@ TEST_CASE("at start, orphaned per-claim specs of this driver are removed, nothin
   }
   const std::string spec = ReadFile(f.SpecPath("uid-kept"));
   const std::vector<std::string> others = {
-      f.cdi_dir + "/gpu.example.com-claim.json",            // a static spec of the same kind
-      f.cdi_dir + "/gpu.example.com-gpu_uid-orphan.json",   // another class
-      f.cdi_dir + "/nic.example.com-claim_uid-orphan.json", // another driver
+      f.cdi_dir + "/gpu.example.com-claim.json",             // a static spec of the same kind
+      f.cdi_dir + "/gpu.example.com-gpu_uid-orphan.json",    // another class
+      f.cdi_dir + "/nic.example.com-claim_uid-orphan.json",  // another driver
   };
   for (const std::string& path : others) WriteFile(path, spec);
   WriteFile(f.SpecPath("uid-orphan"), spec);  // crash after writing the spec, before the checkpoint knew it
@@ -351,8 +350,7 @@ TEST_CASE("CDI options: vendor, class, format, edits with CDI off fail the claim
   auto client = DraClient::Create(helper->dra_socket_path());
   auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
   REQUIRE(prepared.ok());
-  CHECK(prepared->at("uid-1").error ==
-        "device gpu-0 of claim ns/c has CDI edits but options.cdi.enabled is off");
+  CHECK(prepared->at("uid-1").error == "device gpu-0 of claim ns/c has CDI edits but options.cdi.enabled is off");
 }
 
 }  // namespace

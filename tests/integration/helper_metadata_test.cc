@@ -92,13 +92,13 @@ TEST_CASE("device metadata: the file, its CDI spec and ID in the Go helper's lay
     CHECK(object["requests"][0]["name"] == "gpu");
     const json& devices = object["requests"][0]["devices"];
     REQUIRE(devices.size() == 2);
-    CHECK(devices[0] == json{{"driver", "gpu.example.com"},
-                             {"pool", "pool-a"},
-                             {"name", "gpu-0"},
-                             {"attributes",
-                              {{"model", {{"string", "a100"}}},
-                               {"resource.kubernetes.io/pciBusID", {{"string", "0000:3b:00.0"}}}}},
-                             {"networkData", {{"interfaceName", "net-gpu-0"}}}});
+    CHECK(devices[0] ==
+          json{{"driver", "gpu.example.com"},
+               {"pool", "pool-a"},
+               {"name", "gpu-0"},
+               {"attributes",
+                {{"model", {{"string", "a100"}}}, {"resource.kubernetes.io/pciBusID", {{"string", "0000:3b:00.0"}}}}},
+               {"networkData", {{"interfaceName", "net-gpu-0"}}}});
     CHECK(devices[1]["name"] == "gpu-1");
   }
   CHECK((std::filesystem::status(f.MetadataPath("c", "gpu")).permissions() & std::filesystem::perms::others_read) !=
@@ -216,8 +216,7 @@ TEST_CASE("device metadata: off, Device::metadata is ignored, bad options stop s
     auto helper = testing::HelperDirs::Start(driver, off);
     auto answer = DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Claim());
     REQUIRE(answer.ok());
-    CHECK(answer->at(kUid).devices.at(0).cdi_device_ids ==
-          std::vector<std::string>{TestDriver::CdiId(kUid, "gpu-0")});
+    CHECK(answer->at(kUid).devices.at(0).cdi_device_ids == std::vector<std::string>{TestDriver::CdiId(kUid, "gpu-0")});
     CHECK_FALSE(std::filesystem::exists(f.data + "/dra-device-metadata"));
   }
 

@@ -120,8 +120,8 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   REQUIRE((*helper)->PublishResources(invalid).ok());
   REQUIRE(PollUntil([&] { return !driver.errors().empty(); }, absl::Seconds(20)));
   const std::string error = driver.errors().at(0);
-  CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("(recoverable): ") && Catch::Contains("spec.devices[1].name") &&
-                        Catch::Contains("GPU_1"));
+  CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("(recoverable): ") &&
+                        Catch::Contains("spec.devices[1].name") && Catch::Contains("GPU_1"));
   CHECK((*helper)->ResourceSliceStats().updates == 0);
 
   (*helper)->Stop();
@@ -168,8 +168,8 @@ TEST_CASE("threads at idle: a Helper serving both sockets, /metrics and a publis
   // The HTTP server, the orphan check, the publisher and the informer of
   // the node's slices (the client's I/O thread was there before: the
   // test's). One slice is written without the work pool: it starts no thread.
-  CHECK(own == std::map<std::string, int>{{"dra-http", 1}, {"dra-informer", 1}, {"dra-orphans", 1},
-                                          {"dra-publisher", 1}});
+  CHECK(own ==
+        std::map<std::string, int>{{"dra-http", 1}, {"dra-informer", 1}, {"dra-orphans", 1}, {"dra-publisher", 1}});
 }
 
 TEST_CASE("/metrics: the devices published, slice writes, API requests by verb and code, background errors",

@@ -97,9 +97,9 @@ TEST_CASE("a driver with health advertises both health services after DRA", "[he
   auto helper = f.Start(driver);
   kubeletclient::Registration registration = kubeletclient::RegisterPlugin(helper->registrar_socket_path());
   REQUIRE(registration.status.ok());
-  CHECK(registration.info.supported_versions ==
-        std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
-                                 "v1alpha1.DRAResourceHealth"});
+  CHECK(registration.info.supported_versions == std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                                         "v1.DRAResourceHealth",
+                                                                         "v1alpha1.DRAResourceHealth"});
 }
 
 TEST_CASE("only the enabled DRA versions are served and advertised", "[helper]") {
@@ -193,26 +193,25 @@ TEST_CASE("each bad claim fails only itself", "[helper]") {
 
   auto client = DraClient::Create(helper->dra_socket_path());
   auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "good", "uid-good"},
-                                                                   {"ns", "replaced", "uid-old"},
-                                                                   {"ns", "pending", "uid-pending"},
-                                                                   {"ns", "missing", "uid-missing"},
-                                                                   {"ns", "broken", "uid-broken"}}));
+                                                                  {"ns", "replaced", "uid-old"},
+                                                                  {"ns", "pending", "uid-pending"},
+                                                                  {"ns", "missing", "uid-missing"},
+                                                                  {"ns", "broken", "uid-broken"}}));
   REQUIRE(prepared.ok());
   REQUIRE(prepared->size() == 5);
   CHECK(prepared->at("uid-good").error.empty());
   CHECK(prepared->at("uid-good").devices.size() == 1);
   CHECK(prepared->at("uid-old").error == "claim ns/replaced got replaced");
   CHECK(prepared->at("uid-pending").error == "claim ns/pending not allocated");
-  CHECK_THAT(prepared->at("uid-missing").error, Catch::StartsWith("retrieve claim ns/missing: ") &&
-                                                    Catch::Contains("not found"));
+  CHECK_THAT(prepared->at("uid-missing").error,
+             Catch::StartsWith("retrieve claim ns/missing: ") && Catch::Contains("not found"));
   CHECK(prepared->at("uid-broken").error == "injected failure");
   CHECK(prepared->at("uid-broken").devices.empty());
   // Another driver's result in the claim never reached ours (it would fail).
   CHECK(driver.prepare_calls() == 1);
 }
 
-TEST_CASE("a request over gRPC's 4 MiB limit is refused before any handler, and the next call is served",
-          "[helper]") {
+TEST_CASE("a request over gRPC's 4 MiB limit is refused before any handler, and the next call is served", "[helper]") {
   Fixture f;
   TestDriver driver;
   auto helper = f.Start(driver);
@@ -239,20 +238,24 @@ TEST_CASE("a claim reference that could escape a directory fails before any file
   const std::string long_uid(200, 'a');
   const std::string nul_uid("uid\0../x", 8);
   // The claim source has them all: only the reference check stops them.
-  for (const auto& [ns, name, uid] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"ns", "c", "../../etc/passwd"}, {"ns", "c", "a/b"}, {"ns", "c", long_uid}, {"ns", "c", nul_uid},
-           {"ns/..", "c", "uid-1"}, {"ns", "../c", "uid-2"}, {"ns", "c", ""}}) {
+  for (const auto& [ns, name, uid] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"ns", "c", "../../etc/passwd"},
+                                                                      {"ns", "c", "a/b"},
+                                                                      {"ns", "c", long_uid},
+                                                                      {"ns", "c", nul_uid},
+                                                                      {"ns/..", "c", "uid-1"},
+                                                                      {"ns", "../c", "uid-2"},
+                                                                      {"ns", "c", ""}}) {
     f.claims->Put(AllocatedClaim(ns, name, uid));
   }
   auto client = DraClient::Create(helper->dra_socket_path());
-  const std::vector<k8s::ClaimRef> refs = {{"ns", "c", "../../etc/passwd"}, {"ns", "c", "a/b"},   {"ns", "c", long_uid},
-                                           {"ns", "c", nul_uid},            {"ns/..", "c", "uid-1"},
-                                           {"ns", "../c", "uid-2"},         {"ns", "c", ""}};
+  const std::vector<k8s::ClaimRef> refs = {
+      {"ns", "c", "../../etc/passwd"}, {"ns", "c", "a/b"},      {"ns", "c", long_uid}, {"ns", "c", nul_uid},
+      {"ns/..", "c", "uid-1"},         {"ns", "../c", "uid-2"}, {"ns", "c", ""}};
   auto prepared = client->NodePrepareResources(DraApi::kV1, refs);
   REQUIRE(prepared.ok());
   REQUIRE(prepared->size() == refs.size());
-  CHECK(prepared->at("a/b").error ==
-        "invalid claim reference: uid \"a/b\": must consist of letters, digits and '-'");
+  CHECK(prepared->at("a/b").error == "invalid claim reference: uid \"a/b\": must consist of letters, digits and '-'");
   CHECK_THAT(prepared->at(long_uid).error, Catch::Contains("uid \"" + std::string(64, 'a') + "...\""));
   CHECK_THAT(prepared->at(nul_uid).error, Catch::Contains("uid \"uid?../x\""));
   CHECK_THAT(prepared->at("uid-1").error, Catch::StartsWith("invalid claim reference: namespace \"ns/..\": "));
@@ -331,13 +334,9 @@ int MaxConcurrencySeen(bool serialize) {
   return driver.max_concurrent_calls();
 }
 
-TEST_CASE("serialize on: the driver never sees two calls at once", "[helper]") {
-  CHECK(MaxConcurrencySeen(true) == 1);
-}
+TEST_CASE("serialize on: the driver never sees two calls at once", "[helper]") { CHECK(MaxConcurrencySeen(true) == 1); }
 
-TEST_CASE("serialize off: calls reach the driver concurrently", "[helper]") {
-  CHECK(MaxConcurrencySeen(false) >= 2);
-}
+TEST_CASE("serialize off: calls reach the driver concurrently", "[helper]") { CHECK(MaxConcurrencySeen(false) >= 2); }
 
 TEST_CASE("rolling update: sockets carry the UID, two instances run side by side", "[helper]") {
   Fixture f;
@@ -405,8 +404,8 @@ TEST_CASE("rolling update: long paths fall back to hashed socket names that work
   INFO(registration.status.ToString());
   REQUIRE(registration.status.ok());
   f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
-  auto prepared = DraClient::Create(registration.info.endpoint)
-                      ->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  auto prepared =
+      DraClient::Create(registration.info.endpoint)->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
   REQUIRE(prepared.ok());
   CHECK(prepared->at("uid-1").error.empty());
 }
@@ -470,8 +469,8 @@ TEST_CASE("the checkpoint answers prepared claims across a restart", "[helper]")
   {
     TestDriver driver;
     auto helper = f.Start(driver);
-    auto prepared = DraClient::Create(helper->dra_socket_path())
-                        ->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+    auto prepared =
+        DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
     REQUIRE(prepared.ok());
     first_ids = prepared->at("uid-1").devices.at(0).cdi_device_ids;
   }
@@ -479,8 +478,8 @@ TEST_CASE("the checkpoint answers prepared claims across a restart", "[helper]")
   f.claims->Remove("ns", "c");
   TestDriver restarted;
   auto helper = f.Start(restarted);
-  auto prepared = DraClient::Create(helper->dra_socket_path())
-                      ->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  auto prepared =
+      DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
   REQUIRE(prepared.ok());
   CHECK(prepared->at("uid-1").error.empty());
   CHECK(prepared->at("uid-1").devices.at(0).cdi_device_ids == first_ids);
@@ -547,8 +546,8 @@ TEST_CASE("a claim whose preparation had only started is prepared again after a 
   f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
   TestDriver driver;
   auto helper = f.Start(driver);
-  auto prepared = DraClient::Create(helper->dra_socket_path())
-                      ->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
+  auto prepared =
+      DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}));
   REQUIRE(prepared.ok());
   CHECK(prepared->at("uid-1").error.empty());
   CHECK(driver.prepare_calls() == 1);
@@ -610,8 +609,8 @@ TEST_CASE("health: watchers get the current list at once and every update", "[he
   Options options = f.MakeOptions();
   options.shutdown_grace = absl::Hours(1);
   auto helper = Fixture::Start(driver, options);
-  helper->PublishHealth({Health("gpu-0", kubeletplugin::HealthStatus::kHealthy, "ok",
-                                absl::FromUnixSeconds(1700000000), absl::Seconds(60)),
+  helper->PublishHealth({Health("gpu-0", kubeletplugin::HealthStatus::kHealthy, "ok", absl::FromUnixSeconds(1700000000),
+                                absl::Seconds(60)),
                          Health("gpu-1", kubeletplugin::HealthStatus::kUnhealthy, std::string(1500, 'x'))});
 
   auto client = DraClient::Create(helper->dra_socket_path());
@@ -655,8 +654,7 @@ TEST_CASE("the standard gRPC health service reports the DRA services", "[helper]
   auto helper = f.Start(driver);
   auto client = DraClient::Create(helper->dra_socket_path());
   CHECK(client->CheckGrpcHealth("") == absl::StatusOr<std::string>("SERVING"));
-  CHECK(client->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin") ==
-        absl::StatusOr<std::string>("SERVING"));
+  CHECK(client->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin") == absl::StatusOr<std::string>("SERVING"));
   CHECK(client->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin") ==
         absl::StatusOr<std::string>("SERVING"));
 }
@@ -723,8 +721,7 @@ TEST_CASE("/metrics counts calls and claims, /healthz follows the registration",
   CHECK_THAT(metrics, Catch::Contains("dra_kubelet_calls_total{method=\"NodePrepareResources\"} 1\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_claims_total{method=\"NodePrepareResources\"} 2\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_claim_errors_total{method=\"NodePrepareResources\"} 1\n"));
-  CHECK_THAT(metrics, Catch::Contains(
-                          "dra_kubelet_call_duration_seconds_count{method=\"NodePrepareResources\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_kubelet_call_duration_seconds_count{method=\"NodePrepareResources\"} 1\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_prepared_claims 1\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_checkpoint_writes_total 2\n"));
   CHECK_THAT(metrics, Catch::Contains("dra_serialization_waiting_calls 0\n"));
@@ -732,7 +729,8 @@ TEST_CASE("/metrics counts calls and claims, /healthz follows the registration",
   // The driver's own metrics come last.
   CHECK_THAT(metrics, Catch::EndsWith("# TYPE driver_scrapes_total counter\ndriver_scrapes_total 1\n"));
 
-  CHECK(HttpGet(helper->http_port(), "/healthz") == std::make_pair(std::string("HTTP/1.1 200 OK"), std::string("ok\n")));
+  CHECK(HttpGet(helper->http_port(), "/healthz") ==
+        std::make_pair(std::string("HTTP/1.1 200 OK"), std::string("ok\n")));
   CHECK(HttpGet(helper->http_port(), "/nothing").first == "HTTP/1.1 404 Not Found");
 
   // The kubelet changes its mind (for example after a restart).

@@ -130,7 +130,7 @@ TEST_CASE("informer: the list becomes events, then the watch's changes, and the 
   REQUIRE(client->Delete(k8s::kResourceClaims, kClaimNamespace, "b").ok());
   REQUIRE(PollUntil([&] { return recorder.events().size() == 4; }, absl::Seconds(20)));
   CHECK(recorder.events() == std::vector<std::string>{"ADDED list " + Key("a"), "ADDED " + Key("b"),
-                                                       "MODIFIED " + Key("a"), "DELETED " + Key("b")});
+                                                      "MODIFIED " + Key("a"), "DELETED " + Key("b")});
   CHECK_FALSE(recorder.broken());
   std::optional<json> a = informer->Get(Key("a"));
   REQUIRE(a.has_value());
@@ -159,9 +159,10 @@ TEST_CASE("informer: a watch the server ends is resumed from its version, withou
   CHECK(recorder.errors().empty());
 }
 
-TEST_CASE("informer: failures are reported and retried with backoff; only 410 lists again, and the list's "
-          "differences come as events",
-          "[informer]") {
+TEST_CASE(
+    "informer: failures are reported and retried with backoff; only 410 lists again, and the list's "
+    "differences come as events",
+    "[informer]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
   CreateLabelled(*client, "stays", "x");
@@ -178,9 +179,10 @@ TEST_CASE("informer: failures are reported and retried with backoff; only 410 li
   // The watch fails (503, transient) until the faults are dropped; in the
   // meantime two claims change and the history goes, so the next watch gets
   // 410 and the informer lists: once.
-  REQUIRE(server->Admin("POST", "/fake/fail",
-                        R"({"verb":"WATCH","resource":"resourceclaims","count":1000000,"status":503})")
-              .ok());
+  REQUIRE(
+      server
+          ->Admin("POST", "/fake/fail", R"({"verb":"WATCH","resource":"resourceclaims","count":1000000,"status":503})")
+          .ok());
   REQUIRE(server->Admin("POST", "/fake/closewatches").ok());
   REQUIRE(PollUntil([&] { return recorder.errors().size() >= 5; }, absl::Seconds(20)));
   REQUIRE(client->Delete(k8s::kResourceClaims, kClaimNamespace, "goes").ok());
@@ -217,8 +219,8 @@ TEST_CASE("informer: selectors are the server's, transform shapes the store", "[
   CreateLabelled(*client, "later", "x");
   CreateLabelled(*client, "later-theirs", "y");
   REQUIRE(PollUntil([&] { return recorder.Saw("ADDED " + Key("later")); }, absl::Seconds(20)));
-  CHECK(recorder.events() == std::vector<std::string>{"ADDED list " + Key("mine"), "MODIFIED " + Key("mine"),
-                                                       "ADDED " + Key("later")});
+  CHECK(recorder.events() ==
+        std::vector<std::string>{"ADDED list " + Key("mine"), "MODIFIED " + Key("mine"), "ADDED " + Key("later")});
   CHECK_FALSE(recorder.Last(Key("later"))["metadata"].contains("managedFields"));
   CHECK_FALSE(informer->Get(Key("theirs")).has_value());
 }

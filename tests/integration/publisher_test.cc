@@ -30,14 +30,13 @@
 namespace dra::resourceslice {
 namespace {
 
+using dra::testing::DeviceNames;
 using dra::testing::FakeApiServer;
 using dra::testing::PollUntil;
 using nlohmann::json;
-using dra::testing::DeviceNames;
 
 constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNode[] = "node-1";
-
 
 // Polls `condition`, which sends requests, at most every 20 ms.
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(20)) {
@@ -56,8 +55,8 @@ class Harness {
     REQUIRE(server.ok());
     server_ = *std::move(server);
     admin_ = MakeClient();
-    absl::StatusOr<json> node = admin_->Create(
-        k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}});
+    absl::StatusOr<json> node =
+        admin_->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}});
     REQUIRE(node.ok());
     node_uid_ = (*node)["metadata"]["uid"];
     StartPublisher(std::move(options));
@@ -109,7 +108,9 @@ class Harness {
     publisher_->Update(resources);
     WaitIdle();
   }
-  void WaitIdle() { REQUIRE(PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(20))); }
+  void WaitIdle() {
+    REQUIRE(PollUntil([&] { return publisher_->Idle(); }, absl::Seconds(20)));
+  }
 
   std::vector<absl::Status> errors() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -121,7 +122,9 @@ class Harness {
   }
 
   // This driver's slices on the server, by name (= slice order).
-  std::vector<k8s::ResourceSlice> Slices() { return testing::ListSlices(*admin_, absl::StrCat("spec.driver=", kDriver)); }
+  std::vector<k8s::ResourceSlice> Slices() {
+    return testing::ListSlices(*admin_, absl::StrCat("spec.driver=", kDriver));
+  }
 
   json Counts() {
     absl::StatusOr<std::string> body = server_->Admin("GET", "/fake/requests");
@@ -139,8 +142,8 @@ class Harness {
   void ResetCounts() { REQUIRE(server_->Admin("POST", "/fake/reset", "{}").ok()); }
 
   void Fail(const std::string& verb, int status, int count) {
-    json rule = {{"verb", verb}, {"resource", verb.empty() ? "" : "resourceslices"}, {"status", status},
-                 {"count", count}};
+    json rule = {
+        {"verb", verb}, {"resource", verb.empty() ? "" : "resourceslices"}, {"status", status}, {"count", count}};
     REQUIRE(server_->Admin("POST", "/fake/fail", rule.dump()).ok());
   }
 
@@ -204,8 +207,7 @@ TEST_CASE("10000 devices: exactly ceil(10000/128) creates with writes in paralle
   CHECK(h.errors().empty());
 }
 
-TEST_CASE("one device changed is one update, a device past the slice boundary bumps the generation",
-          "[publisher]") {
+TEST_CASE("one device changed is one update, a device past the slice boundary bumps the generation", "[publisher]") {
   Harness h;
   DriverResources resources = testing::GpuPool(kNode, 200);
   h.Publish(resources);
@@ -298,8 +300,8 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", slices[1].metadata.name).ok());
     REQUIRE(Eventually([&] {
       auto now = h.Slices();
-      return now.size() == 2 && absl::StartsWith(now[1].metadata.name, "00001-") &&
-             now[0].spec.pool.generation == 2 && now[1].spec.pool.generation == 2;
+      return now.size() == 2 && absl::StartsWith(now[1].metadata.name, "00001-") && now[0].spec.pool.generation == 2 &&
+             now[1].spec.pool.generation == 2;
     }));
     CHECK(DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)));
   }
@@ -309,14 +311,16 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     (*stored)["spec"]["devices"][3]["attributes"]["model"]["string"] = "fake";
     (*stored)["spec"]["devices"].erase(7);
     REQUIRE(h.admin().Update(k8s::kResourceSlices, "", *stored).ok());
-    REQUIRE(Eventually([&] { return DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)) &&
-                                    h.Slices()[0].spec.devices[3].attributes.at("model").string_value == "a100"; }));
+    REQUIRE(Eventually([&] {
+      return DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)) &&
+             h.Slices()[0].spec.devices[3].attributes.at("model").string_value == "a100";
+    }));
     CHECK(h.Slices()[0].spec.pool.generation == 1);  // one slice rewritten in place
   }
   SECTION("all wiped, as the kubelet does when it starts") {
     REQUIRE(h.server()
-                .Admin("DELETE", absl::StrCat("/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D",
-                                              kNode))
+                .Admin("DELETE",
+                       absl::StrCat("/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D", kNode))
                 .ok());
     REQUIRE(Eventually([&] { return h.Slices().size() == 2; }));
     h.WaitIdle();
@@ -360,7 +364,7 @@ TEST_CASE("a watch that ends or fails is resumed from its version; only 410 list
   REQUIRE(Eventually([&] { return h.Count("WATCH resourceslices") >= 4; }));
   REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", h.Slices()[1].metadata.name).ok());
   CHECK_FALSE(h.errors().empty());  // the failed watches were reported
-  h.ResetCounts();  // the lists above were the test's
+  h.ResetCounts();                  // the lists above were the test's
   const int64_t creates = h.publisher().Stats().creates;
   REQUIRE(h.server().Admin("DELETE", "/fake/fail").ok());
   REQUIRE(Eventually([&] { return h.publisher().Stats().creates == creates + 1; }));
@@ -441,8 +445,7 @@ TEST_CASE("server down, then up: converges with nothing lost", "[publisher]") {
   for (const absl::Status& error : h.errors()) CHECK(error.code() == absl::StatusCode::kUnavailable);
 }
 
-TEST_CASE("an invalid pool is reported with field and rule, never sent, not retried until changed",
-          "[publisher]") {
+TEST_CASE("an invalid pool is reported with field and rule, never sent, not retried until changed", "[publisher]") {
   Harness h;
   CHECK_FALSE(h.publisher().Idle());  // nothing is synced before the first Update()
   h.publisher().Update(testing::GpuPool(kNode, 1));

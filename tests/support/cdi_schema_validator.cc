@@ -55,8 +55,8 @@ std::vector<std::string> CdiSchemaValidator::ValidateText(const std::string& tex
   return Validate(document);
 }
 
-void CdiSchemaValidator::Check(const json& value, const json& schema, const std::string& file,
-                               const std::string& path, std::vector<std::string>& errors) const {
+void CdiSchemaValidator::Check(const json& value, const json& schema, const std::string& file, const std::string& path,
+                               std::vector<std::string>& errors) const {
   if (auto ref = schema.find("$ref"); ref != schema.end()) {
     // "other.json#/pointer" or "#/pointer" (in `file`).
     const std::string target = ref->get<std::string>();
@@ -102,13 +102,15 @@ void CdiSchemaValidator::Check(const json& value, const json& schema, const std:
       }
     } else if (keyword == "items") {
       if (!value.is_array()) continue;
-      for (size_t i = 0; i < value.size(); ++i) Check(value[i], argument, file, absl::StrCat(path, "[", i, "]"), errors);
+      for (size_t i = 0; i < value.size(); ++i)
+        Check(value[i], argument, file, absl::StrCat(path, "[", i, "]"), errors);
     } else if (keyword == "minimum" || keyword == "maximum") {
       if (!value.is_number()) continue;
       // Compare as integers when both are: int64/uint32 bounds exceed a double's precision.
       bool in_range = true;
       if (value.is_number_integer() && argument.is_number_integer()) {
-        const bool value_negative = value.is_number_integer() && !value.is_number_unsigned() && value.get<int64_t>() < 0;
+        const bool value_negative =
+            value.is_number_integer() && !value.is_number_unsigned() && value.get<int64_t>() < 0;
         const bool bound_negative = !argument.is_number_unsigned() && argument.get<int64_t>() < 0;
         if (keyword == "minimum") {
           in_range = value_negative == bound_negative
@@ -125,7 +127,8 @@ void CdiSchemaValidator::Check(const json& value, const json& schema, const std:
         in_range = keyword == "minimum" ? value.get<double>() >= argument.get<double>()
                                         : value.get<double>() <= argument.get<double>();
       }
-      if (!in_range) errors.push_back(absl::StrCat(Where(path), ": ", value.dump(), " violates ", keyword, " ", argument.dump()));
+      if (!in_range)
+        errors.push_back(absl::StrCat(Where(path), ": ", value.dump(), " violates ", keyword, " ", argument.dump()));
     } else {
       errors.push_back(absl::StrCat(Where(path), ": unsupported schema keyword \"", keyword, "\""));
     }

@@ -81,10 +81,8 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
     return absl::InternalError(absl::StrCat("FakeApiServer: ", e.what()));
   }
 
-  std::vector<std::string> args = {binary,
-                                   "--cert-dir=" + server->cert_dir(),
-                                   "--port-file=" + server->dir_->Join("port"),
-                                   "--token-file=" + server->token_file(),
+  std::vector<std::string> args = {binary, "--cert-dir=" + server->cert_dir(),
+                                   "--port-file=" + server->dir_->Join("port"), "--token-file=" + server->token_file(),
                                    "--exit-with-parent"};
   if (options.validate_schema) {
     std::string openapi = options.openapi_path.empty() ? kDefaultOpenAPI : options.openapi_path;
@@ -118,8 +116,8 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
       },
       options.startup_timeout);
   if (exited) {
-    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", how,
-                                            " before writing its port file; log:\n", server->LogTail()));
+    return absl::InternalError(
+        absl::StrCat("FakeApiServer: ", binary, " ", how, " before writing its port file; log:\n", server->LogTail()));
   }
   if (!ready) {
     return absl::DeadlineExceededError(absl::StrCat("FakeApiServer: no port file after ",
@@ -137,8 +135,8 @@ absl::StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(Options opti
       },
       options.startup_timeout);
   if (exited) {
-    return absl::InternalError(absl::StrCat("FakeApiServer: ", binary, " ", how,
-                                            " before answering /readyz; log:\n", server->LogTail()));
+    return absl::InternalError(
+        absl::StrCat("FakeApiServer: ", binary, " ", how, " before answering /readyz; log:\n", server->LogTail()));
   }
   if (!ready) {
     return absl::DeadlineExceededError(absl::StrCat("FakeApiServer: /readyz not ready at ", server->url(), ": ",

@@ -88,8 +88,8 @@ class FakeApiServer {
 
   // Any request. token empty: no Authorization header. Errors only when no
   // HTTP response was received.
-  absl::StatusOr<Response> Request(const std::string& method, const std::string& path,
-                                   const std::string& body, const std::string& token,
+  absl::StatusOr<Response> Request(const std::string& method, const std::string& path, const std::string& body,
+                                   const std::string& token,
                                    const std::string& content_type = "application/json") const;
 
  private:

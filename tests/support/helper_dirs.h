@@ -39,8 +39,7 @@ struct HelperDirs {
     return options;
   }
 
-  static std::unique_ptr<kubeletplugin::Helper> Start(kubeletplugin::Driver& driver,
-                                                      kubeletplugin::Options options) {
+  static std::unique_ptr<kubeletplugin::Helper> Start(kubeletplugin::Driver& driver, kubeletplugin::Options options) {
     absl::StatusOr<std::unique_ptr<kubeletplugin::Helper>> helper =
         kubeletplugin::Helper::Start(driver, std::move(options));
     INFO(helper.status().ToString());

@@ -20,7 +20,7 @@ void Collect(const json& value, const json::json_pointer& pointer, const std::st
   } else if (value.is_object()) {
     const bool is_map = shape.map_keys.count(key) > 0;
     for (auto it = value.begin(); it != value.end(); ++it) {
-      const std::string child_path = is_map          ? absl::StrCat(path, "[", it.key(), "]")
+      const std::string child_path = is_map         ? absl::StrCat(path, "[", it.key(), "]")
                                      : path.empty() ? it.key()
                                                     : absl::StrCat(path, ".", it.key());
       out.push_back({pointer / it.key(), child_path, it.value()});

@@ -103,7 +103,8 @@ inline std::vector<k8s::ResourceSlice> ListSlices(k8s::Client& client, const std
     REQUIRE(slice.ok());
     slices.push_back(*std::move(slice));
   }
-  std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+  std::sort(slices.begin(), slices.end(),
+            [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
   return slices;
 }
 

@@ -106,7 +106,8 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   for (std::string& entry : env_storage) envp.push_back(entry.data());
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view name = std::string_view(*entry).substr(0, std::string_view(*entry).find('=') + 1);
-    const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& e) { return e.starts_with(name); });
+    const bool replaced =
+        std::any_of(env.begin(), env.end(), [&](const std::string& e) { return e.starts_with(name); });
     if (!replaced) envp.push_back(*entry);
   }
   envp.push_back(nullptr);

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/kubeletplugin/driver.h"
+#include "dra/resourceclaim/claim_status_writer.h"
 
 namespace dra::testing {
 

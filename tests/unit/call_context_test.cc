@@ -1,8 +1,8 @@
 // CallContext and CallTracker: deadlines, the three ways a call is
 // cancelled, request IDs in the logger, and what Stop() learns about calls
 // still running.
-#include <memory>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -35,8 +35,7 @@ TEST_CASE("a call without a deadline gets the kubelet's 45 s, one with a deadlin
 TEST_CASE("a passed deadline cancels with DeadlineExceeded", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
-  const CallTracker::Call call =
-      tracker.Begin("NodePrepareResources", absl::Now() + absl::Milliseconds(50));
+  const CallTracker::Call call = tracker.Begin("NodePrepareResources", absl::Now() + absl::Milliseconds(50));
   CHECK(call.context().WaitForCancellation(absl::Seconds(30)));
   CHECK(call.context().cancelled());
   CHECK(call.context().status().code() == absl::StatusCode::kDeadlineExceeded);
@@ -98,8 +97,7 @@ TEST_CASE("each call's logger carries its method and a request ID counted per tr
   CHECK_THAT(lines[1], Catch::EndsWith("\"two\" method=\"NodeUnprepareResources\" requestID=\"2\""));
 }
 
-TEST_CASE("WaitIdle returns at once when idle and names the calls still running at its deadline",
-          "[call_context]") {
+TEST_CASE("WaitIdle returns at once when idle and names the calls still running at its deadline", "[call_context]") {
   const Logger logger(std::make_shared<CapturingSink>());
   CallTracker tracker(logger);
   CHECK(tracker.WaitIdle(absl::Now() + absl::Hours(1)).empty());

@@ -172,9 +172,10 @@ TEST_CASE("the schema validator catches what the schema forbids", "[cdi][codec]"
   const auto& schema = CdiSchemaValidator::Reference();
   CHECK(schema.ValidateText(R"({"cdiVersion":"0.3.0","kind":"a/b","devices":[{"name":"x"}]})") ==
         std::vector<std::string>{"devices[0]: missing required field \"containerEdits\""});
-  CHECK(schema.ValidateText(R"({"cdiVersion":"0.3.0","kind":"a/b","devices":[{"name":"x","containerEdits":)"
-                            R"({"deviceNodes":[{"path":"/x","uid":4294967296}]}}]})") ==
-        std::vector<std::string>{"devices[0].containerEdits.deviceNodes[0].uid: 4294967296 violates maximum 4294967295"});
+  CHECK(
+      schema.ValidateText(R"({"cdiVersion":"0.3.0","kind":"a/b","devices":[{"name":"x","containerEdits":)"
+                          R"({"deviceNodes":[{"path":"/x","uid":4294967296}]}}]})") ==
+      std::vector<std::string>{"devices[0].containerEdits.deviceNodes[0].uid: 4294967296 violates maximum 4294967295"});
   CHECK(schema.ValidateText(R"({"cdiVersion":"0.3.0","kind":"a/b","devices":[],"annotations":{"k":1}})") ==
         std::vector<std::string>{"annotations[k]: want type string, got 1"});
 }

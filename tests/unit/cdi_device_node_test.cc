@@ -51,7 +51,8 @@ TEST_CASE("non-devices, missing files and type mismatches fail", "[cdi][deviceno
   dra::testing::WriteFile(temp.Join("file"), "x");
   DeviceNode file;
   file.path = temp.Join("file");
-  CHECK(FillDeviceNodeFromHost(file).message() == "device node " + file.path + ": " + file.path + " is not a device node");
+  CHECK(FillDeviceNodeFromHost(file).message() ==
+        "device node " + file.path + ": " + file.path + " is not a device node");
 
   DeviceNode missing;
   missing.path = temp.Join("missing");

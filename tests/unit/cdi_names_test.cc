@@ -56,7 +56,8 @@ TEST_CASE("kinds and qualified names parse into their parts", "[cdi][names]") {
 
 TEST_CASE("qualified IDs are built only from valid parts", "[cdi][names]") {
   CHECK(*MakeQualifiedName("example.com/gpu", "gpu0") == "example.com/gpu=gpu0");
-  CHECK(MakeQualifiedName("example.com", "gpu0").status().message() == "invalid kind \"example.com\": want vendor/class");
+  CHECK(MakeQualifiedName("example.com", "gpu0").status().message() ==
+        "invalid kind \"example.com\": want vendor/class");
   CHECK(MakeQualifiedName("example.com/gpu", "gpu 0").status().message() ==
         "invalid device name \"gpu 0\": invalid character ' '; allowed are letters, digits, '_', '-', '.' and ':'");
 }

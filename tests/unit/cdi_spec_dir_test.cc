@@ -71,7 +71,8 @@ TEST_CASE("Write refuses an invalid spec and leaves no file", "[cdi][specdir]") 
   const SpecDir dir = DirAt(temp.path());
   Spec spec = MinimalSpec();
   spec.devices[0].container_edits = {};
-  CHECK(dir.Write("x", spec).status().message() == "devices[\"gpu0\"].containerEdits: a device needs at least one edit");
+  CHECK(dir.Write("x", spec).status().message() ==
+        "devices[\"gpu0\"].containerEdits: a device needs at least one edit");
   CHECK(std::filesystem::is_empty(temp.path()));
 }
 
@@ -89,10 +90,11 @@ TEST_CASE("Remove deletes both formats and a missing file is success", "[cdi][sp
 TEST_CASE("orphan clean-up removes only this kind's transient specs not kept", "[cdi][specdir]") {
   TempDir temp;
   const SpecDir dir = DirAt(temp.path());
-  for (const char* id : {"keep-1", "orphan-1"}) REQUIRE(dir.Write(TransientSpecFileName(kKind, id), MinimalSpec()).ok());
+  for (const char* id : {"keep-1", "orphan-1"})
+    REQUIRE(dir.Write(TransientSpecFileName(kKind, id), MinimalSpec()).ok());
   REQUIRE(DirAt(temp.path(), Format::kYaml).Write(TransientSpecFileName(kKind, "orphan-2"), MinimalSpec()).ok());
   const std::vector<std::string> untouched = {
-      "example.com-gpu.json",           // the driver's static spec
+      "example.com-gpu.json",            // the driver's static spec
       "example.com-gpux_orphan-3.json",  // another class
       "other.com-gpu_orphan-4.json",     // another vendor
       "example.com-gpu_notes.txt",       // not a spec file
@@ -123,7 +125,8 @@ TEST_CASE("a reader never sees a partial spec file while it is replaced", "[cdi]
   const SpecDir dir = DirAt(temp.path());
   Spec small = MinimalSpec();
   Spec large = FullSpec();
-  for (int i = 0; i < 200; ++i) large.container_edits.env.push_back("PADDING_" + std::to_string(i) + "=" + std::string(100, 'x'));
+  for (int i = 0; i < 200; ++i)
+    large.container_edits.env.push_back("PADDING_" + std::to_string(i) + "=" + std::string(100, 'x'));
   const std::string name = TransientSpecFileName(kKind, "uid");
   const std::string path = *dir.Write(name, small);
   const std::string small_text = ReadFile(path);

@@ -40,7 +40,10 @@ TEST_CASE("every validation rule has a failing case naming the device, field and
        "devices[\"gpu0\"].name: duplicate device name"},
       {"device edits not empty", [](Spec& s) { Edits(s) = {}; },
        "devices[\"gpu0\"].containerEdits: a device needs at least one edit"},
-      {"env is KEY=VALUE", [](Spec& s) { Edits(s).env = {"A=1", "NOVALUE"}; },
+      {"env is KEY=VALUE",
+       [](Spec& s) {
+         Edits(s).env = {"A=1", "NOVALUE"};
+       },
        "devices[\"gpu0\"].containerEdits.env[1]: \"NOVALUE\" is not KEY=VALUE"},
       {"env key not empty", [](Spec& s) { s.container_edits.env = {"=1"}; },
        "containerEdits.env[0]: \"=1\" is not KEY=VALUE"},
@@ -58,8 +61,7 @@ TEST_CASE("every validation rule has a failing case naming the device, field and
        },
        "devices[\"gpu0\"].containerEdits.hooks[0].hookName: \"preStart\" is not one of prestart, createRuntime, "
        "createContainer, startContainer, poststart, poststop"},
-      {"hook path",
-       [](Spec& s) { Edits(s).hooks.emplace_back().hook_name = "poststop"; },
+      {"hook path", [](Spec& s) { Edits(s).hooks.emplace_back().hook_name = "poststop"; },
        "devices[\"gpu0\"].containerEdits.hooks[0].path: required"},
       {"hook env",
        [](Spec& s) {
@@ -77,21 +79,37 @@ TEST_CASE("every validation rule has a failing case naming the device, field and
          hook.timeout = 0;
        },
        "devices[\"gpu0\"].containerEdits.hooks[0].timeout: 0 is not between 1 and 4294967295 seconds"},
-      {"mount host path", [](Spec& s) { Edits(s).mounts.push_back({"", "/b", {}, ""}); },
+      {"mount host path",
+       [](Spec& s) {
+         Edits(s).mounts.push_back({"", "/b", {}, ""});
+       },
        "devices[\"gpu0\"].containerEdits.mounts[0].hostPath: required"},
-      {"mount container path", [](Spec& s) { Edits(s).mounts.push_back({"/a", "", {}, ""}); },
+      {"mount container path",
+       [](Spec& s) {
+         Edits(s).mounts.push_back({"/a", "", {}, ""});
+       },
        "devices[\"gpu0\"].containerEdits.mounts[0].containerPath: required"},
       {"intelRdt closID", [](Spec& s) { Edits(s).intel_rdt.emplace().clos_id = "a/b"; },
        "devices[\"gpu0\"].containerEdits.intelRdt.closID: \"a/b\" is not a valid file name"},
-      {"net device host name", [](Spec& s) { Edits(s).net_devices.push_back({"", "net0"}); },
+      {"net device host name",
+       [](Spec& s) {
+         Edits(s).net_devices.push_back({"", "net0"});
+       },
        "devices[\"gpu0\"].containerEdits.netDevices[0].hostInterfaceName: required"},
-      {"net device name", [](Spec& s) { Edits(s).net_devices.push_back({"eth0", ""}); },
+      {"net device name",
+       [](Spec& s) {
+         Edits(s).net_devices.push_back({"eth0", ""});
+       },
        "devices[\"gpu0\"].containerEdits.netDevices[0].name: required"},
       {"net device host names unique",
-       [](Spec& s) { Edits(s).net_devices = {{"eth0", "a"}, {"eth0", "b"}}; },
+       [](Spec& s) {
+         Edits(s).net_devices = {{"eth0", "a"}, {"eth0", "b"}};
+       },
        "devices[\"gpu0\"].containerEdits.netDevices[1].hostInterfaceName: duplicate \"eth0\""},
       {"net device names unique",
-       [](Spec& s) { Edits(s).net_devices = {{"eth0", "a"}, {"eth1", "a"}}; },
+       [](Spec& s) {
+         Edits(s).net_devices = {{"eth0", "a"}, {"eth1", "a"}};
+       },
        "devices[\"gpu0\"].containerEdits.netDevices[1].name: duplicate \"a\""},
       {"annotation key", [](Spec& s) { s.devices[0].annotations["bad key"] = "v"; },
        "devices[\"gpu0\"].annotations[\"bad key\"]: invalid key: the name part may hold only letters, digits, '-', "

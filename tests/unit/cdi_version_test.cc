@@ -20,11 +20,18 @@ struct VersionCase {
 TEST_CASE("the minimum version follows the features a spec uses", "[cdi][version]") {
   const VersionCase cases[] = {
       {"nothing new", [](Spec&) {}, "0.3.0", ""},
-      {"mount type", [](Spec& s) { s.devices[0].container_edits.mounts.push_back({"/a", "/b", {}, "bind"}); },
+      {"mount type",
+       [](Spec& s) {
+         s.devices[0].container_edits.mounts.push_back({"/a", "/b", {}, "bind"});
+       },
        "0.4.0", "devices[\"gpu0\"].containerEdits.mounts[].type"},
-      {"mount without type", [](Spec& s) { s.devices[0].container_edits.mounts.push_back({"/a", "/b", {"ro"}, ""}); },
+      {"mount without type",
+       [](Spec& s) {
+         s.devices[0].container_edits.mounts.push_back({"/a", "/b", {"ro"}, ""});
+       },
        "0.3.0", ""},
-      {"device node hostPath", [](Spec& s) {
+      {"device node hostPath",
+       [](Spec& s) {
          DeviceNode& node = s.container_edits.device_nodes.emplace_back();
          node.path = "/dev/x";
          node.host_path = "/dev/y";
@@ -41,8 +48,11 @@ TEST_CASE("the minimum version follows the features a spec uses", "[cdi][version
        "devices[\"gpu0\"].containerEdits.intelRdt"},
       {"additionalGids", [](Spec& s) { s.container_edits.additional_gids = {5}; }, "0.7.0",
        "containerEdits.additionalGids"},
-      {"netDevices", [](Spec& s) { s.devices[0].container_edits.net_devices.push_back({"eth1", "net0"}); }, "1.1.0",
-       "devices[\"gpu0\"].containerEdits.netDevices"},
+      {"netDevices",
+       [](Spec& s) {
+         s.devices[0].container_edits.net_devices.push_back({"eth1", "net0"});
+       },
+       "1.1.0", "devices[\"gpu0\"].containerEdits.netDevices"},
       {"intelRdt schemata", [](Spec& s) { s.container_edits.intel_rdt.emplace().schemata = {"L3:0=f"}; }, "1.1.0",
        "containerEdits.intelRdt.schemata"},
       {"intelRdt enableMonitoring", [](Spec& s) { s.container_edits.intel_rdt.emplace().enable_monitoring = true; },

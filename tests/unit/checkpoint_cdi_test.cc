@@ -38,7 +38,8 @@ TEST_CASE("a checkpoint written before CDI specs existed still loads", "[checkpo
 TEST_CASE("a claim's CDI spec survives commit and reopen", "[checkpoint][cdi]") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
-  const std::string spec = "{\n  \"cdiVersion\": \"0.5.0\",\n  \"kind\": \"gpu.example.com/claim\",\n  \"devices\": []\n}\n";
+  const std::string spec =
+      "{\n  \"cdiVersion\": \"0.5.0\",\n  \"kind\": \"gpu.example.com/claim\",\n  \"devices\": []\n}\n";
   CheckpointEntry entry{{"ns", "c1", "uid-1"}, ClaimState::kPrepared, {}};
   entry.cdi_spec = spec;
   {

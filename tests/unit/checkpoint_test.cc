@@ -161,18 +161,17 @@ TEST_CASE("Checkpoint commits survive a reopen") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   const CheckpointEntry started = Entry("uid-a", ClaimState::kPrepareStarted);
-  const CheckpointEntry prepared = Entry(
-      "uid-b", ClaimState::kPrepared,
-      {Device{.requests = {"gpu", "nic/vf"},
-              .pool_name = "node-1",
-              .device_name = "gpu-0",
-              .cdi_device_ids = {"example.com/gpu=gpu-0", "example.com/gpu=common"},
-              .share_id = "0a1b2c3d-share"},
-       Device{.requests = {},
-              .pool_name = "node-1",
-              .device_name = "nic-3",
-              .cdi_device_ids = {},
-              .share_id = std::nullopt}});
+  const CheckpointEntry prepared = Entry("uid-b", ClaimState::kPrepared,
+                                         {Device{.requests = {"gpu", "nic/vf"},
+                                                 .pool_name = "node-1",
+                                                 .device_name = "gpu-0",
+                                                 .cdi_device_ids = {"example.com/gpu=gpu-0", "example.com/gpu=common"},
+                                                 .share_id = "0a1b2c3d-share"},
+                                          Device{.requests = {},
+                                                 .pool_name = "node-1",
+                                                 .device_name = "nic-3",
+                                                 .cdi_device_ids = {},
+                                                 .share_id = std::nullopt}});
   const CheckpointEntry doomed = Entry("uid-c", ClaimState::kPrepared);
   CheckpointEntry with_data = Entry("uid-d", ClaimState::kPrepared);
   with_data.driver_data = "{\"cpus\":\"4-7\"}";
@@ -376,9 +375,7 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
     damaged = lines[0] + "\n" + lines[1].substr(0, lines[1].size() / 2);
     problem = "line 2: checksum mismatch";
   }
-  SECTION("empty file") {
-    problem = "line 1: missing header (empty file)";
-  }
+  SECTION("empty file") { problem = "line 1: missing header (empty file)"; }
 
   WriteFile(path, damaged);
   const auto checkpoint = Checkpoint::Open(path);
@@ -438,10 +435,10 @@ TEST_CASE("A torn last line is a commit that never returned: dropped, and the ne
     REQUIRE(checkpoint->Commit({Set(b)}).ok());
   }
   // The record a crashed commit was appending: uid-c prepared, uid-a erased.
-  const std::string record = Sign(json{{"seq", 3},
-                                       {"set", {{"uid-c", {{"namespace", "ns"}, {"name", "c"},
-                                                           {"state", "Prepared"}, {"devices", json::array()}}}}},
-                                       {"erase", {"uid-a"}}});
+  const std::string record = Sign(json{
+      {"seq", 3},
+      {"set", {{"uid-c", {{"namespace", "ns"}, {"name", "c"}, {"state", "Prepared"}, {"devices", json::array()}}}}},
+      {"erase", {"uid-a"}}});
   std::string tail;
   SECTION("half a record") { tail = record.substr(0, record.size() / 2); }
   SECTION("a whole record without its newline") { tail = record; }
@@ -462,7 +459,7 @@ TEST_CASE("A torn last line is a commit that never returned: dropped, and the ne
   const CheckpointEntry d = Entry("uid-d", ClaimState::kPrepareStarted);
   REQUIRE(checkpoint->Commit({Set(d)}).ok());
   CHECK(checkpoint->writes() == 1);
-  CHECK(Inode(path) != inode);    // replaced, not appended after the garbage
+  CHECK(Inode(path) != inode);  // replaced, not appended after the garbage
   CHECK(Lines(path).size() == 2);
   CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{a, b, d});
 
@@ -586,8 +583,7 @@ TEST_CASE("A file loaded with more change records than allowed is compacted by t
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   const CheckpointEntry a = Entry("uid-a", ClaimState::kPrepared);
-  std::string content = Sign(json{{"version", 2}}) + "\n" +
-                        Sign(json{{"seq", 10}, {"claims", json::object()}}) + "\n";
+  std::string content = Sign(json{{"version", 2}}) + "\n" + Sign(json{{"seq", 10}, {"claims", json::object()}}) + "\n";
   for (int i = 0; i < 100; ++i) {
     content += Sign(json{{"seq", 11 + i}, {"set", json::object()}, {"erase", {"uid-x"}}}) + "\n";
   }
@@ -849,8 +845,7 @@ TEST_CASE("Readers never see half of a commit, alone or grouped") {
       for (int w = 0; w < kWriters; ++w) {
         const auto a = (*snapshot)->Get(absl::StrCat("w", w, "-a"));
         const auto b = (*snapshot)->Get(absl::StrCat("w", w, "-b"));
-        if (a.has_value() != b.has_value() ||
-            (a && a->devices.at(0).device_name != b->devices.at(0).device_name)) {
+        if (a.has_value() != b.has_value() || (a && a->devices.at(0).device_name != b->devices.at(0).device_name)) {
           ++bad_reads;
         }
       }

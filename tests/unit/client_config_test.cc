@@ -26,10 +26,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/backoff.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "k8s/auth.h"
-#include "base/backoff.h"
 #include "k8s/http_util.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -148,7 +148,8 @@ users:
   user:
     tokenFile: token
     client-certificate: pki/client.crt
-    client-key: )" + dir.Join("sub/pki/client.key") + "\n");
+    client-key: )" + dir.Join("sub/pki/client.key") +
+                      "\n");
   absl::StatusOr<ClientConfig> config = LoadKubeconfig(path);
   REQUIRE(config.ok());
   CHECK(config->server == "https://[fd00::1]:6443");
@@ -200,8 +201,9 @@ TEST_CASE("kubeconfig errors name the file and the key, never the secret", "[kub
   const std::string path = dir.Join("config");
 
   SECTION("current-context names a missing context") {
-    WriteFile(path, std::string(kTwoContexts).replace(std::string(kTwoContexts).find("current-context: first"), 22,
-                                                      "current-context: gone"));
+    WriteFile(path,
+              std::string(kTwoContexts)
+                  .replace(std::string(kTwoContexts).find("current-context: first"), 22, "current-context: gone"));
     absl::StatusOr<ClientConfig> config = LoadKubeconfig(path);
     REQUIRE_FALSE(config.ok());
     CHECK(config.status().code() == absl::StatusCode::kInvalidArgument);
@@ -237,8 +239,9 @@ users:
 - name: u
   user:
     token: )",
-                                 kSecretToken, "\n    client-certificate-data: \"!!not base64!!\"\n"
-                                               "    client-key-data: \"also bad\"\n"));
+                                 kSecretToken,
+                                 "\n    client-certificate-data: \"!!not base64!!\"\n"
+                                 "    client-key-data: \"also bad\"\n"));
     absl::StatusOr<ClientConfig> config = LoadKubeconfig(path);
     REQUIRE_FALSE(config.ok());
     CHECK(config.status().message() ==
@@ -252,9 +255,9 @@ contexts: [{name: c, context: {cluster: k}}]
 )");
     absl::StatusOr<ClientConfig> config = LoadKubeconfig(path);
     REQUIRE_FALSE(config.ok());
-    CHECK(config.status().message() ==
-          absl::StrCat("kubeconfig ", path, ": clusters[k].cluster.certificate-authority: cannot read ",
-                       dir.Join("missing/ca.crt"), ": No such file or directory"));
+    CHECK(config.status().message() == absl::StrCat("kubeconfig ", path,
+                                                    ": clusters[k].cluster.certificate-authority: cannot read ",
+                                                    dir.Join("missing/ca.crt"), ": No such file or directory"));
   }
   SECTION("CA together with insecure") {
     WriteFile(path, absl::StrCat(R"(current-context: c
@@ -321,8 +324,7 @@ users:
   CHECK(config->exec->interactive_mode == "Never");
 }
 
-TEST_CASE("LoadDefaultConfig: explicit path, then $KUBECONFIG, then ~/.kube/config, then in-cluster",
-          "[kubeconfig]") {
+TEST_CASE("LoadDefaultConfig: explicit path, then $KUBECONFIG, then ~/.kube/config, then in-cluster", "[kubeconfig]") {
   TempDir dir;
   WriteFile(dir.Join("a"), kTwoContexts);
   std::string b = std::string(kTwoContexts);
@@ -471,12 +473,17 @@ struct ExecFixture {
 
   ExecFixture() {
     WriteFile(script, absl::StrCat(R"(#!/bin/sh
-n=$(cat ")", counter, R"(" 2>/dev/null || echo 0)
+n=$(cat ")",
+                                   counter, R"(" 2>/dev/null || echo 0)
 n=$((n+1))
-echo $n > ")", counter, R"("
-echo "$REGION" > ")", env_dump, R"("
-echo "$KUBERNETES_EXEC_INFO" >> ")", env_dump, R"("
-exp=$(cat ")", expiry, R"(" 2>/dev/null)
+echo $n > ")",
+                                   counter, R"("
+echo "$REGION" > ")",
+                                   env_dump, R"("
+echo "$KUBERNETES_EXEC_INFO" >> ")",
+                                   env_dump, R"("
+exp=$(cat ")",
+                                   expiry, R"(" 2>/dev/null)
 if [ -n "$exp" ]; then exp=",\"expirationTimestamp\":\"$exp\""; fi
 echo "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"token-$n\"$exp}}"
 )"));
@@ -612,7 +619,8 @@ TEST_CASE("ExecCredential parsing", "[auth][exec]") {
 // HTTP pieces
 
 TEST_CASE("resource paths and queries", "[http]") {
-  CHECK(internal::ResourcePath(kResourceClaims, "ns", "c1") == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1");
+  CHECK(internal::ResourcePath(kResourceClaims, "ns", "c1") ==
+        "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1");
   CHECK(internal::ResourcePath(kResourceClaims, "ns", "c1", "status") ==
         "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1/status");
   CHECK(internal::ResourcePath(kResourceClaims, "") == "/apis/resource.k8s.io/v1/resourceclaims");
@@ -624,9 +632,7 @@ TEST_CASE("resource paths and queries", "[http]") {
 }
 
 TEST_CASE("HTTP errors map to status codes with the server's message", "[http][errors]") {
-  auto status = [](int code, const std::string& body) {
-    return internal::StatusFromResponse(code, body, "GET /x");
-  };
+  auto status = [](int code, const std::string& body) { return internal::StatusFromResponse(code, body, "GET /x"); };
   absl::Status not_found = status(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure",
       "message":"resourceclaims.resource.k8s.io \"c\" not found","reason":"NotFound","code":404})");
   CHECK(not_found.code() == absl::StatusCode::kNotFound);
@@ -639,11 +645,13 @@ TEST_CASE("HTTP errors map to status codes with the server's message", "[http][e
   CHECK(absl::IsAlreadyExists(exists));
   CHECK_FALSE(IsConflict(exists));
 
-  absl::Status conflict = status(409, R"({"kind":"Status","reason":"Conflict","message":"the object has been modified"})");
+  absl::Status conflict =
+      status(409, R"({"kind":"Status","reason":"Conflict","message":"the object has been modified"})");
   CHECK(conflict.code() == absl::StatusCode::kAborted);
   CHECK(IsConflict(conflict));
 
-  absl::Status gone = status(410, R"j({"kind":"Status","reason":"Expired","message":"too old resource version: 1 (5)"})j");
+  absl::Status gone =
+      status(410, R"j({"kind":"Status","reason":"Expired","message":"too old resource version: 1 (5)"})j");
   CHECK(gone.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StartsWith(gone.message(), "expired: too old resource version"));
   CHECK(IsGone(gone));
@@ -678,9 +686,9 @@ TEST_CASE("Retry-After and backoff", "[http]") {
   const absl::Time now = absl::FromUnixSeconds(1700000000);
   CHECK(internal::ParseRetryAfter("3", now) == absl::Seconds(3));
   CHECK(internal::ParseRetryAfter(" 0 ", now) == absl::ZeroDuration());
-  CHECK(internal::ParseRetryAfter(absl::FormatTime("%a, %d %b %Y %H:%M:%S GMT", now + absl::Seconds(7),
-                                                   absl::UTCTimeZone()),
-                                  now) == absl::Seconds(7));
+  CHECK(internal::ParseRetryAfter(
+            absl::FormatTime("%a, %d %b %Y %H:%M:%S GMT", now + absl::Seconds(7), absl::UTCTimeZone()), now) ==
+        absl::Seconds(7));
   CHECK_FALSE(internal::ParseRetryAfter("", now).has_value());
   CHECK_FALSE(internal::ParseRetryAfter("soon", now).has_value());
   for (int attempt = 0; attempt < 10; ++attempt) {
@@ -917,9 +925,8 @@ std::string Claim(const std::string& name, const std::string& rv = "1") {
 }
 
 TEST_CASE("client: GET sends auth and user agent and decodes the claim", "[client][local]") {
-  ScriptedServer server([](const ScriptedServer::Request&, ScriptedServer::Conn& conn) {
-    conn.Respond(200, Claim("c1"));
-  });
+  ScriptedServer server(
+      [](const ScriptedServer::Request&, ScriptedServer::Conn& conn) { conn.Respond(200, Claim("c1")); });
   auto client = MakeClient(server.url());
   absl::StatusOr<ResourceClaim> claim = client->GetResourceClaim("ns", "c1");
   REQUIRE(claim.ok());
@@ -1075,9 +1082,8 @@ TEST_CASE("client: a rotated token file is used without restart, and a 401 re-re
 }
 
 TEST_CASE("client: the rate limiter paces requests", "[client][local][ratelimit]") {
-  ScriptedServer server([](const ScriptedServer::Request&, ScriptedServer::Conn& conn) {
-    conn.Respond(200, Claim("c1"));
-  });
+  ScriptedServer server(
+      [](const ScriptedServer::Request&, ScriptedServer::Conn& conn) { conn.Respond(200, Claim("c1")); });
   ClientConfig config;
   config.server = server.url();
   config.qps = 20;
@@ -1133,10 +1139,10 @@ TEST_CASE("client: ListAll follows continue tokens and falls back on expiry", "[
 TEST_CASE("client: watch decodes a chunked stream and ends when the server closes it", "[client][local][watch]") {
   ScriptedServer server([](const ScriptedServer::Request&, ScriptedServer::Conn& conn) {
     conn.Send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n");
-    std::string events = json{{"type", "ADDED"}, {"object", json::parse(Claim("a", "10"))}}.dump() + "\n" +
-                         json{{"type", "MODIFIED"}, {"object", json::parse(Claim("a", "11"))}}.dump() + "\n" +
-                         R"({"type":"BOOKMARK","object":{"kind":"ResourceClaim","metadata":{"resourceVersion":"12"}}})" +
-                         "\n";
+    std::string events =
+        json{{"type", "ADDED"}, {"object", json::parse(Claim("a", "10"))}}.dump() + "\n" +
+        json{{"type", "MODIFIED"}, {"object", json::parse(Claim("a", "11"))}}.dump() + "\n" +
+        R"({"type":"BOOKMARK","object":{"kind":"ResourceClaim","metadata":{"resourceVersion":"12"}}})" + "\n";
     // Split mid-event, with pauses, as a real stream arrives.
     for (size_t i = 0; i < events.size(); i += 37) {
       conn.Send(std::string_view(events).substr(i, 37));

@@ -97,9 +97,9 @@ TEST_CASE("NVML discovery reports every GPU field", "[gpu_nvml]") {
   h100.product_name = "NVIDIA H100 80GB HBM3";
   h100.driver_version = "535.104.5";
   h100.pci_bus_id = "0000:86:00.0";
-  h100.pcie_root = "";          // no sysfs entry
+  h100.pcie_root = "";  // no sysfs entry
   h100.memory_bytes = 85520809984;
-  h100.compute_units = 0;       // nvmlDeviceGetAttributes_v2: NOT_SUPPORTED
+  h100.compute_units = 0;  // nvmlDeviceGetAttributes_v2: NOT_SUPPORTED
   h100.mig_enabled = true;
   h100.device_nodes = {CharNode("/dev/nvidia3", 195, 3), CharNode("/dev/nvidiactl", 195, 255)};
   CHECK((*gpus)[1] == h100);
@@ -131,8 +131,7 @@ TEST_CASE("a missing NVML library is a clear error", "[gpu_nvml]") {
 TEST_CASE("a library without the NVML functions names the missing one", "[gpu_nvml]") {
   absl::StatusOr<std::unique_ptr<DeviceSource>> source = OpenNvml("libm.so.6");
   REQUIRE(source.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK_THAT(std::string(source.status().message()),
-             Catch::StartsWith("NVML: libm.so.6 has no symbol nvmlInit_v2: "));
+  CHECK_THAT(std::string(source.status().message()), Catch::StartsWith("NVML: libm.so.6 has no symbol nvmlInit_v2: "));
 }
 
 TEST_CASE("nvmlInit failing names the call and NVML's error", "[gpu_nvml]") {
@@ -207,8 +206,8 @@ TEST_CASE("NVML PCI bus ids as Kubernetes wants them", "[gpu_nvml]") {
   CHECK(NormalizePciBusId("0000:3b:00.0").value() == "0000:3b:00.0");
   CHECK(NormalizePciBusId("00000001:AF:1F.7").value() == "0001:af:1f.7");
   CHECK(NormalizePciBusId("00010000:e1:00.0").value() == "10000:e1:00.0");  // VMD domain, as sysfs names it
-  for (const char* bad : {"", "3b:00.0", "00000000:3B:00", "00000000:3B:00.8", "00000000:3B:20.0",
-                          "00000000:13B:00.0", "0000:3g:00.0", "0000:3b:00.0:1"}) {
+  for (const char* bad : {"", "3b:00.0", "00000000:3B:00", "00000000:3B:00.8", "00000000:3B:20.0", "00000000:13B:00.0",
+                          "0000:3g:00.0", "0000:3b:00.0:1"}) {
     INFO(bad);
     CHECK(NormalizePciBusId(bad).status().code() == absl::StatusCode::kInvalidArgument);
   }

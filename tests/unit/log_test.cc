@@ -12,8 +12,8 @@ using testing::CapturingSink;
 TEST_CASE("klog text format: header, quoted message and fields", "[log]") {
   LogRecord record;
   record.severity = LogSeverity::kWarning;
-  record.time = absl::FromCivil(absl::CivilSecond(2026, 11, 29, 9, 29, 22), absl::UTCTimeZone()) +
-                absl::Microseconds(123456);
+  record.time =
+      absl::FromCivil(absl::CivilSecond(2026, 11, 29, 9, 29, 22), absl::UTCTimeZone()) + absl::Microseconds(123456);
   record.message = "Prepared \"claim\"";
   record.fields = {{"claim", "ns/name"}, {"count", "2"}};
   const std::string line = FormatLogRecord(record, LogFormat::kKlogText);
@@ -58,8 +58,10 @@ TEST_CASE("WithValues puts its fields before every record's own, and nests", "[l
   logger.Info("plain");
   const std::vector<std::string> lines = sink->lines();
   REQUIRE(lines.size() == 3);
-  CHECK_THAT(lines[0], Catch::EndsWith("\"Prepared claim\" method=\"NodePrepareResources\" requestID=\"7\" uid=\"u-1\""));
-  CHECK_THAT(lines[1], Catch::EndsWith("\"Claim failed\" method=\"NodePrepareResources\" requestID=\"7\" claim=\"ns/c\""));
+  CHECK_THAT(lines[0],
+             Catch::EndsWith("\"Prepared claim\" method=\"NodePrepareResources\" requestID=\"7\" uid=\"u-1\""));
+  CHECK_THAT(lines[1],
+             Catch::EndsWith("\"Claim failed\" method=\"NodePrepareResources\" requestID=\"7\" claim=\"ns/c\""));
   CHECK_THAT(lines[2], Catch::EndsWith("\"plain\""));
 }
 

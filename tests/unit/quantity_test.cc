@@ -255,8 +255,7 @@ TEST_CASE("Values without an SI suffix print in exponent notation", "[quantity]"
   CHECK(Q("1000E") == Q(Q("1000E").ToString()));
 }
 
-TEST_CASE("FromInt and FromScaled, from TestNewSet, TestMilliNewSet, TestNewScaledSet",
-          "[quantity]") {
+TEST_CASE("FromInt and FromScaled, from TestNewSet, TestMilliNewSet, TestNewScaledSet", "[quantity]") {
   CHECK(Quantity().ToString() == "0");
   CHECK(Quantity().format() == kD);
   CHECK(Quantity::FromInt(1).ToString() == "1");
@@ -308,53 +307,37 @@ TEST_CASE("Parse errors name the input and the rule broken", "[quantity]") {
   };
   // The first block is TestQuantityParse's invalid list.
   constexpr ErrorCase kErrors[] = {
-      {"1.1.M", kFormat},
-      {"1+1.0M", kFormat},
-      {"0.1mi", kSuffix},
-      {"0.1am", kFormat},
-      {"aoeu", kFormat},
-      {".5i", kSuffix},
-      {"1i", kSuffix},
-      {"-3.01i", kSuffix},
-      {"-3.01e-", kSuffix},
-      {" 1", kFormat},
-      {"1 ", kFormat},
-      {"", kFormat},
-      {"1.5.5", kFormat},
-      {"Non-Numeric", kFormat},
-      {"1GiB", kFormat},
-      {"1gi", kFormat},
-      {"1Ki5", kSuffix},
-      {"1ki", kSuffix},
-      {"1e", kSuffix},
-      {"1e1.5", kFormat},
-      {"--1", kSuffix},
-      {"1e9223372036854775808", kSuffix},
-      {"1e4294967297", kSuffix},
-      {"Ei", kNumeric},
-      {".Pi", kNumeric},
-      {"-.e-10", kNumeric},
+      {"1.1.M", kFormat},        {"1+1.0M", kFormat},
+      {"0.1mi", kSuffix},        {"0.1am", kFormat},
+      {"aoeu", kFormat},         {".5i", kSuffix},
+      {"1i", kSuffix},           {"-3.01i", kSuffix},
+      {"-3.01e-", kSuffix},      {" 1", kFormat},
+      {"1 ", kFormat},           {"", kFormat},
+      {"1.5.5", kFormat},        {"Non-Numeric", kFormat},
+      {"1GiB", kFormat},         {"1gi", kFormat},
+      {"1Ki5", kSuffix},         {"1ki", kSuffix},
+      {"1e", kSuffix},           {"1e1.5", kFormat},
+      {"--1", kSuffix},          {"1e9223372036854775808", kSuffix},
+      {"1e4294967297", kSuffix}, {"Ei", kNumeric},
+      {".Pi", kNumeric},         {"-.e-10", kNumeric},
   };
   for (const ErrorCase& e : kErrors) {
     INFO("input '" << e.in << "'");
     const absl::StatusOr<Quantity> q = Quantity::Parse(e.in);
     REQUIRE_FALSE(q.ok());
     CHECK(q.status().code() == absl::StatusCode::kInvalidArgument);
-    CHECK(std::string(q.status().message()) ==
-          "quantity \"" + std::string(e.in) + "\": " + std::string(e.rule));
+    CHECK(std::string(q.status().message()) == "quantity \"" + std::string(e.in) + "\": " + std::string(e.rule));
   }
 }
 
-TEST_CASE("Digit-less numbers parse as zero where apimachinery's fast path takes them",
-          "[quantity]") {
+TEST_CASE("Digit-less numbers parse as zero where apimachinery's fast path takes them", "[quantity]") {
   for (std::string_view in : {"-", "+", ".", "-.", "m", "Ki", "Ti", "e5"}) {
     INFO("input " << in);
     CHECK(Q(in).IsZero());
   }
 }
 
-TEST_CASE("Compare is numeric, from TestQuantityCmp and TestQuantityCmpInt64AndDec",
-          "[quantity]") {
+TEST_CASE("Compare is numeric, from TestQuantityCmp and TestQuantityCmpInt64AndDec", "[quantity]") {
   CHECK(Cmp(Q("0"), Q("0")) == 0);
   CHECK(Cmp(Q("100m"), Q("50m")) == 1);
   CHECK(Cmp(Q("50m"), Q("100m")) == -1);
@@ -375,28 +358,12 @@ TEST_CASE("Compare is numeric, from TestQuantityCmp and TestQuantityCmpInt64AndD
   };
   constexpr int64_t kE18 = 1000000000000000000;
   constexpr CmpCase kTable[] = {
-      {901, -2, 901, -2, 0},
-      {90, -1, 901, -2, -1},
-      {901, -2, 900, -2, 1},
-      {0, 0, 0, 0, 0},
-      {0, 1, 0, -1, 0},
-      {0, -1, 0, 1, 0},
-      {800, -3, 1, 0, -1},
-      {800, -3, 79, -2, 1},
-      {kMax, 0, 1, -1, 1},
-      {kMax, 1, 1, 0, 1},
-      {kMax, 1, 1, 1, 1},
-      {kMax, 1, 0, 1, 1},
-      {kMax, -16, 1, 3, -1},
-      {kMin, 0, 0, 0, -1},
-      {kMin, -18, -1, 0, -1},
-      {kMin, -19, -1, 0, 1},
-      {kE18, -17, 1, 1, 0},
-      {kE18, -17, -10, 0, 1},
-      {-kE18, -17, -10, 0, 0},
-      {kE18, -17, 1, 0, 1},
-      {kE18 + 1, -17, 1, 1, 1},
-      {kE18 - 1, -17, 1, 1, -1},
+      {901, -2, 901, -2, 0},    {90, -1, 901, -2, -1},     {901, -2, 900, -2, 1},   {0, 0, 0, 0, 0},
+      {0, 1, 0, -1, 0},         {0, -1, 0, 1, 0},          {800, -3, 1, 0, -1},     {800, -3, 79, -2, 1},
+      {kMax, 0, 1, -1, 1},      {kMax, 1, 1, 0, 1},        {kMax, 1, 1, 1, 1},      {kMax, 1, 0, 1, 1},
+      {kMax, -16, 1, 3, -1},    {kMin, 0, 0, 0, -1},       {kMin, -18, -1, 0, -1},  {kMin, -19, -1, 0, 1},
+      {kE18, -17, 1, 1, 0},     {kE18, -17, -10, 0, 1},    {-kE18, -17, -10, 0, 0}, {kE18, -17, 1, 0, 1},
+      {kE18 + 1, -17, 1, 1, 1}, {kE18 - 1, -17, 1, 1, -1},
   };
   for (const CmpCase& c : kTable) {
     const Quantity a = Quantity::FromScaled(c.a_value, c.a_scale);

@@ -140,8 +140,8 @@ constexpr char kClaim[] = R"json({
 
 const dra::testing::OpenApiValidator& Validator() {
   static const dra::testing::OpenApiValidator validator = [] {
-    auto loaded = dra::testing::OpenApiValidator::FromFile(
-        std::string(DRA_REFERENCE_DIR) + "/openapi/apis__resource.k8s.io__v1_openapi.json");
+    auto loaded = dra::testing::OpenApiValidator::FromFile(std::string(DRA_REFERENCE_DIR) +
+                                                           "/openapi/apis__resource.k8s.io__v1_openapi.json");
     if (!loaded.ok()) FAIL(loaded.status().ToString());
     return *std::move(loaded);
   }();
@@ -160,15 +160,14 @@ Quantity Q(std::string_view text) { return *Quantity::Parse(text); }
 
 // Raw JSON objects (opaque parameters, device data) have no insides to check;
 // capacity "requests" is the only object of that name.
-const testing::JsonShape kClaimShape{{"consumedCapacity", "requests", "labels", "annotations"},
-                                     {"parameters", "data"}};
+const testing::JsonShape kClaimShape{{"consumedCapacity", "requests", "labels", "annotations"}, {"parameters", "data"}};
 
 json WithUnknownFields() {
   json document = json::parse(kClaim);
   document["futureTopLevel"] = {{"enabled", true}};
   document["metadata"]["selfLink"] = "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/trainer-0-accel-x7k2p";
-  document["metadata"]["managedFields"] = json::array(
-      {{{"manager", "kube-scheduler"}, {"operation", "Update"}, {"subresource", "status"}}});
+  document["metadata"]["managedFields"] =
+      json::array({{{"manager", "kube-scheduler"}, {"operation", "Update"}, {"subresource", "status"}}});
   document["spec"]["devices"]["requests"][1]["exactly"]["derivedAttributes"] =
       json::array({{{"name", "derived/numa"}, {"expression", "device.attributes[\"nic.example.com\"].numa"}}});
   json& results = document["status"]["allocation"]["devices"]["results"];
@@ -220,8 +219,7 @@ TEST_CASE("A realistic claim decodes into typed fields") {
   REQUIRE(claim.status.allocation.has_value());
   const AllocationResult& allocation = *claim.status.allocation;
   REQUIRE(allocation.devices.results.size() == 3);
-  CHECK(allocation.devices.results[0].binding_conditions ==
-        std::vector<std::string>{"gpu.example.com/FabricAttached"});
+  CHECK(allocation.devices.results[0].binding_conditions == std::vector<std::string>{"gpu.example.com/FabricAttached"});
   CHECK_FALSE(allocation.devices.results[0].share_id.has_value());
   const DeviceRequestAllocationResult& shared = allocation.devices.results[1];
   CHECK(shared.share_id == "5f2c9d1e-8a7b-4c6d-9e0f-1a2b3c4d5e6f");
@@ -346,8 +344,7 @@ TEST_CASE("Unknown fields survive a read-modify-write at every level") {
   CHECK(claim.metadata.unknown_fields.contains("selfLink"));
   CHECK(claim.spec.devices.requests[1].exactly->unknown_fields.contains("derivedAttributes"));
   const auto& results = claim.status.allocation->devices.results;
-  CHECK(results[0].unknown_fields["skipNodeOperations"] ==
-        json{"NodePrepareResources", "NodeUnprepareResources"});
+  CHECK(results[0].unknown_fields["skipNodeOperations"] == json{"NodePrepareResources", "NodeUnprepareResources"});
   CHECK(results[2].unknown_fields["futureResultField"]["nested"] == json{1, 2, 3});
   CHECK(claim.status.devices[1].unknown_fields == json{{"futureStatusField", "kept"}});
   CHECK(claim.status.devices[1].network_data->unknown_fields == json{{"mtu", 9000}});
@@ -536,16 +533,14 @@ TEST_CASE("The schema validator finds what is wrong") {
 
   // Quantity is oneOf string or number; RawExtension is any object.
   const auto set_queues = [](json value) {
-    return [value](json& d) {
-      d["status"]["allocation"]["devices"]["results"][1]["consumedCapacity"]["queues"] = value;
-    };
+    return
+        [value](json& d) { d["status"]["allocation"]["devices"]["results"][1]["consumedCapacity"]["queues"] = value; };
   };
   CHECK(errors_after(set_queues(4)).empty());
   CHECK(errors_after(set_queues(true)) ==
         Errors{"status.allocation.devices.results[1].consumedCapacity[queues]: boolean matches 0 of the oneOf schemas, "
                "expected exactly 1"});
-  CHECK(errors_after([](json& d) { d["status"]["devices"][0]["data"] = {{"any", {{"nested", {1, "two"}}}}}; })
-            .empty());
+  CHECK(errors_after([](json& d) { d["status"]["devices"][0]["data"] = {{"any", {{"nested", {1, "two"}}}}}; }).empty());
 
   CHECK(Validator().Validate(valid, "io.k8s.api.resource.v1.NoSuchKind") ==
         Errors{"no schema named io.k8s.api.resource.v1.NoSuchKind"});

@@ -13,8 +13,8 @@
 #include "dra/k8s/node_selector_json.h"
 #include "dra/k8s/status_json.h"
 #include "support/json_locations.h"
-#include "support/resource_slice_fixtures.h"
 #include "support/openapi_validator.h"
+#include "support/resource_slice_fixtures.h"
 
 namespace dra::k8s {
 namespace {
@@ -28,11 +28,10 @@ constexpr char kSliceSchema[] = "io.k8s.api.resource.v1.ResourceSlice";
 constexpr char kDeviceClassSchema[] = "io.k8s.api.resource.v1.DeviceClass";
 constexpr char kStatusSchema[] = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 
-
 const dra::testing::OpenApiValidator& Validator() {
   static const dra::testing::OpenApiValidator validator = [] {
-    auto loaded = dra::testing::OpenApiValidator::FromFile(
-        std::string(DRA_REFERENCE_DIR) + "/openapi/apis__resource.k8s.io__v1_openapi.json");
+    auto loaded = dra::testing::OpenApiValidator::FromFile(std::string(DRA_REFERENCE_DIR) +
+                                                           "/openapi/apis__resource.k8s.io__v1_openapi.json");
     if (!loaded.ok()) FAIL(loaded.status().ToString());
     return *std::move(loaded);
   }();
@@ -396,8 +395,8 @@ TEST_CASE("The legacy nodeAllocatableResourceMappings shape decodes into the cur
     json& gpu = document["spec"]["devices"][0];
     gpu["nodeAllocatableResourceMappings"] = {{"memory", {{"allocationMultiplier", "2Gi"}}}};
     const ResourceSlice both = MustDecode(document);
-    CHECK(both.spec.devices[0].node_allocatable_resources == MustDecode(json::parse(kSlice)).spec.devices[0]
-                                                                  .node_allocatable_resources);
+    CHECK(both.spec.devices[0].node_allocatable_resources ==
+          MustDecode(json::parse(kSlice)).spec.devices[0].node_allocatable_resources);
     CHECK(both.spec.devices[0].unknown_fields ==
           json{{"nodeAllocatableResourceMappings", {{"memory", {{"allocationMultiplier", "2Gi"}}}}}});
     CHECK(ToJson(both) == document);
@@ -436,7 +435,8 @@ TEST_CASE("kLegacyMappings refuses what the legacy shape cannot express") {
     CHECK(encoded.status().code() == absl::StatusCode::kInvalidArgument);
     return std::string(encoded.status().message());
   };
-  constexpr char kSuffix[] = ": cannot be expressed as nodeAllocatableResourceMappings (Kubernetes 1.36, 1.37.0-beta.0)";
+  constexpr char kSuffix[] =
+      ": cannot be expressed as nodeAllocatableResourceMappings (Kubernetes 1.36, 1.37.0-beta.0)";
 
   const ResourceSlice full = MustDecode(json::parse(kSlice));
   CHECK(message_for(full) ==
@@ -471,9 +471,9 @@ TEST_CASE("kLegacyMappings refuses what the legacy shape cannot express") {
   }
   SECTION("no mapping") {
     memory.mapping.reset();
-    CHECK(message_for(slice) ==
-          absl::StrCat("spec.devices[1] (device \"ccx-0\"): nodeAllocatableResources[memory] without mapping",
-                       kSuffix));
+    CHECK(
+        message_for(slice) ==
+        absl::StrCat("spec.devices[1] (device \"ccx-0\"): nodeAllocatableResources[memory] without mapping", kSuffix));
   }
   SECTION("fields of a newer server") {
     memory.unknown_fields = {{"scaling", "Linear"}};

@@ -47,8 +47,8 @@ Stored StoredSlice(const Pool& pool, size_t index, int64_t generation, int64_t r
 std::vector<ExistingSlice> View(const std::vector<Stored>& stored, std::vector<bool> in_place = {}) {
   std::vector<ExistingSlice> view;
   for (size_t k = 0; k < stored.size(); ++k) {
-    view.push_back({stored[k].name, &stored[k].spec, stored[k].resource_version,
-                    k < in_place.size() ? bool(in_place[k]) : true});
+    view.push_back(
+        {stored[k].name, &stored[k].spec, stored[k].resource_version, k < in_place.size() ? bool(in_place[k]) : true});
   }
   return view;
 }
@@ -101,12 +101,12 @@ TEST_CASE("plan: a missing slice (deleted by someone, a pool that grew) rewrites
 TEST_CASE("plan: obsolete slices: past the pool's end, unreadable, misplaced, badly named, the older of two") {
   const Pool pool = DesiredPool(2);
   std::vector<Stored> stored = {
-      StoredSlice(pool, 0, 1, 10),                       // 0: kept
-      StoredSlice(DesiredPool(3), 2, 1),                 // 1: index 2 of a pool that had 3
-      StoredSlice(pool, 1, 1, 12, "zzzzz"),              // 2: the newer of two for index 1
-      StoredSlice(pool, 1, 1, 11, "yyyyy"),              // 3: the older one
+      StoredSlice(pool, 0, 1, 10),                                            // 0: kept
+      StoredSlice(DesiredPool(3), 2, 1),                                      // 1: index 2 of a pool that had 3
+      StoredSlice(pool, 1, 1, 12, "zzzzz"),                                   // 2: the newer of two for index 1
+      StoredSlice(pool, 1, 1, 11, "yyyyy"),                                   // 3: the older one
       {"not-a-slice-name", DesiredSpec(kPublishing, kPool, pool, 0, 1), 10},  // 4
-      StoredSlice(pool, 0, 1, 13, "misplaced"),          // 5: found only where it does not belong
+      StoredSlice(pool, 0, 1, 13, "misplaced"),                               // 5: found only where it does not belong
   };
   std::vector<ExistingSlice> view = View(stored, {true, true, true, true, true, false});
   view.push_back({SliceGenerateName(0, kPublishing.driver_name, kPool) + "unread", nullptr, 20, true});  // 6

@@ -19,9 +19,9 @@ TEST_CASE("explicit socket names win without a rolling-update UID", "[socket_pat
 }
 
 TEST_CASE("rolling-update names carry the UID when they fit", "[socket_paths]") {
-  SocketPaths paths = ComputeSocketPaths("gpu.example.com", "/var/lib/kubelet/plugins_registry",
-                                         "/var/lib/kubelet/plugins/gpu.example.com",
-                                         "0b3c1a9e-5f7d-4c2b-9a8e-1d2c3b4a5f6e", "", "");
+  SocketPaths paths =
+      ComputeSocketPaths("gpu.example.com", "/var/lib/kubelet/plugins_registry",
+                         "/var/lib/kubelet/plugins/gpu.example.com", "0b3c1a9e-5f7d-4c2b-9a8e-1d2c3b4a5f6e", "", "");
   CHECK(paths.registrar ==
         "/var/lib/kubelet/plugins_registry/gpu.example.com-0b3c1a9e-5f7d-4c2b-9a8e-1d2c3b4a5f6e-reg.sock");
   CHECK(paths.dra == "/var/lib/kubelet/plugins/gpu.example.com/dra-0b3c1a9e-5f7d-4c2b-9a8e-1d2c3b4a5f6e.sock");
@@ -48,8 +48,7 @@ TEST_CASE("long paths fall back to hashed names, in the Go helper's order", "[so
   // No room for either: the driver-independent form.
   const std::string deep = "/" + std::string(75, 'r');
   SocketPaths longest = ComputeSocketPaths(driver, deep, "/p", uid, "", "");
-  CHECK(longest.registrar ==
-        deep + "/dra-" + HashForSocketName(driver + std::string(1, '\0') + uid, 16) + "-reg.sock");
+  CHECK(longest.registrar == deep + "/dra-" + HashForSocketName(driver + std::string(1, '\0') + uid, 16) + "-reg.sock");
 
   const std::string data = "/" + std::string(70, 'd');
   SocketPaths dra = ComputeSocketPaths(driver, "/r", data, uid, "", "");

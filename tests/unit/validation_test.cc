@@ -276,7 +276,8 @@ TEST_CASE("Valid slices pass") {
 
 TEST_CASE("Metadata rules") {
   RunCases({
-      {"missing name", [](ResourceSlice& s) { s.metadata.name.clear(); },
+      {"missing name",
+       [](ResourceSlice& s) { s.metadata.name.clear(); },
        {"metadata.name: Required value: name or generateName is required"}},
       {"generateName instead of name",
        [](ResourceSlice& s) {
@@ -284,9 +285,11 @@ TEST_CASE("Metadata rules") {
          s.metadata.generate_name = "node-1-gpu.example.com-";
        },
        {}},
-      {"bad name", [](ResourceSlice& s) { s.metadata.name = "Node_1"; },
+      {"bad name",
+       [](ResourceSlice& s) { s.metadata.name = "Node_1"; },
        {S("metadata.name: Invalid value: \"Node_1\": ") + kSubdomainMsg}},
-      {"name too long", [](ResourceSlice& s) { s.metadata.name = std::string(254, 'a'); },
+      {"name too long",
+       [](ResourceSlice& s) { s.metadata.name = std::string(254, 'a'); },
        {"metadata.name: Invalid value: \"" + std::string(254, 'a') + "\": must be no more than 253 characters"}},
       {"bad generateName",
        [](ResourceSlice& s) {
@@ -294,15 +297,20 @@ TEST_CASE("Metadata rules") {
          s.metadata.generate_name = "Node-";
        },
        {S("metadata.generateName: Invalid value: \"Node-\": ") + kSubdomainMsg}},
-      {"namespace", [](ResourceSlice& s) { s.metadata.namespace_ = "default"; },
+      {"namespace",
+       [](ResourceSlice& s) { s.metadata.namespace_ = "default"; },
        {"metadata.namespace: Forbidden: not allowed on this type"}},
-      {"bad label value", [](ResourceSlice& s) { s.metadata.labels["app"] = "spaces not allowed"; },
+      {"bad label value",
+       [](ResourceSlice& s) { s.metadata.labels["app"] = "spaces not allowed"; },
        {S("metadata.labels: Invalid value: \"spaces not allowed\": ") + kLabelValueMsg}},
-      {"bad label key", [](ResourceSlice& s) { s.metadata.labels["!@#$%^"] = "x"; },
+      {"bad label key",
+       [](ResourceSlice& s) { s.metadata.labels["!@#$%^"] = "x"; },
        {S("metadata.labels: Invalid value: \"!@#$%^\": ") + kNamePartMsg}},
-      {"bad annotation key", [](ResourceSlice& s) { s.metadata.annotations["!@#$%^"] = "hello world"; },
+      {"bad annotation key",
+       [](ResourceSlice& s) { s.metadata.annotations["!@#$%^"] = "hello world"; },
        {S("metadata.annotations: Invalid value: \"!@#$%^\": ") + kNamePartMsg}},
-      {"annotations too large", [](ResourceSlice& s) { s.metadata.annotations["big"] = std::string(256 * 1024, 'x'); },
+      {"annotations too large",
+       [](ResourceSlice& s) { s.metadata.annotations["big"] = std::string(256 * 1024, 'x'); },
        {"metadata.annotations: Too long: may not be more than 262144 bytes"}},
   });
 }
@@ -310,10 +318,12 @@ TEST_CASE("Metadata rules") {
 TEST_CASE("Driver, pool and node selection rules") {
   RunCases({
       {"missing driver", [](ResourceSlice& s) { s.spec.driver.clear(); }, {"spec.driver: Required value"}},
-      {"bad driver", [](ResourceSlice& s) { s.spec.driver = "gpu_example.com"; },
+      {"bad driver",
+       [](ResourceSlice& s) { s.spec.driver = "gpu_example.com"; },
        {S("spec.driver: Invalid value: \"gpu_example.com\": ") + kSubdomainMsg}},
       {"upper-case driver is accepted", [](ResourceSlice& s) { s.spec.driver = "GPU.example.com"; }, {}},
-      {"driver too long", [](ResourceSlice& s) { s.spec.driver = std::string(60, 'a') + ".com"; },
+      {"driver too long",
+       [](ResourceSlice& s) { s.spec.driver = std::string(60, 'a') + ".com"; },
        {"spec.driver: Too long: may not be more than 63 bytes"}},
       {"missing pool name", [](ResourceSlice& s) { s.spec.pool.name.clear(); }, {"spec.pool.name: Required value"}},
       {"pool name too long",
@@ -323,7 +333,8 @@ TEST_CASE("Driver, pool and node selection rules") {
          s.spec.pool.name += "xy";
        },
        {"spec.pool.name: Too long: may not be more than 253 bytes"}},
-      {"bad pool name part", [](ResourceSlice& s) { s.spec.pool.name = "rack-1/Node-1"; },
+      {"bad pool name part",
+       [](ResourceSlice& s) { s.spec.pool.name = "rack-1/Node-1"; },
        {S("spec.pool.name: Invalid value: \"Node-1\": ") + kSubdomainMsg}},
       {"pool counts",
        [](ResourceSlice& s) {
@@ -332,7 +343,8 @@ TEST_CASE("Driver, pool and node selection rules") {
        },
        {"spec.pool.resourceSliceCount: Invalid value: 0: must be greater than zero",
         "spec.pool.generation: Invalid value: -1: must be greater than or equal to zero"}},
-      {"bad node name", [](ResourceSlice& s) { s.spec.node_name = "Node 1"; },
+      {"bad node name",
+       [](ResourceSlice& s) { s.spec.node_name = "Node 1"; },
        {S("spec.nodeName: Invalid value: \"Node 1\": ") + kSubdomainMsg}},
       {"empty node name",
        [](ResourceSlice& s) {
@@ -340,13 +352,17 @@ TEST_CASE("Driver, pool and node selection rules") {
          s.spec.all_nodes = true;
        },
        {"spec.nodeName: Invalid value: \"\": must be either unset or set to a non-empty string"}},
-      {"no node selection", [](ResourceSlice& s) { s.spec.node_name.reset(); },
+      {"no node selection",
+       [](ResourceSlice& s) { s.spec.node_name.reset(); },
        {S("spec: Required value: ") + kNodeSelection}},
-      {"nodeName and allNodes", [](ResourceSlice& s) { s.spec.all_nodes = true; },
+      {"nodeName and allNodes",
+       [](ResourceSlice& s) { s.spec.all_nodes = true; },
        {S("spec: Invalid value: \"{`nodeName`, `allNodes`}\": ") + kNodeSelection + ", but multiple fields are set"}},
-      {"allNodes false", [](ResourceSlice& s) { s.spec.all_nodes = false; },
+      {"allNodes false",
+       [](ResourceSlice& s) { s.spec.all_nodes = false; },
        {"spec.allNodes: Invalid value: false: must be either unset or set to true"}},
-      {"perDeviceNodeSelection false", [](ResourceSlice& s) { s.spec.per_device_node_selection = false; },
+      {"perDeviceNodeSelection false",
+       [](ResourceSlice& s) { s.spec.per_device_node_selection = false; },
        {"spec.perDeviceNodeSelection: Invalid value: false: must be either unset or set to true"}},
       {"empty node selector",
        [](ResourceSlice& s) {
@@ -426,29 +442,36 @@ TEST_CASE("Device count limits") {
   auto advanced = [] { return PlainSlice(kResourceSliceMaxDevicesWithAdvancedFeatures + 1); };
   RunCases({
       {"129 devices", [](ResourceSlice&) {}, {"spec.devices: Too many: 129: must have at most 128 items"}, plain},
-      {"65 devices, one with a taint", [](ResourceSlice& s) { Dev0(s).taints = {Taint("example.com/t", "None")}; },
-       {"spec.devices: Too many: 65: must have at most 64 items"}, advanced},
+      {"65 devices, one with a taint",
+       [](ResourceSlice& s) { Dev0(s).taints = {Taint("example.com/t", "None")}; },
+       {"spec.devices: Too many: 65: must have at most 64 items"},
+       advanced},
       {"65 devices, one consuming counters",
        [](ResourceSlice& s) { Dev0(s).consumes_counters = ValidSlice().spec.devices[0].consumes_counters; },
-       {"spec.devices: Too many: 65: must have at most 64 items"}, advanced},
+       {"spec.devices: Too many: 65: must have at most 64 items"},
+       advanced},
       {"65 devices, one with a list attribute",
        [](ResourceSlice& s) {
          DeviceAttribute ints;
          ints.int_values = {1, 2, 3};
          Dev0(s).attributes["ints"] = ints;
        },
-       {"spec.devices: Too many: 65: must have at most 64 items"}, advanced},
+       {"spec.devices: Too many: 65: must have at most 64 items"},
+       advanced},
       {"65 plain devices are fine", [](ResourceSlice&) {}, {}, advanced},
-      {"duplicate device names", [](ResourceSlice& s) { Dev1(s).name = "gpu-0"; },
+      {"duplicate device names",
+       [](ResourceSlice& s) { Dev1(s).name = "gpu-0"; },
        {"spec.devices[1]: Duplicate value: \"gpu-0\""}},
   });
 }
 
 TEST_CASE("Device name, attribute and capacity rules") {
   RunCases({
-      {"bad device name", [](ResourceSlice& s) { Dev0(s).name = "GPU_0"; },
+      {"bad device name",
+       [](ResourceSlice& s) { Dev0(s).name = "GPU_0"; },
        {S("spec.devices[0].name: Invalid value: \"GPU_0\": ") + kLabelMsg}},
-      {"device name with dots", [](ResourceSlice& s) { Dev0(s).name = "gpu.0"; },
+      {"device name with dots",
+       [](ResourceSlice& s) { Dev0(s).name = "gpu.0"; },
        {"spec.devices[0].name: Invalid value: \"gpu.0\": must not contain dots"}},
       {"33 attributes and capacities",
        [](ResourceSlice& s) {
@@ -462,9 +485,11 @@ TEST_CASE("Device name, attribute and capacity rules") {
          Dev0(s).attributes["numaNodes"] = many;
        },
        {"spec.devices[0]: Invalid value: 49: the total number of attribute values must not exceed 48"}},
-      {"string too long", [](ResourceSlice& s) { Dev0(s).attributes["model"] = StringAttr(std::string(65, 'x')); },
+      {"string too long",
+       [](ResourceSlice& s) { Dev0(s).attributes["model"] = StringAttr(std::string(65, 'x')); },
        {"spec.devices[0].attributes[model].string: Too long: may not be more than 64 bytes"}},
-      {"string of 64 bytes", [](ResourceSlice& s) { Dev0(s).attributes["model"] = StringAttr(std::string(64, 'x')); },
+      {"string of 64 bytes",
+       [](ResourceSlice& s) { Dev0(s).attributes["model"] = StringAttr(std::string(64, 'x')); },
        {}},
       {"version not semver",
        [](ResourceSlice& s) { Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.2"; },
@@ -494,7 +519,8 @@ TEST_CASE("Device name, attribute and capacity rules") {
        },
        {"spec.devices[0].attributes[fw].versions[1]: Invalid value: \"v2\": must be a string compatible with "
         "semver.org spec 2.0.0"}},
-      {"attribute without value", [](ResourceSlice& s) { Dev0(s).attributes["empty"] = DeviceAttribute{}; },
+      {"attribute without value",
+       [](ResourceSlice& s) { Dev0(s).attributes["empty"] = DeviceAttribute{}; },
        {"spec.devices[0].attributes[empty]: Invalid value: \"\": exactly one value must be specified"}},
       {"attribute with two values",
        [](ResourceSlice& s) {
@@ -504,7 +530,8 @@ TEST_CASE("Device name, attribute and capacity rules") {
        },
        {"spec.devices[0].attributes[two]: Invalid value: {\"int\":1,\"string\":\"x\"}: exactly one value must be "
         "specified"}},
-      {"attribute name not a C identifier", [](ResourceSlice& s) { Dev0(s).attributes["1st"] = IntAttr(1); },
+      {"attribute name not a C identifier",
+       [](ResourceSlice& s) { Dev0(s).attributes["1st"] = IntAttr(1); },
        {S("spec.devices[0].attributes: Invalid value: \"1st\": ") + kCIdentifierMsg}},
       {"attribute name too long",
        [](ResourceSlice& s) { Dev0(s).attributes["example.com/" + std::string(33, 'x')] = IntAttr(1); },
@@ -513,10 +540,12 @@ TEST_CASE("Device name, attribute and capacity rules") {
        [](ResourceSlice& s) { Dev0(s).attributes[std::string(64, '_') + "/y"] = IntAttr(1); },
        {"spec.devices[0].attributes: Too long: may not be more than 63 bytes",
         "spec.devices[0].attributes: Invalid value: \"" + std::string(64, '_') + "\": " + kSubdomainMsg}},
-      {"attribute domain and name empty", [](ResourceSlice& s) { Dev0(s).attributes["/"] = IntAttr(1); },
+      {"attribute domain and name empty",
+       [](ResourceSlice& s) { Dev0(s).attributes["/"] = IntAttr(1); },
        {"spec.devices[0].attributes: Invalid value: \"\": the domain must not be empty",
         "spec.devices[0].attributes: Invalid value: \"\": the name must not be empty"}},
-      {"attribute name with two slashes", [](ResourceSlice& s) { Dev0(s).attributes["a/b/c"] = IntAttr(1); },
+      {"attribute name with two slashes",
+       [](ResourceSlice& s) { Dev0(s).attributes["a/b/c"] = IntAttr(1); },
        {"spec.devices[0].attributes: Invalid value: \"a/b/c\": must not contain more than one slash"}},
       {"capacity name not a C identifier",
        [](ResourceSlice& s) { Dev0(s).capacity["mem-ory"] = Dev0(s).capacity["memory"]; },
@@ -541,20 +570,30 @@ TEST_CASE("Request policy rules") {
        [](ResourceSlice& s) { Cores(s).valid_values = {Q("10")}; },
        {"spec.devices[1].capacity[cores].requestPolicy: Forbidden: exactly one policy can be specified, cannot "
         "specify \"validValues\" and \"validRange\" at the same time"}},
-      {"validValues without default", [](ResourceSlice& s) { Cache(s).default_value.reset(); },
+      {"validValues without default",
+       [](ResourceSlice& s) { Cache(s).default_value.reset(); },
        {"spec.devices[1].capacity[cache].requestPolicy.default: Required value: required when validValues is "
         "defined"}},
-      {"validValues not sorted", [](ResourceSlice& s) { Cache(s).valid_values = {Q("8Mi"), Q("4Mi")}; },
+      {"validValues not sorted",
+       [](ResourceSlice& s) {
+         Cache(s).valid_values = {Q("8Mi"), Q("4Mi")};
+       },
        {"spec.devices[1].capacity[cache].requestPolicy.validValues[1]: Invalid value: \"4Mi\": values must be "
         "sorted in ascending order"}},
       {"validValues larger than capacity",
-       [](ResourceSlice& s) { Cache(s).valid_values = {Q("8Mi"), Q("128Mi")}; },
+       [](ResourceSlice& s) {
+         Cache(s).valid_values = {Q("8Mi"), Q("128Mi")};
+       },
        {"spec.devices[1].capacity[cache].requestPolicy.validValues[1]: Invalid value: \"128Mi\": option is larger "
         "than capacity value: 64Mi"}},
-      {"default not a valid value", [](ResourceSlice& s) { Cache(s).default_value = Q("5Mi"); },
+      {"default not a valid value",
+       [](ResourceSlice& s) { Cache(s).default_value = Q("5Mi"); },
        {"spec.devices[1].capacity[cache].requestPolicy.validValues: Invalid value: \"5Mi\": default value is not "
         "valid according to the requestPolicy"}},
-      {"duplicate validValues", [](ResourceSlice& s) { Cache(s).valid_values = {Q("8Mi"), Q("8Mi")}; },
+      {"duplicate validValues",
+       [](ResourceSlice& s) {
+         Cache(s).valid_values = {Q("8Mi"), Q("8Mi")};
+       },
        {"spec.devices[1].capacity[cache].requestPolicy.validValues[1]: Duplicate value: \"8388608\""}},
       {"11 validValues",
        [](ResourceSlice& s) {
@@ -564,13 +603,16 @@ TEST_CASE("Request policy rules") {
        {"spec.devices[1].capacity[cache].requestPolicy.validValues: Too many: 11: must have at most 10 items",
         "spec.devices[1].capacity[cache].requestPolicy.validValues: Invalid value: \"8Mi\": default value is not "
         "valid according to the requestPolicy"}},
-      {"validRange without default", [](ResourceSlice& s) { Cores(s).default_value.reset(); },
+      {"validRange without default",
+       [](ResourceSlice& s) { Cores(s).default_value.reset(); },
        {"spec.devices[1].capacity[cores].requestPolicy.default: Required value: required when validRange is "
         "defined"}},
-      {"step zero", [](ResourceSlice& s) { Cores(s).valid_range->step = Q("0"); },
+      {"step zero",
+       [](ResourceSlice& s) { Cores(s).valid_range->step = Q("0"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"0\": must be greater than "
         "zero"}},
-      {"negative step", [](ResourceSlice& s) { Cores(s).valid_range->step = Q("-1"); },
+      {"negative step",
+       [](ResourceSlice& s) { Cores(s).valid_range->step = Q("-1"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"-1\": must be greater than "
         "zero"}},
       {"min larger than max",
@@ -581,7 +623,8 @@ TEST_CASE("Request policy rules") {
         "than max: 5",
         "spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"5\": value is not a "
         "multiple of a given step (10) from (10)"}},
-      {"max larger than capacity", [](ResourceSlice& s) { Cores(s).valid_range->max = Q("200"); },
+      {"max larger than capacity",
+       [](ResourceSlice& s) { Cores(s).valid_range->max = Q("200"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.max: Invalid value: \"200\": max is larger than "
         "capacity value: 100"}},
       {"min larger than capacity",
@@ -593,15 +636,18 @@ TEST_CASE("Request policy rules") {
        },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.min: Invalid value: \"110\": min is larger than "
         "capacity value: 100"}},
-      {"default below min", [](ResourceSlice& s) { Cores(s).default_value = Q("5"); },
+      {"default below min",
+       [](ResourceSlice& s) { Cores(s).default_value = Q("5"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.default: Invalid value: \"5\": default is less "
         "than min: 10",
         "spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"5\": value is not a "
         "multiple of a given step (10) from (10)"}},
-      {"default off step", [](ResourceSlice& s) { Cores(s).default_value = Q("15"); },
+      {"default off step",
+       [](ResourceSlice& s) { Cores(s).default_value = Q("15"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"15\": value is not a "
         "multiple of a given step (10) from (10)"}},
-      {"one step beyond capacity", [](ResourceSlice& s) { Cores(s).valid_range->step = Q("95"); },
+      {"one step beyond capacity",
+       [](ResourceSlice& s) { Cores(s).valid_range->step = Q("95"); },
        {"spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"95\": one step 105 is "
         "larger than capacity value: 100",
         "spec.devices[1].capacity[cores].requestPolicy.validRange.step: Invalid value: \"100\": value is not a "
@@ -624,17 +670,22 @@ TEST_CASE("Taint, counter and binding condition rules") {
        [](ResourceSlice& s) { Dev0(s).taints.assign(17, Taint("example.com/taint", "NoExecute")); },
        {"spec.devices[0].taints: Too many: 17: must have at most 16 items"}},
       {"16 taints", [](ResourceSlice& s) { Dev0(s).taints.assign(16, Taint("example.com/taint", "NoExecute")); }, {}},
-      {"unsupported taint effect", [](ResourceSlice& s) { Dev0(s).taints[0].effect = "PreferNoSchedule"; },
+      {"unsupported taint effect",
+       [](ResourceSlice& s) { Dev0(s).taints[0].effect = "PreferNoSchedule"; },
        {"spec.devices[0].taints[0].effect: Unsupported value: \"PreferNoSchedule\": supported values: \"NoExecute\", "
         "\"NoSchedule\", \"None\""}},
-      {"missing taint effect", [](ResourceSlice& s) { Dev0(s).taints[0].effect.clear(); },
+      {"missing taint effect",
+       [](ResourceSlice& s) { Dev0(s).taints[0].effect.clear(); },
        {"spec.devices[0].taints[0].effect: Required value"}},
-      {"empty taint key", [](ResourceSlice& s) { Dev0(s).taints[0].key.clear(); },
+      {"empty taint key",
+       [](ResourceSlice& s) { Dev0(s).taints[0].key.clear(); },
        {"spec.devices[0].taints[0].key: Invalid value: \"\": name part must be non-empty",
         S("spec.devices[0].taints[0].key: Invalid value: \"\": ") + kNamePartMsg}},
-      {"bad taint value", [](ResourceSlice& s) { Dev0(s).taints[0].value = "!@#$%^"; },
+      {"bad taint value",
+       [](ResourceSlice& s) { Dev0(s).taints[0].value = "!@#$%^"; },
        {S("spec.devices[0].taints[0].value: Invalid value: \"!@#$%^\": ") + kLabelValueMsg}},
-      {"taint key prefix empty", [](ResourceSlice& s) { Dev0(s).taints[0].key = "/taint"; },
+      {"taint key prefix empty",
+       [](ResourceSlice& s) { Dev0(s).taints[0].key = "/taint"; },
        {"spec.devices[0].taints[0].key: Invalid value: \"/taint\": prefix part must be non-empty"}},
       {"3 counter consumptions",
        [](ResourceSlice& s) {
@@ -663,28 +714,39 @@ TEST_CASE("Taint, counter and binding condition rules") {
        [](ResourceSlice& s) { Dev0(s).consumes_counters[0].counters["Memory"] = Counter{}; },
        {S("spec.devices[0].consumesCounters[0].counters: Invalid value: \"Memory\": ") + kLabelMsg}},
       {"5 binding conditions",
-       [](ResourceSlice& s) { Dev0(s).binding_conditions = {"a", "b", "c", "d", "e"}; },
+       [](ResourceSlice& s) {
+         Dev0(s).binding_conditions = {"a", "b", "c", "d", "e"};
+       },
        {"spec.devices[0].bindingConditions: Too many: 5: must have at most 4 items"}},
       {"5 binding failure conditions",
-       [](ResourceSlice& s) { Dev0(s).binding_failure_conditions = {"a", "b", "c", "d", "e"}; },
+       [](ResourceSlice& s) {
+         Dev0(s).binding_failure_conditions = {"a", "b", "c", "d", "e"};
+       },
        {"spec.devices[0].bindingFailureConditions: Too many: 5: must have at most 4 items"}},
       {"duplicate binding condition",
-       [](ResourceSlice& s) { Dev0(s).binding_conditions = {"a", "a"}; },
+       [](ResourceSlice& s) {
+         Dev0(s).binding_conditions = {"a", "a"};
+       },
        {"spec.devices[0].bindingConditions[1]: Duplicate value: \"a\""}},
       {"duplicate binding failure condition",
-       [](ResourceSlice& s) { Dev0(s).binding_failure_conditions = {"f", "f"}; },
+       [](ResourceSlice& s) {
+         Dev0(s).binding_failure_conditions = {"f", "f"};
+       },
        {"spec.devices[0].bindingFailureConditions[1]: Duplicate value: \"f\""}},
       {"overlapping binding conditions",
        [](ResourceSlice& s) { Dev0(s).binding_failure_conditions = {"dra.example.com/attached"}; },
        {"spec.devices[0].bindingFailureConditions[0]: Invalid value: \"dra.example.com/attached\": "
         "bindingFailureConditions must not overlap with bindingConditions"}},
-      {"failure conditions without conditions", [](ResourceSlice& s) { Dev0(s).binding_conditions.clear(); },
+      {"failure conditions without conditions",
+       [](ResourceSlice& s) { Dev0(s).binding_conditions.clear(); },
        {"spec.devices[0].bindingConditions: Invalid value: []string(nil): bindingConditions are required to use "
         "bindingFailureConditions"}},
-      {"conditions without failure conditions", [](ResourceSlice& s) { Dev0(s).binding_failure_conditions.clear(); },
+      {"conditions without failure conditions",
+       [](ResourceSlice& s) { Dev0(s).binding_failure_conditions.clear(); },
        {"spec.devices[0].bindingFailureConditions: Invalid value: []string(nil): bindingFailureConditions are "
         "required to use bindingConditions"}},
-      {"bad binding condition name", [](ResourceSlice& s) { Dev0(s).binding_conditions = {"not ready"}; },
+      {"bad binding condition name",
+       [](ResourceSlice& s) { Dev0(s).binding_conditions = {"not ready"}; },
        {S("spec.devices[0].bindingConditions[0]: Invalid value: \"not ready\": ") + kNamePartMsg}},
   });
 }
@@ -700,7 +762,8 @@ TEST_CASE("Shared counter rules") {
            s.spec.shared_counters.push_back(set);
          }
        },
-       {"spec.sharedCounters: Too many: 9: must have at most 8 items"}, CounterSlice},
+       {"spec.sharedCounters: Too many: 9: must have at most 8 items"},
+       CounterSlice},
       {"8 counter sets",
        [](ResourceSlice& s) {
          CounterSet set = s.spec.shared_counters[0];
@@ -710,14 +773,18 @@ TEST_CASE("Shared counter rules") {
            s.spec.shared_counters.push_back(set);
          }
        },
-       {}, CounterSlice},
+       {},
+       CounterSlice},
       {"33 counters in a set",
        [](ResourceSlice& s) {
          for (int i = 0; i < 31; ++i) s.spec.shared_counters[0].counters["c" + std::to_string(i)] = Counter{};
        },
-       {"spec.sharedCounters[0].counters: Too many: 33: must have at most 32 items"}, CounterSlice},
-      {"duplicate counter set", [](ResourceSlice& s) { s.spec.shared_counters.push_back(s.spec.shared_counters[0]); },
-       {"spec.sharedCounters[1]: Duplicate value: \"gpu-0-counters\""}, CounterSlice},
+       {"spec.sharedCounters[0].counters: Too many: 33: must have at most 32 items"},
+       CounterSlice},
+      {"duplicate counter set",
+       [](ResourceSlice& s) { s.spec.shared_counters.push_back(s.spec.shared_counters[0]); },
+       {"spec.sharedCounters[1]: Duplicate value: \"gpu-0-counters\""},
+       CounterSlice},
       {"counter set without name or counters",
        [](ResourceSlice& s) {
          s.spec.shared_counters[0].name.clear();
@@ -746,17 +813,23 @@ TEST_CASE("Per-device node selection rules") {
     return s;
   };
   RunCases({
-      {"device node name without perDeviceNodeSelection", [](ResourceSlice& s) { Dev0(s).node_name = "node-1"; },
+      {"device node name without perDeviceNodeSelection",
+       [](ResourceSlice& s) { Dev0(s).node_name = "node-1"; },
        {"spec.devices[0]: Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can only be set if "
         "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"}},
-      {"perDeviceNodeSelection with nodeName", [](ResourceSlice& s) { s.spec.node_name = "node-1"; },
+      {"perDeviceNodeSelection with nodeName",
+       [](ResourceSlice& s) { s.spec.node_name = "node-1"; },
        {S("spec: Invalid value: \"{`nodeName`, `perDeviceNodeSelection`}\": ") + kNodeSelection +
         ", but multiple fields are set"},
        per_device},
-      {"device without node selection", [](ResourceSlice& s) { Dev0(s).node_name.reset(); },
-       {S("spec.devices[0]: Required value: ") + kDeviceNodeSelection}, per_device},
-      {"device with two node selections", [](ResourceSlice& s) { Dev0(s).all_nodes = true; },
-       {S("spec.devices[0]: Invalid value: \"{`nodeName`, `allNodes`}\": ") + kDeviceNodeSelection}, per_device},
+      {"device without node selection",
+       [](ResourceSlice& s) { Dev0(s).node_name.reset(); },
+       {S("spec.devices[0]: Required value: ") + kDeviceNodeSelection},
+       per_device},
+      {"device with two node selections",
+       [](ResourceSlice& s) { Dev0(s).all_nodes = true; },
+       {S("spec.devices[0]: Invalid value: \"{`nodeName`, `allNodes`}\": ") + kDeviceNodeSelection},
+       per_device},
       {"device empty node name and allNodes false",
        [](ResourceSlice& s) {
          Dev0(s).node_name = "";
@@ -766,8 +839,10 @@ TEST_CASE("Per-device node selection rules") {
         "spec.devices[0].allNodes: Invalid value: false: must be either unset or set to true",
         S("spec.devices[0]: Required value: ") + kDeviceNodeSelection},
        per_device},
-      {"device bad node name", [](ResourceSlice& s) { Dev0(s).node_name = "Node_1"; },
-       {S("spec.devices[0].nodeName: Invalid value: \"Node_1\": ") + kSubdomainMsg}, per_device},
+      {"device bad node name",
+       [](ResourceSlice& s) { Dev0(s).node_name = "Node_1"; },
+       {S("spec.devices[0].nodeName: Invalid value: \"Node_1\": ") + kSubdomainMsg},
+       per_device},
       {"device empty node selector",
        [](ResourceSlice& s) {
          Dev0(s).node_name.reset();
@@ -799,16 +874,19 @@ TEST_CASE("Node allocatable resource rules") {
        [](ResourceSlice& s) { Dev0(s).node_allocatable_resources["memory"] = NodeAllocatableResource{}; },
        {"spec.devices[0].nodeAllocatableResources[memory]: Required value: at least one of mapping or overhead must "
         "be set"}},
-      {"capacityKey not a capacity", [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_key = "threads"; },
+      {"capacityKey not a capacity",
+       [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_key = "threads"; },
        {"spec.devices[1].nodeAllocatableResources[cpu].mapping.capacityKey: Not found: \"threads\""}},
-      {"empty capacityKey", [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_key = ""; },
+      {"empty capacityKey",
+       [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_key = ""; },
        {"spec.devices[1].nodeAllocatableResources[cpu].mapping.capacityKey: Invalid value: \"\": capacityKey must "
         "not be an empty string"}},
       {"capacityKey without capacityMultiplier",
        [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_multiplier.reset(); },
        {"spec.devices[1].nodeAllocatableResources[cpu].mapping.capacityMultiplier: Required value: "
         "capacityMultiplier is required when capacityKey is set"}},
-      {"capacityMultiplier zero", [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_multiplier = Q("0"); },
+      {"capacityMultiplier zero",
+       [cpu_mapping](ResourceSlice& s) { cpu_mapping(s).capacity_multiplier = Q("0"); },
        {"spec.devices[1].nodeAllocatableResources[cpu].mapping.capacityMultiplier: Invalid value: \"0\": must be "
         "positive"}},
       {"capacityMultiplier without capacityKey",
@@ -864,13 +942,19 @@ TEST_CASE("Partition type attribute and skipNodeOperations rules") {
       {"partition type attribute with a bad domain",
        [](ResourceSlice& s) { s.spec.partition_type_attribute = "gpu_example/model"; },
        {S("spec.partitionTypeAttribute: Invalid value: \"gpu_example\": prefix: ") + kSubdomainMsg}},
-      {"NodePrepareResources alone", [](ResourceSlice& s) { s.spec.skip_node_operations = {"NodePrepareResources"}; },
+      {"NodePrepareResources alone",
+       [](ResourceSlice& s) { s.spec.skip_node_operations = {"NodePrepareResources"}; },
        {"spec.skipNodeOperations: Invalid value: []resource.SkipNodeOperation{\"NodePrepareResources\"}: "
         "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped"}},
       {"NodePrepareResources with *",
-       [](ResourceSlice& s) { s.spec.skip_node_operations = {"NodePrepareResources", "*"}; }, {}},
+       [](ResourceSlice& s) {
+         s.spec.skip_node_operations = {"NodePrepareResources", "*"};
+       },
+       {}},
       {"unknown and duplicate operations",
-       [](ResourceSlice& s) { s.spec.skip_node_operations = {"*", "Reboot", "*"}; },
+       [](ResourceSlice& s) {
+         s.spec.skip_node_operations = {"*", "Reboot", "*"};
+       },
        {"spec.skipNodeOperations[2]: Duplicate value: \"*\"",
         "spec.skipNodeOperations[1]: Unsupported value: \"Reboot\": supported values: \"*\", "
         "\"NodePrepareResources\", \"NodeUnprepareResources\""}},
@@ -902,7 +986,8 @@ TEST_CASE("AllocatedDeviceStatus rules") {
        [](AllocatedDeviceStatus& st) { st.share_id = "3E1F0C2A-9B8D-4C7E-A6F5-1D2C3B4A5968"; },
        {"status.devices[0].shareID: Invalid value: \"3E1F0C2A-9B8D-4C7E-A6F5-1D2C3B4A5968\": uid must be in RFC 4122 "
         "normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters"}},
-      {"shareID not a UUID", [](AllocatedDeviceStatus& st) { st.share_id = "abc"; },
+      {"shareID not a UUID",
+       [](AllocatedDeviceStatus& st) { st.share_id = "abc"; },
        {"status.devices[0].shareID: Invalid value: \"abc\": error validating uid: invalid UUID length: 3"}},
       {"shareID bad format",
        [](AllocatedDeviceStatus& st) { st.share_id = "3e1f0c2a-9b8d-4c7e-a6f5-1d2c3b4a596z"; },
@@ -943,14 +1028,23 @@ TEST_CASE("AllocatedDeviceStatus rules") {
        {S("status.devices[0].conditions[0].type: Invalid value: \"not ready\": ") + kNamePartMsg,
         "status.devices[0].conditions[0].reason: Required value: must be set",
         "status.devices[0].conditions[0].message: Too long: may not be more than 32768 bytes"}},
-      {"reason too long", [](AllocatedDeviceStatus& st) { st.conditions[0].reason = std::string(1025, 'R'); },
+      {"reason too long",
+       [](AllocatedDeviceStatus& st) { st.conditions[0].reason = std::string(1025, 'R'); },
        {"status.devices[0].conditions[0].reason: Too long: may not be more than 1024 bytes"}},
       {"data 10 KiB + 1",
-       [](AllocatedDeviceStatus& st) { st.data = nlohmann::json{{"k", std::string(10 * 1024 + 1 - 8, 'x')}}; },
+       [](AllocatedDeviceStatus& st) {
+         st.data = nlohmann::json{{"k", std::string(10 * 1024 + 1 - 8, 'x')}};
+       },
        {"status.devices[0].data: Too long: may not be more than 10240 bytes"}},
       {"data exactly 10 KiB",
-       [](AllocatedDeviceStatus& st) { st.data = nlohmann::json{{"k", std::string(10 * 1024 - 8, 'x')}}; }, {}},
-      {"data not an object", [](AllocatedDeviceStatus& st) { st.data = nlohmann::json::array({1, 2}); },
+       [](AllocatedDeviceStatus& st) {
+         st.data = nlohmann::json{{"k", std::string(10 * 1024 - 8, 'x')}};
+       },
+       {}},
+      {"data not an object",
+       [](AllocatedDeviceStatus& st) {
+         st.data = nlohmann::json::array({1, 2});
+       },
        {"status.devices[0].data: Invalid value: \"<value omitted>\": must be a valid JSON object"}},
       {"network data lengths",
        [](AllocatedDeviceStatus& st) {
@@ -959,10 +1053,14 @@ TEST_CASE("AllocatedDeviceStatus rules") {
        },
        {"status.devices[0].networkData.interfaceName: Too long: may not be more than 256 bytes",
         "status.devices[0].networkData.hardwareAddress: Too long: may not be more than 128 bytes"}},
-      {"IP without prefix length", [](AllocatedDeviceStatus& st) { st.network_data->ips = {"10.9.8.7"}; },
+      {"IP without prefix length",
+       [](AllocatedDeviceStatus& st) { st.network_data->ips = {"10.9.8.7"}; },
        {"status.devices[0].networkData.ips[0]: Invalid value: \"10.9.8.7\": must be a valid CIDR value, (e.g. "
         "10.9.8.0/24 or 2001:db8::/64)"}},
-      {"not an IP", [](AllocatedDeviceStatus& st) { st.network_data->ips = {"10.9.8.256/24", "fe80::1%eth0/64"}; },
+      {"not an IP",
+       [](AllocatedDeviceStatus& st) {
+         st.network_data->ips = {"10.9.8.256/24", "fe80::1%eth0/64"};
+       },
        {"status.devices[0].networkData.ips[0]: Invalid value: \"10.9.8.256/24\": must be a valid CIDR value, (e.g. "
         "10.9.8.0/24 or 2001:db8::/64)",
         "status.devices[0].networkData.ips[1]: Invalid value: \"fe80::1%eth0/64\": must be a valid CIDR value, (e.g. "
@@ -979,7 +1077,8 @@ TEST_CASE("AllocatedDeviceStatus rules") {
         "(\"192.0.2.1/24\")",
         "status.devices[0].networkData.ips[3]: Invalid value: \"10.0.0.1/033\": must be a valid CIDR value, (e.g. "
         "10.9.8.0/24 or 2001:db8::/64)"}},
-      {"duplicate IP", [](AllocatedDeviceStatus& st) { st.network_data->ips.push_back("10.9.8.7/24"); },
+      {"duplicate IP",
+       [](AllocatedDeviceStatus& st) { st.network_data->ips.push_back("10.9.8.7/24"); },
        {"status.devices[0].networkData.ips[3]: Duplicate value: \"10.9.8.7/24\""}},
       {"17 IPs",
        [](AllocatedDeviceStatus& st) {

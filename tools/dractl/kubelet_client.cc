@@ -93,10 +93,11 @@ absl::Status Connect(grpc::Channel& channel, const std::string& socket_path, abs
 // Go's %q of a []string: ["a" "b"].
 template <typename Strings>
 std::string GoQuotedList(const Strings& items) {
-  return absl::StrCat("[", absl::StrJoin(items, " ", [](std::string* out, const auto& item) {
-                        absl::StrAppend(out, "\"", absl::CEscape(item), "\"");
-                      }),
-                      "]");
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(items, " ",
+                    [](std::string* out, const auto& item) { absl::StrAppend(out, "\"", absl::CEscape(item), "\""); }),
+      "]");
 }
 
 // Builds a NodePrepare/NodeUnprepare request for `claims`, calls `method`
@@ -187,8 +188,8 @@ class ThreadedHealthStream final : public HealthStream {
     while (!HasNews() && !news_.WaitWithDeadline(&mu_, until)) {
     }
     if (!HasNews()) {
-      return absl::DeadlineExceededError(absl::StrCat(endpoint_, ": NodeWatchResources: no health list within ",
-                                                      absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat(endpoint_, ": NodeWatchResources: no health list within ", absl::FormatDuration(timeout)));
     }
     if (lists_.empty()) return end_status_;
     std::vector<DeviceHealthEntry> next = std::move(lists_.front());
@@ -211,9 +212,9 @@ class ThreadedHealthStream final : public HealthStream {
     }
     const grpc::Status status = reader_->Finish();
     dra::MutexLock lock(&mu_);
-    end_status_ = status.ok() ? StepError(endpoint_, "NodeWatchResources",
-                                          absl::OutOfRangeError("the plugin ended the stream"))
-                              : StepError(endpoint_, "NodeWatchResources", status);
+    end_status_ = status.ok()
+                      ? StepError(endpoint_, "NodeWatchResources", absl::OutOfRangeError("the plugin ended the stream"))
+                      : StepError(endpoint_, "NodeWatchResources", status);
     ended_ = true;
     news_.SignalAll();
   }
@@ -275,8 +276,9 @@ class GrpcDraClient final : public DraClient {
         health_v1alpha1_(healthpb_v1alpha1::DRAResourceHealth::NewStub(channel_)),
         generic_(channel_) {}
 
-  absl::StatusOr<std::map<std::string, PrepareOutcome>> NodePrepareResources(
-      DraApi api, std::span<const k8s::ClaimRef> claims, absl::Duration timeout) override {
+  absl::StatusOr<std::map<std::string, PrepareOutcome>> NodePrepareResources(DraApi api,
+                                                                             std::span<const k8s::ClaimRef> claims,
+                                                                             absl::Duration timeout) override {
     switch (api) {
       case DraApi::kV1:
         return Prepare(*dra_v1_, claims, timeout);
@@ -286,8 +288,9 @@ class GrpcDraClient final : public DraClient {
     return absl::InvalidArgumentError("unknown DRA API version");
   }
 
-  absl::StatusOr<std::map<std::string, std::string>> NodeUnprepareResources(
-      DraApi api, std::span<const k8s::ClaimRef> claims, absl::Duration timeout) override {
+  absl::StatusOr<std::map<std::string, std::string>> NodeUnprepareResources(DraApi api,
+                                                                            std::span<const k8s::ClaimRef> claims,
+                                                                            absl::Duration timeout) override {
     switch (api) {
       case DraApi::kV1:
         return Unprepare(*dra_v1_, claims, timeout);
@@ -382,8 +385,8 @@ absl::StatusOr<std::string> ValidateDraPluginInfo(const PluginInfo& info) {
   }
   if (info.name.empty()) return absl::InvalidArgumentError("empty DRA driver name");
   if (!info.endpoint.starts_with("/")) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "endpoint %s of DRA driver plugin %s is not an absolute path", info.endpoint, info.name));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("endpoint %s of DRA driver plugin %s is not an absolute path", info.endpoint, info.name));
   }
   const std::string context = absl::StrFormat("invalid supported gRPC versions of DRA driver plugin %s at endpoint %s",
                                               info.name, info.endpoint);
@@ -396,9 +399,9 @@ absl::StatusOr<std::string> ValidateDraPluginInfo(const PluginInfo& info) {
       return service;
     }
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%s: none of services supported by the plugin (%s) are supported by the kubelet (%s)", context,
-      GoQuotedList(info.supported_versions), GoQuotedList(kKubeletDraServices)));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: none of services supported by the plugin (%s) are supported by the kubelet (%s)", context,
+                      GoQuotedList(info.supported_versions), GoQuotedList(kKubeletDraServices)));
 }
 
 Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeout) {
@@ -435,8 +438,8 @@ Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeo
   } else {
     result.status = StepError(socket_path, "validate", chosen.status());
     verdict.set_plugin_registered(false);
-    verdict.set_error(absl::StrCat("RegisterPlugin error -- plugin validation failed with err: ",
-                                   chosen.status().message()));
+    verdict.set_error(
+        absl::StrCat("RegisterPlugin error -- plugin validation failed with err: ", chosen.status().message()));
   }
 
   grpc::ClientContext context;
@@ -445,10 +448,10 @@ Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeo
   const grpc::Status notified = stub->NotifyRegistrationStatus(&context, verdict, &ignored);
   if (!notified.ok()) {
     const absl::Status notify_error = StepError(socket_path, "NotifyRegistrationStatus", notified);
-    result.status = result.status.ok()
-                        ? notify_error
-                        : absl::Status(result.status.code(),
-                                       absl::StrCat(result.status.message(), "; ", notify_error.message()));
+    result.status =
+        result.status.ok()
+            ? notify_error
+            : absl::Status(result.status.code(), absl::StrCat(result.status.message(), "; ", notify_error.message()));
   }
   return result;
 }

@@ -27,10 +27,10 @@ struct PluginInfo {
 // Outcome of registering one socket found in a registry directory.
 struct Registration {
   std::string socket_path;
-  PluginInfo info;                // as returned by GetInfo; an empty endpoint is
-                                  // replaced by socket_path, as the kubelet does
-  std::string chosen_service;     // e.g. "v1.DRAPlugin"; empty when refused
-  absl::Status status;            // OK, or why the kubelet would refuse
+  PluginInfo info;             // as returned by GetInfo; an empty endpoint is
+                               // replaced by socket_path, as the kubelet does
+  std::string chosen_service;  // e.g. "v1.DRAPlugin"; empty when refused
+  absl::Status status;         // OK, or why the kubelet would refuse
 };
 
 // Sockets the kubelet's plugin watcher would consider: non-dot entries of

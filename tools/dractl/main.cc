@@ -82,7 +82,8 @@ class Flags {
         flags.values_[name];
         continue;
       }
-      if (!valued.contains(name)) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args[i], "\""));
+      if (!valued.contains(name))
+        return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args[i], "\""));
       if (!value) {
         if (++i == args.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
         value = args[i];
@@ -181,9 +182,7 @@ absl::StatusOr<ClaimCall> ParseClaimCall(const Flags& flags) {
   return call;
 }
 
-std::string ClaimLabel(const dra::k8s::ClaimRef& claim) {
-  return absl::StrCat(claim.ToString(), " (", claim.uid, ")");
-}
+std::string ClaimLabel(const dra::k8s::ClaimRef& claim) { return absl::StrCat(claim.ToString(), " (", claim.uid, ")"); }
 
 json ClaimJson(const dra::k8s::ClaimRef& claim, const std::string& error) {
   json out = {{"namespace", claim.namespace_}, {"name", claim.name}, {"uid", claim.uid}, {"ok", error.empty()}};
@@ -236,8 +235,8 @@ int RunPrepare(const Flags& flags) {
       claim_json["devices"].push_back(std::move(device_json));
       if (!call->as_json) {
         std::cout << "  " << device.pool_name << "/" << device.device_name << " requests=["
-                  << absl::StrJoin(device.request_names, ",") << "] cdi=["
-                  << absl::StrJoin(device.cdi_device_ids, ",") << "]";
+                  << absl::StrJoin(device.request_names, ",") << "] cdi=[" << absl::StrJoin(device.cdi_device_ids, ",")
+                  << "]";
         if (device.share_id) std::cout << " share_id=" << *device.share_id;
         std::cout << "\n";
       }
@@ -321,8 +320,7 @@ int RunHealth(const Flags& flags) {
   absl::StatusOr<std::unique_ptr<kc::HealthStream>> stream = client->WatchHealth(api);
   if (!stream.ok()) return Fail(as_json, stream.status());
   for (int number = 1; number <= count; ++number) {
-    const absl::StatusOr<std::vector<kc::DeviceHealthEntry>> devices =
-        (*stream)->Next(absl::Seconds(timeout_seconds));
+    const absl::StatusOr<std::vector<kc::DeviceHealthEntry>> devices = (*stream)->Next(absl::Seconds(timeout_seconds));
     if (!devices.ok()) return Fail(as_json, devices.status());
     PrintHealthList(number, *devices, as_json);
   }

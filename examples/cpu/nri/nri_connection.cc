@@ -204,7 +204,8 @@ absl::StatusOr<std::string> Connection::Call(const std::string& service, const s
   if (!sent.ok()) return sent;
   if (pending.done) return std::move(pending.reply);
   if (closed_) return absl::UnavailableError(absl::StrCat("NRI connection closed: ", why_closed_.message()));
-  return absl::DeadlineExceededError(absl::StrCat(service, "/", method, ": no answer in ", absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(
+      absl::StrCat(service, "/", method, ": no answer in ", absl::FormatDuration(timeout)));
 }
 
 absl::Status Connection::Wait() {

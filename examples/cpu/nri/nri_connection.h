@@ -30,9 +30,8 @@ class Connection {
   // Answers one call: the reply's serialized message, or the error status
   // sent back. Runs on the connection's reader thread, one call at a time,
   // so it must not Call() on the same connection.
-  using Handler =
-      std::function<absl::StatusOr<std::string>(const std::string& service, const std::string& method,
-                                                const std::string& payload)>;
+  using Handler = std::function<absl::StatusOr<std::string>(const std::string& service, const std::string& method,
+                                                            const std::string& payload)>;
 
   // The plugin's side: connects to the runtime's socket, serves the Plugin
   // service with `handler` and calls the Runtime service.

@@ -111,16 +111,17 @@ void Plugin::Run() {
       last_error = std::move(error);
     }
     backoff = absl::Now() - started > options_.max_backoff ? options_.min_backoff
-                                                            : std::min(backoff * 2, options_.max_backoff);
+                                                           : std::min(backoff * 2, options_.max_backoff);
     if (!Sleep(backoff)) return;
   }
 }
 
 absl::Status Plugin::Session() {
   api::SynchronizeRequest sync;  // the parts of a split Synchronize; reader thread only
-  absl::StatusOr<std::unique_ptr<Connection>> dialed = Connection::Dial(
-      options_.socket_path, [this, &sync](const std::string& service, const std::string& method,
-                                          const std::string& payload) { return Serve(service, method, payload, sync); });
+  absl::StatusOr<std::unique_ptr<Connection>> dialed =
+      Connection::Dial(options_.socket_path,
+                       [this, &sync](const std::string& service, const std::string& method,
+                                     const std::string& payload) { return Serve(service, method, payload, sync); });
   if (!dialed.ok()) return dialed.status();
   std::shared_ptr<Connection> conn = *std::move(dialed);
   {
@@ -164,10 +165,10 @@ absl::StatusOr<std::string> Plugin::Serve(const std::string& service, const std:
       response.set_more(true);
       return response.SerializeAsString();
     }
-    std::vector<api::ContainerUpdate> updates =
-        handler_.Synchronize({sync.pods().begin(), sync.pods().end()}, {sync.containers().begin(), sync.containers().end()});
-    logger_.Info("Synchronized with the runtime's NRI", {{"containers", absl::StrCat(sync.containers_size())},
-                                                         {"updates", absl::StrCat(updates.size())}});
+    std::vector<api::ContainerUpdate> updates = handler_.Synchronize(
+        {sync.pods().begin(), sync.pods().end()}, {sync.containers().begin(), sync.containers().end()});
+    logger_.Info("Synchronized with the runtime's NRI",
+                 {{"containers", absl::StrCat(sync.containers_size())}, {"updates", absl::StrCat(updates.size())}});
     sync.Clear();
     for (api::ContainerUpdate& update : updates) *response.add_update() = std::move(update);
     {

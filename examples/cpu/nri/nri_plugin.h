@@ -39,8 +39,7 @@ class Handler {
   virtual std::vector<api::ContainerUpdate> Synchronize(const std::vector<api::PodSandbox>& pods,
                                                         const std::vector<api::Container>& containers) = 0;
   // A container about to be created: its adjustment, and updates of others.
-  virtual api::CreateContainerResponse CreateContainer(const api::PodSandbox& pod,
-                                                       const api::Container& container) = 0;
+  virtual api::CreateContainerResponse CreateContainer(const api::PodSandbox& pod, const api::Container& container) = 0;
   virtual void StopContainer(const api::PodSandbox& pod, const api::Container& container) = 0;
   virtual void RemoveContainer(const api::PodSandbox& pod, const api::Container& container) = 0;
 };
@@ -85,7 +84,7 @@ class Plugin {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Connection> conn_ ABSL_GUARDED_BY(mu_);  // the current one, in any phase
   bool synchronized_ ABSL_GUARDED_BY(mu_) = false;         // conn_ has answered Synchronize
-  std::thread thread_;  // last: starts after the rest exists
+  std::thread thread_;                                     // last: starts after the rest exists
 };
 
 }  // namespace nri

@@ -93,9 +93,9 @@ absl::Status Resolve(void* library, const std::string& library_name, const char*
 
 absl::StatusOr<NvmlApi> ResolveApi(void* library, const std::string& library_name) {
   NvmlApi api;
-#define DRA_NVML_RESOLVE(name)                                                          \
+#define DRA_NVML_RESOLVE(name)                                                               \
   if (absl::Status status = Resolve(library, library_name, #name, api.name); !status.ok()) { \
-    return status;                                                                      \
+    return status;                                                                           \
   }
   DRA_NVML_RESOLVE(nvmlInit_v2)
   DRA_NVML_RESOLVE(nvmlShutdown)
@@ -162,8 +162,8 @@ class NvmlGpus final : public DeviceSource {
 absl::Status NvmlStatus(const NvmlApi& api, nvmlReturn_t result, absl::string_view call) {
   if (result == NVML_SUCCESS) return absl::OkStatus();
   const char* text = api.nvmlErrorString(result);
-  std::string message = absl::StrCat("NVML: ", call, " failed: ", text ? text : "unknown error", " (NVML error ",
-                                     result, ")");
+  std::string message =
+      absl::StrCat("NVML: ", call, " failed: ", text ? text : "unknown error", " (NVML error ", result, ")");
   switch (result) {
     case NVML_ERROR_DRIVER_NOT_LOADED:
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
@@ -215,23 +215,20 @@ absl::StatusOr<std::vector<GpuInfo>> NvmlGpus::Discover() {
   return gpus;
 }
 
-absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device,
-                                           const std::string& driver_version) const {
+absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device, const std::string& driver_version) const {
   const std::string where = absl::StrCat(" for GPU ", index);
   GpuInfo gpu;
   gpu.index = index;
   gpu.driver_version = driver_version;
 
   char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-  if (absl::Status s = Check(api_.nvmlDeviceGetUUID(device, uuid, sizeof uuid), "nvmlDeviceGetUUID" + where);
-      !s.ok()) {
+  if (absl::Status s = Check(api_.nvmlDeviceGetUUID(device, uuid, sizeof uuid), "nvmlDeviceGetUUID" + where); !s.ok()) {
     return s;
   }
   gpu.uuid = uuid;
 
   char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-  if (absl::Status s = Check(api_.nvmlDeviceGetName(device, name, sizeof name), "nvmlDeviceGetName" + where);
-      !s.ok()) {
+  if (absl::Status s = Check(api_.nvmlDeviceGetName(device, name, sizeof name), "nvmlDeviceGetName" + where); !s.ok()) {
     return s;
   }
   gpu.product_name = name;
@@ -245,8 +242,7 @@ absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device,
   gpu.memory_bytes = static_cast<int64_t>(memory.total);
 
   nvmlPciInfo_t pci = {};
-  if (absl::Status s = Check(api_.nvmlDeviceGetPciInfo_v3(device, &pci), "nvmlDeviceGetPciInfo_v3" + where);
-      !s.ok()) {
+  if (absl::Status s = Check(api_.nvmlDeviceGetPciInfo_v3(device, &pci), "nvmlDeviceGetPciInfo_v3" + where); !s.ok()) {
     return s;
   }
   absl::StatusOr<std::string> bus_id =
@@ -337,8 +333,7 @@ absl::StatusOr<std::vector<HealthEvent>> NvmlGpus::WaitForHealthEvents(absl::Dur
     unsigned int wait_ms = 0;
     if (events.empty()) {
       int64_t remaining = absl::ToInt64Milliseconds(std::max(deadline - absl::Now(), absl::ZeroDuration()));
-      wait_ms = static_cast<unsigned int>(
-          std::min<int64_t>(remaining, std::numeric_limits<unsigned int>::max()));
+      wait_ms = static_cast<unsigned int>(std::min<int64_t>(remaining, std::numeric_limits<unsigned int>::max()));
     }
     nvmlEventData_t data = {};
     nvmlReturn_t result = api_.nvmlEventSetWait_v2(event_set_, &data, wait_ms);
@@ -399,8 +394,8 @@ absl::StatusOr<std::string> NormalizeDriverVersion(std::string_view nvml_version
 absl::StatusOr<std::string> NormalizePciBusId(std::string_view nvml_bus_id_std) {
   const absl::string_view nvml_bus_id = Absl(nvml_bus_id_std);
   auto invalid = [&] {
-    return absl::InvalidArgumentError(absl::StrCat("NVML: PCI bus id \"", nvml_bus_id,
-                                                   "\" is not <domain>:<bus>:<device>.<function>"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("NVML: PCI bus id \"", nvml_bus_id, "\" is not <domain>:<bus>:<device>.<function>"));
   };
   std::vector<absl::string_view> fields = absl::StrSplit(nvml_bus_id, ':');
   if (fields.size() != 3) return invalid();

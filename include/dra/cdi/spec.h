@@ -41,7 +41,7 @@ struct Hook {
   std::string hook_name;  // prestart, createRuntime, createContainer, startContainer, poststart, poststop
   std::string path;       // required
   std::vector<std::string> args;
-  std::vector<std::string> env;  // KEY=VALUE
+  std::vector<std::string> env;    // KEY=VALUE
   std::optional<int64_t> timeout;  // seconds, > 0 when set
 
   bool operator==(const Hook&) const = default;
@@ -85,7 +85,7 @@ struct ContainerEdits {
 };
 
 struct Device {
-  std::string name;  // unqualified: "gpu0", the part after '=' in "vendor/class=gpu0"
+  std::string name;                                // unqualified: "gpu0", the part after '=' in "vendor/class=gpu0"
   std::map<std::string, std::string> annotations;  // CDI 0.6.0
   ContainerEdits container_edits;                  // must not be empty
 
@@ -96,7 +96,7 @@ struct Spec {
   // The cdiVersion to write. Empty (the default) means the minimum version
   // the spec's contents need (see version.h), so older runtimes accept it.
   std::string cdi_version;
-  std::string kind;  // "vendor/class", e.g. "example.com/gpu"
+  std::string kind;                                // "vendor/class", e.g. "example.com/gpu"
   std::map<std::string, std::string> annotations;  // CDI 0.6.0
   std::vector<Device> devices;                     // at least one
   ContainerEdits container_edits;                  // applied when any device is used

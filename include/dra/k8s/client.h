@@ -80,10 +80,10 @@ inline const ResourceRef kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses"
 inline const ResourceRef kNodes{"", "v1", "nodes", false};
 
 struct ListOptions {
-  std::string label_selector;  // default: everything
-  std::string field_selector;  // default: everything
-  int64_t limit = 0;           // page size; 0: no paging (ListAll: 500)
-  std::string continue_token;  // from the previous page
+  std::string label_selector;    // default: everything
+  std::string field_selector;    // default: everything
+  int64_t limit = 0;             // page size; 0: no paging (ListAll: 500)
+  std::string continue_token;    // from the previous page
   std::string resource_version;  // "" (most recent, from etcd), "0" (any, from the cache), or a version
 };
 

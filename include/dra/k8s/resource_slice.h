@@ -45,9 +45,9 @@ struct CounterSet {
 // the decoder keeps whatever was sent so that validation can report it. The
 // list forms are alpha (DRAListTypeAttributes).
 struct DeviceAttribute {
-  std::optional<int64_t> int_value;         // "int"
-  std::optional<bool> bool_value;           // "bool"
-  std::optional<std::string> string_value;  // "string"
+  std::optional<int64_t> int_value;          // "int"
+  std::optional<bool> bool_value;            // "bool"
+  std::optional<std::string> string_value;   // "string"
   std::optional<std::string> version_value;  // "version", semver 2.0.0
   std::vector<int64_t> int_values;           // "ints"; empty: unset
   std::vector<bool> bool_values;             // "bools"; empty: unset
@@ -96,7 +96,7 @@ struct DeviceCounterConsumption {
 struct DeviceTaint {
   std::string key;
   std::string value;
-  std::string effect;  // "None", "NoSchedule" or "NoExecute"
+  std::string effect;                     // "None", "NoSchedule" or "NoExecute"
   std::optional<std::string> time_added;  // RFC 3339
   nlohmann::json unknown_fields;
 

@@ -13,9 +13,9 @@
 namespace dra::k8s {
 
 struct StatusCause {
-  std::string reason;   // e.g. "FieldValueInvalid"
+  std::string reason;  // e.g. "FieldValueInvalid"
   std::string message;
-  std::string field;    // e.g. "spec.devices[0].name"
+  std::string field;  // e.g. "spec.devices[0].name"
   nlohmann::json unknown_fields;
 
   bool operator==(const StatusCause&) const = default;
@@ -34,10 +34,10 @@ struct StatusDetails {
 };
 
 struct Status {
-  std::string status;   // "Success" or "Failure"
+  std::string status;  // "Success" or "Failure"
   std::string message;
-  std::string reason;   // e.g. "NotFound", "Conflict", "AlreadyExists"
-  int32_t code = 0;     // the HTTP status code
+  std::string reason;  // e.g. "NotFound", "Conflict", "AlreadyExists"
+  int32_t code = 0;    // the HTTP status code
   std::optional<StatusDetails> details;
   nlohmann::json unknown_fields;  // "metadata" (ListMeta), ...
 

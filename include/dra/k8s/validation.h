@@ -33,12 +33,12 @@
 namespace dra::k8s {
 
 // Limits of resource.k8s.io/v1 (k8s.io/api/resource/v1/types.go).
-inline constexpr size_t kResourceSliceMaxDevices = 128;                              // ResourceSliceMaxDevices
-inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;           // ...WithAdvancedFeatures
-inline constexpr size_t kResourceSliceMaxCounterSets = 8;                            // ResourceSliceMaxCounterSets
-inline constexpr size_t kResourceSliceMaxCountersPerCounterSet = 32;                 // ...PerCounterSet
-inline constexpr size_t kResourceSliceMaxDeviceCounterConsumptionsPerDevice = 2;     // ...PerDevice
-inline constexpr size_t kResourceSliceMaxCountersPerDeviceCounterConsumption = 32;   // ...PerDeviceCounterConsumption
+inline constexpr size_t kResourceSliceMaxDevices = 128;                             // ResourceSliceMaxDevices
+inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;          // ...WithAdvancedFeatures
+inline constexpr size_t kResourceSliceMaxCounterSets = 8;                           // ResourceSliceMaxCounterSets
+inline constexpr size_t kResourceSliceMaxCountersPerCounterSet = 32;                // ...PerCounterSet
+inline constexpr size_t kResourceSliceMaxDeviceCounterConsumptionsPerDevice = 2;    // ...PerDevice
+inline constexpr size_t kResourceSliceMaxCountersPerDeviceCounterConsumption = 32;  // ...PerDeviceCounterConsumption
 inline constexpr size_t kResourceSliceMaxAttributesAndCapacitiesPerDevice = 32;
 inline constexpr size_t kResourceSliceMaxAttributeValuesPerDevice = 48;
 inline constexpr size_t kDeviceAttributeMaxValueLength = 64;

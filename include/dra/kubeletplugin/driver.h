@@ -118,11 +118,11 @@ class Driver {
  public:
   virtual ~Driver() = default;
 
-  virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(
-      const CallContext& ctx, std::span<const k8s::ResourceClaim> claims) = 0;
+  virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(const CallContext& ctx,
+                                                               std::span<const k8s::ResourceClaim> claims) = 0;
 
-  virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(
-      const CallContext& ctx, std::span<const k8s::ClaimRef> claims) = 0;
+  virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const CallContext& ctx,
+                                                                   std::span<const k8s::ClaimRef> claims) = 0;
 
   // Failures the Helper meets in the background (registration refused by the
   // kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`

@@ -22,10 +22,10 @@ namespace dra::kubeletplugin {
 
 // Which kubelet-facing services the Helper serves and advertises.
 struct Services {
-  bool dra_v1 = true;            // k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
-  bool dra_v1beta1 = true;       // k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
-  bool health_v1 = true;         // v1.DRAResourceHealth (if the driver reports health)
-  bool health_v1alpha1 = true;   // v1alpha1.DRAResourceHealth (if the driver reports health)
+  bool dra_v1 = true;           // k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
+  bool dra_v1beta1 = true;      // k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
+  bool health_v1 = true;        // v1.DRAResourceHealth (if the driver reports health)
+  bool health_v1alpha1 = true;  // v1alpha1.DRAResourceHealth (if the driver reports health)
 };
 
 // The per-claim CDI spec files the Helper writes for devices that carry

@@ -76,9 +76,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "dra/call_context.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/call_context.h"
 #include "dra/log.h"
 
 namespace dra::resourceclaim {
@@ -161,8 +161,9 @@ class BindingConditionReconciler {
   // listing and watching at once; returns without waiting for the API
   // server, whose failures are logged and retried with backoff. `handler`
   // must outlive the reconciler.
-  static absl::StatusOr<std::unique_ptr<BindingConditionReconciler>> Start(
-      std::shared_ptr<k8s::Client> client, BindingConditionReconcilerOptions options, BindingHandler& handler);
+  static absl::StatusOr<std::unique_ptr<BindingConditionReconciler>> Start(std::shared_ptr<k8s::Client> client,
+                                                                           BindingConditionReconcilerOptions options,
+                                                                           BindingHandler& handler);
 
   // Stop().
   ~BindingConditionReconciler();

@@ -56,10 +56,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "dra/call_context.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/call_context.h"
 
 namespace dra::resourceclaim {
 
@@ -79,7 +79,7 @@ class ClaimStatusWriter {
  public:
   // InvalidArgument naming the option for a bad driver name or backoff.
   static absl::StatusOr<std::unique_ptr<ClaimStatusWriter>> Create(std::shared_ptr<k8s::Client> client,
-                                                                    ClaimStatusWriterOptions options);
+                                                                   ClaimStatusWriterOptions options);
 
   // Makes `devices` the complete set of this writer's entries in the claim's
   // status.devices (empty removes them all). NotFound when the claim is

@@ -16,7 +16,6 @@ namespace dra::resourceslice {
 // device has taints, consumesCounters or list-valued attributes. With
 // neither devices nor counters, one empty Slice (an empty pool, which is not
 // a missing pool).
-std::vector<Slice> SplitIntoSlices(std::vector<k8s::Device> devices,
-                                   std::vector<k8s::CounterSet> shared_counters = {});
+std::vector<Slice> SplitIntoSlices(std::vector<k8s::Device> devices, std::vector<k8s::CounterSet> shared_counters = {});
 
 }  // namespace dra::resourceslice

@@ -134,10 +134,10 @@ nvmlReturn_t CopyString(const std::string& value, char* buffer, unsigned int len
 }
 
 // Checks that NVML is initialised and `device` is one of its devices.
-#define FAKE_NVML_DEVICE_CALL(device)                            \
-  State& s = state();                                            \
-  std::lock_guard<std::mutex> lock(s.mutex);                     \
-  if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED;        \
+#define FAKE_NVML_DEVICE_CALL(device)                     \
+  State& s = state();                                     \
+  std::lock_guard<std::mutex> lock(s.mutex);              \
+  if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED; \
   if (!Known(s, device)) return NVML_ERROR_INVALID_ARGUMENT
 
 // The next event for `set` in $FAKE_NVML_EVENTS, if one was appended.
@@ -192,27 +192,48 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown() {
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case 0: return "Success";
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 5: return "Already Initialized";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 8: return "Insufficient External Power";
-    case 9: return "Driver Not Loaded";
-    case 10: return "Timeout";
-    case 11: return "Interrupt request issue";
-    case 12: return "NVML Shared Library Not Found";
-    case 13: return "Function Not Found";
-    case 14: return "Corrupted infoROM";
-    case 15: return "GPU is lost";
-    case 16: return "GPU requires restart";
-    case 17: return "GPU access blocked by the operating system";
-    case 18: return "RM has detected an NVML/RM version mismatch.";
-    case 999: return "Unknown Error";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
+    case 5:
+      return "Already Initialized";
+    case 6:
+      return "Not Found";
+    case 7:
+      return "Insufficient Size";
+    case 8:
+      return "Insufficient External Power";
+    case 9:
+      return "Driver Not Loaded";
+    case 10:
+      return "Timeout";
+    case 11:
+      return "Interrupt request issue";
+    case 12:
+      return "NVML Shared Library Not Found";
+    case 13:
+      return "Function Not Found";
+    case 14:
+      return "Corrupted infoROM";
+    case 15:
+      return "GPU is lost";
+    case 16:
+      return "GPU requires restart";
+    case 17:
+      return "GPU access blocked by the operating system";
+    case 18:
+      return "RM has detected an NVML/RM version mismatch.";
+    case 999:
+      return "Unknown Error";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -267,8 +288,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlP
   if (CopyString(device->pci_bus_id, pci->busId, sizeof pci->busId) != NVML_SUCCESS) return NVML_ERROR_UNKNOWN;
   unsigned int function = 0;
   std::sscanf(device->pci_bus_id.c_str(), "%x:%x:%x.%x", &pci->domain, &pci->bus, &pci->device, &function);
-  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", pci->domain, pci->bus,
-                pci->device, function);
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", pci->domain, pci->bus, pci->device,
+                function);
   pci->pciDeviceId = 0x20b210de;
   return NVML_SUCCESS;
 }
