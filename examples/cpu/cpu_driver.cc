@@ -136,38 +136,43 @@ absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const dr
 }
 
 void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims) {
-  dra::MutexLock lock(&mu_);
-  for (const kp::PreparedClaim& claim : claims) {
-    json data = json::parse(claim.driver_data, nullptr, /*allow_exceptions=*/false);
-    absl::StatusOr<std::vector<int>> cpus =
-        data.is_object() && data.value("cpus", json()).is_string()
-            ? ParseCpuList(data["cpus"].get<std::string>())
-            : absl::StatusOr<std::vector<int>>(absl::InvalidArgumentError("no \"cpus\" string"));
-    if (!cpus.ok()) {
-      logger_.Error("A prepared claim's CPUs cannot be read from the checkpoint",
-                    {{"claim", claim.claim.ToString()}, {"uid", claim.claim.uid}, {"err", cpus.status().ToString()}});
-      continue;
+  {
+    dra::MutexLock lock(&mu_);
+    for (const kp::PreparedClaim& claim : claims) {
+      json data = json::parse(claim.driver_data, nullptr, /*allow_exceptions=*/false);
+      absl::StatusOr<std::vector<int>> cpus =
+          data.is_object() && data.value("cpus", json()).is_string()
+              ? ParseCpuList(data["cpus"].get<std::string>())
+              : absl::StatusOr<std::vector<int>>(absl::InvalidArgumentError("no \"cpus\" string"));
+      if (!cpus.ok()) {
+        logger_.Error("A prepared claim's CPUs cannot be read from the checkpoint",
+                      {{"claim", claim.claim.ToString()}, {"uid", claim.claim.uid}, {"err", cpus.status().ToString()}});
+        continue;
+      }
+      // A CPU reserved or offline since is not handed out anyway.
+      std::vector<int> usable;
+      for (int id : *cpus) {
+        if (allocator_.topology().Find(id) != nullptr && !allocator_.reserved().contains(id)) usable.push_back(id);
+      }
+      if (absl::Status taken = allocator_.Take(claim.claim.uid, usable); !taken.ok()) {
+        logger_.Error("A prepared claim's CPUs are held twice in the checkpoint",
+                      {{"claim", claim.claim.ToString()}, {"uid", claim.claim.uid}, {"err", taken.ToString()}});
+        continue;
+      }
+      // Checkpoints written before the driver kept "mems" have none.
+      if (const json mems_text = data.value("mems", json()); mems_text.is_string()) {
+        absl::StatusOr<std::vector<int>> mems = ParseCpuList(mems_text.get<std::string>());
+        if (mems.ok() && !mems->empty()) mems_[claim.claim.uid] = *mems;
+      }
+      kp::PrepareResult& restored = prepared_[claim.claim.uid];
+      restored.devices = claim.devices;
+      restored.driver_data = claim.driver_data;
+      logger_.Info("Restored prepared claim", {{"claim", claim.claim.ToString()}, {"cpus", FormatCpuList(*cpus)}});
     }
-    // A CPU reserved or offline since is not handed out anyway.
-    std::vector<int> usable;
-    for (int id : *cpus) {
-      if (allocator_.topology().Find(id) != nullptr && !allocator_.reserved().contains(id)) usable.push_back(id);
-    }
-    if (absl::Status taken = allocator_.Take(claim.claim.uid, usable); !taken.ok()) {
-      logger_.Error("A prepared claim's CPUs are held twice in the checkpoint",
-                    {{"claim", claim.claim.ToString()}, {"uid", claim.claim.uid}, {"err", taken.ToString()}});
-      continue;
-    }
-    // Checkpoints written before the driver kept "mems" have none.
-    if (const json mems_text = data.value("mems", json()); mems_text.is_string()) {
-      absl::StatusOr<std::vector<int>> mems = ParseCpuList(mems_text.get<std::string>());
-      if (mems.ok() && !mems->empty()) mems_[claim.claim.uid] = *mems;
-    }
-    kp::PrepareResult& restored = prepared_[claim.claim.uid];
-    restored.devices = claim.devices;
-    restored.driver_data = claim.driver_data;
-    logger_.Info("Restored prepared claim", {{"claim", claim.claim.ToString()}, {"cpus", FormatCpuList(*cpus)}});
   }
+  // The NRI plugin starts before the Helper restores the claims, so the
+  // runtime's Synchronize may have been answered without them.
+  PinningChanged();
 }
 
 void CpuDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severity, std::string_view context) {

@@ -298,7 +298,7 @@ class InformerRecorder : public k8s::InformerHandler {
 };
 
 TEST_CASE(
-    "informer on a real kube-apiserver: metadata-only events; a restart over a compacted etcd costs one list, "
+    "informer on a real kube-apiserver: metadata-only events, a restart over a compacted etcd costs one list, "
     "and the store follows the server again",
     "[e2e][down][informer]") {
   e2e::PrivateCluster cluster;

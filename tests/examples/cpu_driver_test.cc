@@ -119,9 +119,13 @@ TEST_CASE("CpuDriver: claims get whole cores of their socket in the CDI spec, ne
                Catch::Contains("dra_cpu_allocatable_cpus 15\n") && Catch::Contains("dra_cpu_allocated_cpus 6\n") &&
                    Catch::Contains("dra_cpu_reserved_cpus 1\n") && Catch::Contains("dra_cpu_active_claims 2\n"));
   }
-  // A new process: the checkpoint tells the new driver what is taken.
+  // A new process: the checkpoint tells the new driver what is taken, and
+  // its NRI pinner (started before the Helper) hears of the restored claims.
   auto driver = f.NewDriver();
+  size_t pinned_after_restore = 0;
+  driver->OnPinningChanged([&] { pinned_after_restore = driver->Pinning().claims.size(); });
   auto helper = Fixture::Start(*driver, f.Options());
+  CHECK(pinned_after_restore == 2);
   CHECK(driver->Held().at("a-1") == std::vector<int>{1, 2, 9, 10});
   CHECK(driver->Held().at("b") == std::vector<int>{3, 11});
   CHECK_THAT(driver->Metrics(), Catch::Contains("dra_cpu_active_claims 2\n"));

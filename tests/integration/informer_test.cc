@@ -160,7 +160,7 @@ TEST_CASE("informer: a watch the server ends is resumed from its version, withou
 }
 
 TEST_CASE(
-    "informer: failures are reported and retried with backoff; only 410 lists again, and the list's "
+    "informer: failures are reported and retried with backoff, only 410 lists again, and the list's "
     "differences come as events",
     "[informer]") {
   auto server = testing::StartServer();

@@ -336,7 +336,7 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
   CHECK(h.errors().empty());
 }
 
-TEST_CASE("a watch that ends or fails is resumed from its version; only 410 lists; drift seen late is repaired",
+TEST_CASE("a watch that ends or fails is resumed from its version, only 410 lists, drift seen late is repaired",
           "[publisher]") {
   Harness h;
   const DriverResources resources = testing::GpuPool(kNode, 200);
