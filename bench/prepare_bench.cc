@@ -452,8 +452,9 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   kp::CallTracker calls(logger);
   kp::HelperMetrics metrics;
   dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
-  kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false, **serializer,
-                             calls, metrics, work_pool);
+  const kp::ClaimFiles no_files(nullptr, nullptr);
+  kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false, no_files,
+                             **serializer, calls, metrics, work_pool);
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -599,7 +600,7 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   const int reps = 5000;
   for (int i = 0; i < reps; ++i) claims.Put(AllocatedClaim(Ref(series, i)));
   const Stats get = TimeIt(reps, [&](int i) {
-    if (!claims.GetClaim(Ref(series, i), absl::InfiniteFuture()).ok()) Die("GetClaim");
+    if (!claims.GetClaim(Ref(series, i), dra::CallContext::Background()).ok()) Die("GetClaim");
   });
   rows.push_back({"InMemoryClaimSource::GetClaim (" + std::to_string(reps) + " claims held)", "memory", get});
   kp::Executor executor({});
@@ -613,7 +614,9 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
     kp::HelperMetrics metrics;
     kp::CallTracker calls(logger);
     dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
-    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, **serializer, calls, metrics, work_pool);
+    const kp::ClaimFiles no_files(nullptr, nullptr);
+    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, no_files, **serializer, calls, metrics,
+                               work_pool);
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
       const ClaimRef ref = Ref(series, i);

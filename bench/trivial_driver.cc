@@ -32,6 +32,7 @@
 #include "bench/driver_flags.h"
 #include "bench/one_device_allocation.h"
 #include "bench/unprepare_all_driver.h"
+#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 

@@ -40,7 +40,7 @@ using dra::kubeletplugin::ClaimSource;
 // driver, except those whose name starts with "gone", which are NotFound.
 class AnyClaimSource : public ClaimSource {
  public:
-  absl::StatusOr<dra::k8s::ResourceClaim> GetClaim(const dra::k8s::ClaimRef& ref, absl::Time) override {
+  absl::StatusOr<dra::k8s::ResourceClaim> GetClaim(const dra::k8s::ClaimRef& ref, const dra::CallContext&) override {
     if (ref.name.starts_with("gone")) return absl::NotFoundError("resourceclaims \"" + ref.name + "\" not found");
     std::vector<std::string> devices;
     for (size_t i = 0; i < ref.name.size() % 3; ++i) devices.push_back("gpu-" + std::to_string(i));
@@ -66,7 +66,7 @@ struct Fixture {
     options.plugin_data_dir = data_dir;
     options.claim_source = std::make_shared<AnyClaimSource>();
     options.logger = dra::testing::DiscardLogger();
-    options.cdi.spec_dir = base + "/cdi";
+    options.cdi.dir.path = base + "/cdi";
     options.device_metadata.enabled = true;
     options.device_metadata.versions = {dra::kubeletplugin::kDeviceMetadataV1beta1};
     options.shutdown_grace = absl::Milliseconds(100);

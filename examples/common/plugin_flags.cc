@@ -64,7 +64,7 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   options.rolling_update_uid = pod_uid;
   options.http_endpoint = http_endpoint;
   options.serialize = serialize;
-  options.cdi.spec_dir = cdi_root;
+  options.cdi.dir.path = cdi_root;
   options.logger = logger;
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = MakeClient(absl::StrCat(driver_name, "/kubelet-plugin"));
   if (!client.ok()) return client.status();

@@ -359,8 +359,8 @@ int main(int argc, char** argv) {
   // A node taken over from dra-example-driver: its prepared claims are
   // adopted, its CDI specs removed as they are unprepared.
   options->adopt_checkpoint =
-      gpu::AdoptReferenceCheckpoint(options->kube_client, gpu_flags.driver_name, options->cdi.spec_dir, logger);
-  driver_options.reference_cdi_root = options->cdi.spec_dir;
+      gpu::AdoptReferenceCheckpoint(options->kube_client, gpu_flags.driver_name, options->cdi.dir.path, logger);
+  driver_options.reference_cdi_root = options->cdi.dir.path;
 
   gpu::GpuDriver driver(std::move(driver_options), signals);
   std::shared_ptr<k8s::Client> client = options->kube_client;

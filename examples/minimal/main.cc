@@ -19,6 +19,7 @@
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/device_attributes.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceslice/split.h"
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
     else if (flag == "--claims")
       claims_file = value;
     else if (flag == "--cdi-dir")
-      options.cdi.spec_dir = value;
+      options.cdi.dir.path = value;
     else if (flag == "--kubeconfig")
       kubeconfig = value;
     else if (flag == "--node-name")

@@ -69,30 +69,21 @@ absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
   return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
 }
 
-std::vector<Device> WithBaseRequestNames(std::vector<Device> devices) {
-  for (Device& device : devices) {
-    for (std::string& request : device.requests) request = BaseRequestName(request);
-  }
-  return devices;
-}
-
 }  // namespace
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                             bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls,
-                             HelperMetrics& metrics, WorkPool& work_pool, const ClaimCdiSpecs* cdi_specs,
-                             const ClaimMetadataFiles* metadata_files)
+                             bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer,
+                             CallTracker& calls, HelperMetrics& metrics, WorkPool& work_pool)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
       claims_(claims),
       checkpoint_(checkpoint),
       checkpoint_shared_(checkpoint_shared),
+      files_(files),
       serializer_(serializer),
       calls_(calls),
       metrics_(metrics),
-      work_pool_(work_pool),
-      cdi_specs_(cdi_specs),
-      metadata_files_(metadata_files) {}
+      work_pool_(work_pool) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
@@ -108,8 +99,8 @@ absl::Status ClaimPreparer::EnterSerialized(const CallContext& ctx, const absl::
   return absl::OkStatus();
 }
 
-absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref, absl::Time deadline) {
-  absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, deadline);
+absl::StatusOr<k8s::ResourceClaim> ClaimPreparer::FetchForPrepare(const k8s::ClaimRef& ref, const CallContext& ctx) {
+  absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, ctx);
   if (!claim.ok()) return Annotate(claim.status(), absl::StrCat("retrieve claim ", ref.ToString()));
   if (claim->metadata.uid != ref.uid) {
     return absl::FailedPreconditionError(absl::StrCat("claim ", ref.ToString(), " got replaced"));
@@ -197,16 +188,12 @@ bool ClaimPreparer::AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes
   // not: without them the runtime fails to create the container. They are
   // written only while serialized: a concurrent unprepare of the claim
   // could otherwise remove them first and leave the new files behind.
-  const bool cdi_lost = cdi_specs_ != nullptr && !entry->cdi_spec.empty() && !cdi_specs_->Exists(ref.uid);
-  const bool metadata_lost = metadata_files_ != nullptr && !metadata_files_->AllExist(entry->metadata_files);
-  if (cdi_lost || metadata_lost) {
+  if (files_.Lost(*entry)) {
     if (!serialized) {
       restore->push_back(ref);
       return true;
     }
-    absl::Status status = cdi_lost ? cdi_specs_->Restore(ref.uid, entry->cdi_spec) : absl::OkStatus();
-    if (status.ok() && metadata_lost) status = metadata_files_->Restore(entry->metadata_files);
-    if (!status.ok()) {
+    if (absl::Status status = files_.Restore(*entry); !status.ok()) {
       outcomes[ref.uid].error = absl::StrCat("re-create CDI spec of claim ", ref.ToString(), ": ", status.message());
       return true;
     }
@@ -221,14 +208,12 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   PrepareWork work;
   // Every answer may name the node-wide specs: a container cannot start
   // without them.
-  if (cdi_specs_ != nullptr) {
-    if (absl::Status status = cdi_specs_->WriteNodeSpecs(/*only_missing=*/true); !status.ok()) {
-      for (const k8s::ClaimRef& ref : UsableRefs(pending_call.requested, outcomes)) {
-        outcomes[ref.uid].error = std::string(status.message());
-      }
-      Complete(std::move(pending_call), absl::OkStatus());
-      return;
+  if (absl::Status status = files_.WriteNodeSpecs(/*only_missing=*/true); !status.ok()) {
+    for (const k8s::ClaimRef& ref : UsableRefs(pending_call.requested, outcomes)) {
+      outcomes[ref.uid].error = std::string(status.message());
     }
+    Complete(std::move(pending_call), absl::OkStatus());
+    return;
   }
   // Slow fetches happen before serializing, as in the Go helper, and
   // concurrently: the call costs about one round trip, not one per claim.
@@ -238,9 +223,9 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   }
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError(""));
-  const absl::Time deadline = pending_call.call.context().deadline();
+  const CallContext& ctx = pending_call.call.context();
   work_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
-                         [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], deadline); });
+                         [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], ctx); });
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {
       outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());
@@ -313,25 +298,17 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
       std::vector<Device> devices = std::move(it->second.devices);
       // Written before the checkpoint records the claim as prepared, so a
       // prepared claim always has its files (or the means to re-create
-      // them). Metadata first: its files record the subrequest names.
-      absl::StatusOr<MetadataFiles> metadata = WriteMetadata(claim, devices);
-      if (!metadata.ok()) {
-        outcome.error = std::string(metadata.status().message());
+      // them).
+      absl::StatusOr<ClaimFiles::Written> written = files_.Write(claim, devices);
+      if (!written.ok()) {
+        outcome.error = std::string(written.status().message());
         continue;
       }
-      if (!metadata->empty()) DRA_CRASH_POINT("prepare.after_metadata_files");
-      devices = WithBaseRequestNames(std::move(devices));
-      absl::StatusOr<std::string> cdi_spec = WriteCdiSpec(ref_of(claim), devices);
-      if (!cdi_spec.ok()) {
-        outcome.error = std::string(cdi_spec.status().message());
-        continue;
-      }
-      if (!cdi_spec->empty()) DRA_CRASH_POINT("prepare.after_cdi_spec");
       outcome.devices = std::move(devices);
       if (checkpoint_ == nullptr) continue;
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
-      entry.cdi_spec = *std::move(cdi_spec);
-      entry.metadata_files = *std::move(metadata);
+      entry.cdi_spec = std::move(written->cdi_spec);
+      entry.metadata_files = std::move(written->metadata_files);
       entry.driver_data = std::move(it->second.driver_data);
       prepared.push_back({uid, std::move(entry)});
     }
@@ -349,61 +326,18 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ClaimPreparer::WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices) {
-  if (cdi_specs_ == nullptr) {
-    for (const Device& device : devices) {
-      if (device.cdi_edits.has_value()) {
-        return absl::FailedPreconditionError(absl::StrCat("device ", device.device_name, " of claim ", ref.ToString(),
-                                                          " has CDI edits but options.cdi.enabled is off"));
-      }
-    }
-    return std::string();
-  }
-  std::optional<cdi::Spec> spec = cdi_specs_->TakeSpec(ref.uid, devices);
-  if (!spec.has_value()) return std::string();
-  absl::StatusOr<std::string> json = cdi_specs_->Write(ref.uid, *spec);
-  if (!json.ok()) return Annotate(json.status(), absl::StrCat("write CDI spec of claim ", ref.ToString()));
-  return json;
-}
-
-absl::StatusOr<MetadataFiles> ClaimPreparer::WriteMetadata(const k8s::ResourceClaim& claim,
-                                                           std::vector<Device>& devices) {
-  if (metadata_files_ == nullptr) {
-    for (Device& device : devices) device.metadata.reset();  // ignored, as in the Go helper
-    return MetadataFiles();
-  }
-  absl::StatusOr<MetadataFiles> files = metadata_files_->Write(claim, devices);
-  if (!files.ok()) {
-    return Annotate(files.status(), absl::StrCat("write device metadata of claim ", claim.metadata.namespace_, "/",
-                                                 claim.metadata.name));
-  }
-  return files;
-}
-
 absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
-  // With a checkpoint, only where files can be: a claim whose preparation
-  // started (the files are written before it is marked prepared) or whose
-  // prepared entry holds them. Saves two failing unlinks, and a scan of the
-  // CDI dir for metadata specs, per claim of a driver that returns CDI IDs
-  // only.
-  std::optional<CheckpointEntry> entry;
-  if (checkpoint_ != nullptr) {
-    entry = checkpoint_->Get(ref.uid);
-    if (!entry.has_value()) return absl::OkStatus();
-  }
-  const bool started = !entry.has_value() || entry->state == ClaimState::kPrepareStarted;
-  if (metadata_files_ != nullptr && (started || !entry->metadata_files.empty())) {
-    if (absl::Status status = metadata_files_->Remove(ref); !status.ok()) return status;
-  }
-  if (cdi_specs_ != nullptr && (started || !entry->cdi_spec.empty())) {
-    if (absl::Status status = cdi_specs_->Remove(ref.uid); !status.ok()) return Annotate(status, "remove CDI spec");
-  }
-  return absl::OkStatus();
+  if (checkpoint_ == nullptr) return files_.Remove(ref, nullptr);
+  // Files are written before the claim is recorded as prepared: a claim
+  // the checkpoint does not know has none.
+  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  if (!entry.has_value()) return absl::OkStatus();
+  return files_.Remove(ref, entry->state == ClaimState::kPrepared ? &*entry : nullptr);
 }
 
-absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFiles() {
-  if (checkpoint_ == nullptr) return RepairedFiles();
-  absl::StatusOr<RepairedFiles> result;
+absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFiles() {
+  if (checkpoint_ == nullptr) return ClaimFiles::Repaired();
+  absl::StatusOr<ClaimFiles::Repaired> result;
   serializer_.RunAndWait([&](absl::Status locked) {
     absl::Status entered = EnterSerialized(CallContext::Background(), locked);
     result = entered.ok() ? RepairClaimFilesSerialized() : std::move(entered);
@@ -411,36 +345,13 @@ absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFiles() {
   return result;
 }
 
-absl::StatusOr<ClaimPreparer::RepairedFiles> ClaimPreparer::RepairClaimFilesSerialized() {
-  RepairedFiles repaired;
+absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized() {
   // Serialized, no other instance is replacing the file.
   absl::StatusOr<std::vector<std::string>> temps = dra::internal::RemoveAtomicTempFiles(checkpoint_->path());
   if (!temps.ok()) return temps.status();
-  repaired.removed = *std::move(temps);
-  if (cdi_specs_ == nullptr) return repaired;
-  std::set<std::string> known;
-  std::vector<k8s::ClaimRef> claims;
-  const std::vector<CheckpointEntry> entries = checkpoint_->Entries();
-  for (const CheckpointEntry& entry : entries) {
-    known.insert(entry.claim.uid);
-    claims.push_back(entry.claim);
-  }
-  absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
-  if (!specs.ok()) return specs.status();
-  repaired.removed.insert(repaired.removed.end(), specs->begin(), specs->end());
-  if (metadata_files_ != nullptr) {
-    absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
-    if (!metadata.ok()) return metadata.status();
-    repaired.removed.insert(repaired.removed.end(), metadata->begin(), metadata->end());
-  }
-  for (const CheckpointEntry& entry : entries) {
-    if (entry.state != ClaimState::kPrepared || entry.cdi_spec.empty()) continue;
-    absl::StatusOr<bool> rewritten = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
-    if (!rewritten.ok()) {
-      return Annotate(rewritten.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
-    }
-    if (*rewritten) repaired.rewritten.push_back(entry.claim.uid);
-  }
+  absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_->Entries());
+  if (!repaired.ok()) return repaired.status();
+  repaired->removed.insert(repaired->removed.begin(), temps->begin(), temps->end());
   return repaired;
 }
 

@@ -21,10 +21,8 @@
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
-#include "kubeletplugin/claim_cdi_specs.h"
-#include "kubeletplugin/claim_metadata_files.h"
+#include "kubeletplugin/claim_files.h"
 #include "kubeletplugin/metrics.h"
-#include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -49,16 +47,14 @@ using ClaimOutcomes = std::map<std::string, ClaimOutcome>;
 
 class ClaimPreparer {
  public:
-  // `checkpoint` may be null (checkpointing off). `checkpoint_shared` means
-  // another instance (rolling update) writes the same file under the
-  // serializer's file lock, so it is reloaded after taking the lock and not
-  // trusted before. `cdi_specs` may be null (the Helper writes no CDI
-  // specs; a device with cdi_edits then fails its claim). Everything must
-  // outlive this.
+  // `checkpoint` is null when checkpointing is off (Options::checkpoint):
+  // then every prepare calls the driver, and there are no orphans.
+  // `checkpoint_shared` means another instance (rolling update) writes the
+  // same file under the serializer's file lock, so it is reloaded after
+  // taking the lock and not trusted before. Everything must outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
-                bool checkpoint_shared, CallSerializer& serializer, CallTracker& calls, HelperMetrics& metrics,
-                WorkPool& work_pool, const ClaimCdiSpecs* cdi_specs = nullptr,
-                const ClaimMetadataFiles* metadata_files = nullptr);
+                bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer, CallTracker& calls,
+                HelperMetrics& metrics, WorkPool& work_pool);
 
   // An error status fails the whole call (the kubelet retries all claims).
   using Done = absl::AnyInvocable<void(absl::StatusOr<ClaimOutcomes>) &&>;
@@ -95,19 +91,10 @@ class ClaimPreparer {
   // that names the claim fails that claim (only possible with serialize off).
   absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
 
-  struct RepairedFiles {
-    std::vector<std::string> removed;    // paths
-    std::vector<std::string> rewritten;  // claim UIDs
-  };
   // Under the serializer: removes the temp files of checkpoint replacements
-  // that a crash cut short, and the per-claim CDI spec files and device
-  // metadata files whose claim the checkpoint does not know (left by a crash
-  // between writing them and recording the claim, or by an unprepare that
-  // never came), and writes again, with fsync, each prepared claim's CDI
-  // spec file that does not hold the checkpoint's copy (they are written
-  // without fsync, so a power loss may have left one empty, and a reboot
-  // empties a tmpfs). Nothing without a checkpoint.
-  absl::StatusOr<RepairedFiles> RepairClaimFiles();
+  // that a crash cut short, and repairs the claims' files against the
+  // checkpoint (ClaimFiles::Repair). Nothing without a checkpoint.
+  absl::StatusOr<ClaimFiles::Repaired> RepairClaimFiles();
 
  private:
   // Runs `start` with a Done and waits until that was called.
@@ -129,16 +116,15 @@ class ClaimPreparer {
 
   // Fetches a claim and checks it is the allocated claim the kubelet means;
   // keeps only this driver's results and configs.
-  absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref, absl::Time deadline);
+  absl::StatusOr<k8s::ResourceClaim> FetchForPrepare(const k8s::ClaimRef& ref, const CallContext& ctx);
   // Answers `ref` into `outcomes` if the checkpoint records it as prepared.
-  // Before serialization (`restore` set) a claim whose CDI or metadata
-  // files are gone is only noted there; once serialized they are written
-  // again.
+  // Before serialization (`restore` set) a claim whose files are gone is
+  // only noted there; once serialized they are written again.
   bool AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes& outcomes,
                             std::vector<k8s::ClaimRef>* restore) const;
   absl::Status PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes);
   absl::StatusOr<bool> UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref);
-  absl::StatusOr<RepairedFiles> RepairClaimFilesSerialized();
+  absl::StatusOr<ClaimFiles::Repaired> RepairClaimFilesSerialized();
   absl::Status UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
                                    ClaimOutcomes& outcomes);
   // Reports the call, answers it and ends it.
@@ -156,14 +142,7 @@ class ClaimPreparer {
   // (and fails in `outcomes`) those the reaper is unpreparing right now.
   void MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes);
   void UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending);
-  // Moves the devices' CDI edits into the claim's spec file; returns the
-  // spec's JSON for the checkpoint ("" if none) or the claim's error.
-  absl::StatusOr<std::string> WriteCdiSpec(const k8s::ClaimRef& ref, std::vector<Device>& devices);
-  // Writes the claim's device metadata files (none when the option is off;
-  // Device::metadata is dropped then); returns them for the checkpoint.
-  absl::StatusOr<MetadataFiles> WriteMetadata(const k8s::ResourceClaim& claim, std::vector<Device>& devices);
-  // Removes a claim's CDI spec file and metadata files after the driver
-  // unprepared it.
+  // Removes a claim's files after the driver unprepared it.
   absl::Status RemoveClaimFiles(const k8s::ClaimRef& ref);
 
   Driver& driver_;
@@ -171,12 +150,11 @@ class ClaimPreparer {
   ClaimSource& claims_;
   Checkpoint* const checkpoint_;
   const bool checkpoint_shared_;
+  const ClaimFiles& files_;
   CallSerializer& serializer_;
   CallTracker& calls_;
   HelperMetrics& metrics_;
   WorkPool& work_pool_;  // Prepare's concurrent fetches
-  const ClaimCdiSpecs* const cdi_specs_;
-  const ClaimMetadataFiles* const metadata_files_;
 
   // Only matter with serialize off: with it on, a Prepare call and the
   // reaper never run at the same time.

@@ -17,7 +17,7 @@ void InMemoryClaimSource::Remove(const std::string& namespace_, const std::strin
   claims_.erase({namespace_, name});
 }
 
-absl::StatusOr<k8s::ResourceClaim> InMemoryClaimSource::GetClaim(const k8s::ClaimRef& ref, absl::Time) {
+absl::StatusOr<k8s::ResourceClaim> InMemoryClaimSource::GetClaim(const k8s::ClaimRef& ref, const CallContext&) {
   dra::MutexLock lock(&mu_);
   auto it = claims_.find({ref.namespace_, ref.name});
   if (it == claims_.end()) {

@@ -22,7 +22,7 @@
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
-#include "kubeletplugin/claim_cdi_specs.h"
+#include "kubeletplugin/claim_files.h"
 #include "kubeletplugin/claim_preparer.h"
 #include "kubeletplugin/error_counting_driver.h"
 #include "kubeletplugin/executor.h"
@@ -94,15 +94,27 @@ absl::Status ValidateOptions(const Options& options) {
   return absl::OkStatus();
 }
 
-// The CDI spec kind "<vendor>/<class>" of options.cdi, vendor defaulting to
-// the driver name.
-absl::StatusOr<cdi::Kind> CdiKind(const Options& options) {
+// The claim files options.cdi and options.device_metadata ask for, with the
+// node-wide CDI specs written. The spec kind is "<vendor>/<class>", vendor
+// defaulting to the driver name.
+absl::StatusOr<std::unique_ptr<internal::ClaimFiles>> MakeClaimFiles(const Options& options) {
+  if (!options.cdi.enabled) return std::make_unique<internal::ClaimFiles>(nullptr, nullptr);
   const std::string& vendor = options.cdi.vendor.empty() ? options.driver_name : options.cdi.vendor;
   absl::StatusOr<cdi::Kind> kind = cdi::ParseKind(absl::StrCat(vendor, "/", options.cdi.class_name));
   if (!kind.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("options.cdi.vendor/class_name: ", kind.status().message()));
   }
-  return kind;
+  absl::StatusOr<std::unique_ptr<internal::ClaimCdiSpecs>> specs =
+      internal::ClaimCdiSpecs::Create(*std::move(kind), options.cdi.dir, options.cdi.node_specs);
+  if (!specs.ok()) return specs.status();
+  std::unique_ptr<internal::ClaimMetadataFiles> metadata;
+  if (options.device_metadata.enabled) {
+    metadata = std::make_unique<internal::ClaimMetadataFiles>(options.driver_name, options.plugin_data_dir,
+                                                              options.cdi.dir, options.device_metadata.versions);
+  }
+  auto files = std::make_unique<internal::ClaimFiles>(*std::move(specs), std::move(metadata));
+  if (absl::Status status = files->WriteNodeSpecs(/*only_missing=*/false); !status.ok()) return status;
+  return files;
 }
 
 // Builds and starts a gRPC server on a Unix socket at `path`. The socket is
@@ -150,12 +162,30 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   Impl(Driver& driver, Options options) : driver_(driver, metrics_), options_(std::move(options)) {}
   ~Impl() { Stop(); }
 
+  // Wiring only: each step below, in order.
   absl::Status Start();
   void Stop();
   internal::HttpResponse ServeHttp(const std::string& path);
   absl::Status Health() const;
   absl::Status PublishResources(resourceslice::DriverResources resources);
 
+ private:
+  // Defaults filled in, the data dir created, socket paths computed.
+  absl::Status ResolveOptions();
+  // Checkpoint, serializer, claim files and the preparer over them.
+  absl::Status OpenNodeState();
+  // Gives the driver the claims the checkpoint records as prepared, and
+  // repairs the claims' files (not fatal: a file left behind costs a file,
+  // not a container, and a prepared claim's spec is written again when the
+  // kubelet asks for it).
+  void RestorePreparedClaims();
+  // The DRA server, then the registration server; returns the advertised
+  // versions.
+  absl::StatusOr<std::vector<std::string>> StartServers();
+  absl::Status StartHttpServer();
+  absl::Status StartOrphanReaper();
+
+ public:
   internal::HelperMetrics metrics_;
   internal::ErrorCountingDriver driver_;
   Options options_;
@@ -166,8 +196,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   // The one pool for parallel work: the preparer's claim fetches, the
   // publisher's writes.
   const std::shared_ptr<WorkPool> work_pool_ = std::make_shared<WorkPool>(internal::kMaxConcurrentFetches - 1);
-  std::unique_ptr<internal::ClaimCdiSpecs> cdi_specs_;            // null when options.cdi is off
-  std::unique_ptr<internal::ClaimMetadataFiles> metadata_files_;  // null when options.device_metadata is off
+  std::unique_ptr<internal::ClaimFiles> claim_files_;
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
@@ -196,6 +225,21 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
 
 absl::Status Helper::Impl::Start() {
   if (absl::Status status = ValidateOptions(options_); !status.ok()) return status;
+  if (absl::Status status = ResolveOptions(); !status.ok()) return status;
+  if (absl::Status status = OpenNodeState(); !status.ok()) return status;
+  RestorePreparedClaims();
+  absl::StatusOr<std::vector<std::string>> versions = StartServers();
+  if (!versions.ok()) return versions.status();
+  if (absl::Status status = StartHttpServer(); !status.ok()) return status;
+  if (absl::Status status = StartOrphanReaper(); !status.ok()) return status;
+  options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
+                                              {"registrar", paths_.registrar},
+                                              {"endpoint", paths_.dra},
+                                              {"versions", absl::StrJoin(*versions, ",")}});
+  return absl::OkStatus();
+}
+
+absl::Status Helper::Impl::ResolveOptions() {
   if (options_.claim_source == nullptr) {
     options_.claim_source = std::make_shared<ApiClaimSource>(options_.kube_client);
   }
@@ -208,7 +252,10 @@ absl::Status Helper::Impl::Start() {
   paths_ = internal::ComputeSocketPaths(options_.driver_name, options_.registrar_dir, options_.plugin_data_dir,
                                         options_.rolling_update_uid, options_.registrar_socket_name,
                                         options_.dra_socket_name);
+  return absl::OkStatus();
+}
 
+absl::Status Helper::Impl::OpenNodeState() {
   if (options_.checkpoint) {
     absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint =
         Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json", options_.adopt_checkpoint);
@@ -220,26 +267,16 @@ absl::Status Helper::Impl::Start() {
       CallSerializer::Create(options_.serialize, lock_file, executor_);
   if (!serializer.ok()) return serializer.status();
   serializer_ = *std::move(serializer);
-  if (options_.cdi.enabled) {
-    absl::StatusOr<cdi::Kind> kind = CdiKind(options_);
-    if (!kind.ok()) return kind.status();
-    cdi::SpecDirOptions dir;
-    dir.path = options_.cdi.spec_dir;
-    dir.format = options_.cdi.format;
-    dir.file_mode = options_.cdi.file_mode;
-    absl::StatusOr<std::unique_ptr<internal::ClaimCdiSpecs>> specs =
-        internal::ClaimCdiSpecs::Create(*std::move(kind), dir, options_.cdi.node_specs);
-    if (!specs.ok()) return specs.status();
-    cdi_specs_ = *std::move(specs);
-    if (absl::Status status = cdi_specs_->WriteNodeSpecs(/*only_missing=*/false); !status.ok()) return status;
-    if (options_.device_metadata.enabled) {
-      metadata_files_ = std::make_unique<internal::ClaimMetadataFiles>(
-          options_.driver_name, options_.plugin_data_dir, std::move(dir), options_.device_metadata.versions);
-    }
-  }
+  absl::StatusOr<std::unique_ptr<internal::ClaimFiles>> files = MakeClaimFiles(options_);
+  if (!files.ok()) return files.status();
+  claim_files_ = *std::move(files);
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
-                                              /*checkpoint_shared=*/!options_.rolling_update_uid.empty(), *serializer_,
-                                              calls_, metrics_, *work_pool_, cdi_specs_.get(), metadata_files_.get());
+                                              /*checkpoint_shared=*/!options_.rolling_update_uid.empty(), *claim_files_,
+                                              *serializer_, calls_, metrics_, *work_pool_);
+  return absl::OkStatus();
+}
+
+void Helper::Impl::RestorePreparedClaims() {
   if (checkpoint_ != nullptr) {
     std::vector<PreparedClaim> prepared;
     for (internal::CheckpointEntry& entry : checkpoint_->Entries()) {
@@ -248,19 +285,20 @@ absl::Status Helper::Impl::Start() {
     }
     driver_.RestorePreparedClaims(prepared);
   }
-  // Not fatal: a file left behind costs a file, not a container, and a
-  // prepared claim's spec is written again when the kubelet asks for it.
-  if (absl::StatusOr<ClaimPreparer::RepairedFiles> repaired = preparer_->RepairClaimFiles(); !repaired.ok()) {
+  absl::StatusOr<internal::ClaimFiles::Repaired> repaired = preparer_->RepairClaimFiles();
+  if (!repaired.ok()) {
     driver_.HandleError(repaired.status(), ErrorSeverity::kRecoverable, "repair claim files");
-  } else {
-    for (const std::string& path : repaired->removed) {
-      options_.logger.Info("Removed a file a crash left", {{"path", path}});
-    }
-    for (const std::string& uid : repaired->rewritten) {
-      options_.logger.Info("Wrote a prepared claim's CDI spec again", {{"uid", uid}});
-    }
+    return;
   }
+  for (const std::string& path : repaired->removed) {
+    options_.logger.Info("Removed a file a crash left", {{"path", path}});
+  }
+  for (const std::string& uid : repaired->rewritten) {
+    options_.logger.Info("Wrote a prepared claim's CDI spec again", {{"uid", uid}});
+  }
+}
 
+absl::StatusOr<std::vector<std::string>> Helper::Impl::StartServers() {
   // Supported versions in the Go helper's order: DRA first, then health.
   std::vector<std::string> versions;
   std::vector<std::string> grpc_health_names;
@@ -322,28 +360,26 @@ absl::Status Helper::Impl::Start() {
       StartUnixServer(paths_.registrar, {registration_service_.get()});
   if (!registration_server.ok()) return registration_server.status();
   registration_server_ = *std::move(registration_server);
+  return versions;
+}
 
-  if (!options_.http_endpoint.empty()) {
-    absl::StatusOr<std::unique_ptr<internal::HttpServer>> http = internal::HttpServer::Start(
-        options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
-    if (!http.ok())
-      return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
-    http_server_ = *std::move(http);
-  }
-
-  if (checkpoint_ != nullptr && options_.orphan_check_interval > absl::ZeroDuration()) {
-    reaper_ = std::make_unique<internal::OrphanReaper>(
-        *checkpoint_, *options_.claim_source, driver_,
-        [this](const k8s::ClaimRef& ref) { return preparer_->UnprepareOrphan(ref); }, options_.orphan_check_interval,
-        options_.logger);
-    if (absl::Status status = reaper_->Start(); !status.ok()) return status;
-  }
-
-  options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
-                                              {"registrar", paths_.registrar},
-                                              {"endpoint", paths_.dra},
-                                              {"versions", absl::StrJoin(versions, ",")}});
+absl::Status Helper::Impl::StartHttpServer() {
+  if (options_.http_endpoint.empty()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<internal::HttpServer>> http =
+      internal::HttpServer::Start(options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
+  if (!http.ok())
+    return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
+  http_server_ = *std::move(http);
   return absl::OkStatus();
+}
+
+absl::Status Helper::Impl::StartOrphanReaper() {
+  if (checkpoint_ == nullptr || options_.orphan_check_interval <= absl::ZeroDuration()) return absl::OkStatus();
+  reaper_ = std::make_unique<internal::OrphanReaper>(
+      *checkpoint_, *options_.claim_source, driver_,
+      [this](const k8s::ClaimRef& ref) { return preparer_->UnprepareOrphan(ref); }, options_.orphan_check_interval,
+      options_.logger);
+  return reaper_->Start();
 }
 
 internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
@@ -458,7 +494,8 @@ absl::Status Helper::Impl::PublishResources(resourceslice::DriverResources resou
     if (options_.kube_client == nullptr) {
       return absl::FailedPreconditionError("PublishResources: options.kube_client: Required value");
     }
-    resourceslice::Options options = options_.resource_slices;
+    resourceslice::Options options;
+    static_cast<resourceslice::PublishingOptions&>(options) = options_.resource_slices;
     options.driver_name = options_.driver_name;
     options.node_name = options_.node_name;
     options.logger = options_.logger;

@@ -40,7 +40,8 @@ OrphanReaper::OrphanReaper(const Checkpoint& checkpoint, ClaimSource& claims, Dr
       driver_(driver),
       unprepare_(std::move(unprepare)),
       interval_(ToInterval(interval)),
-      logger_(logger) {}
+      logger_(logger),
+      context_(CallContext::WithCancel(absl::InfiniteFuture(), logger, "orphan check")) {}
 
 OrphanReaper::~OrphanReaper() { Stop(); }
 
@@ -59,6 +60,7 @@ void OrphanReaper::Stop() {
     dra::MutexLock lock(&mu_);
     stop_ = true;
   }
+  context_.second.Cancel(absl::UnavailableError("the Helper is stopping"));
   cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
@@ -101,7 +103,7 @@ std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {
   std::vector<std::string> unprepared;
   for (const k8s::ClaimRef& ref : due) {
     if (stopping()) break;
-    absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, absl::InfiniteFuture());
+    absl::StatusOr<k8s::ResourceClaim> claim = claims_.GetClaim(ref, context_.first);
     std::string reason;
     if (claim.ok()) {
       if (claim->metadata.uid == ref.uid) {

@@ -11,11 +11,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "dra/call_context.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
@@ -62,7 +64,8 @@ class OrphanReaper {
   // interval after the previous one ended. Call at most once.
   absl::Status Start();
   // Ends the thread: at once while it waits, otherwise after the claim it is
-  // checking (a ClaimSource call in flight is not interrupted). Idempotent.
+  // checking (the ClaimSource call's context is cancelled, which a source
+  // may or may not notice). Idempotent.
   void Stop();
 
   // One check at `now`; returns the UIDs it unprepared. The thread calls it;
@@ -81,6 +84,8 @@ class OrphanReaper {
   const UnprepareFn unprepare_;
   const Clock::duration interval_;
   const Logger& logger_;
+  // The context of every ClaimSource call; Stop() cancels it.
+  const std::pair<CallContext, CallCanceller> context_;
 
   // Touched by CheckOnce only (one caller at a time).
   std::map<std::string, Clock::time_point> first_seen_;  // started entries, by claim UID

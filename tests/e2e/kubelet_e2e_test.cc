@@ -77,7 +77,7 @@ struct NodePlugin {
     std::filesystem::create_directories(options.registrar_dir);
     // As the Go helper's KubeClient: claims and slices through one client.
     options.kube_client = MakeClient(DriverConfig(kIdentity));
-    options.cdi.spec_dir = dir.Join("cdi");
+    options.cdi.dir.path = dir.Join("cdi");
     absl::StatusOr<std::unique_ptr<kubeletplugin::Helper>> started = kubeletplugin::Helper::Start(driver, options);
     INFO(started.status().ToString());
     REQUIRE(started.ok());

@@ -309,7 +309,7 @@ struct InProcessDriver {
     options.registrar_dir = node.plugins_registry;
     options.plugin_data_dir = absl::StrCat(node.plugins_dir, "/", testing::kTestDriverName);
     options.kube_client = MakeClient(DriverConfig(kDriverIdentity));
-    options.cdi.spec_dir = node.cdi_dir;
+    options.cdi.dir.path = node.cdi_dir;
     if (setup.metadata) {
       options.device_metadata.enabled = true;
       options.device_metadata.versions = {kubeletplugin::kDeviceMetadataV1beta1};

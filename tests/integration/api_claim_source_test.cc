@@ -128,7 +128,7 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
   const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
   ApiClaimSource source(client);
 
-  absl::StatusOr<k8s::ResourceClaim> claim = source.GetClaim(ref, absl::InfiniteFuture());
+  absl::StatusOr<k8s::ResourceClaim> claim = source.GetClaim(ref, CallContext::Background());
   INFO(claim.status().ToString());
   REQUIRE(claim.ok());
   CHECK(claim->metadata.uid == ref.uid);
@@ -136,7 +136,7 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
   CHECK(claim->status.allocation->devices.results.size() == 3);  // ours two, and the NIC
 
   absl::StatusOr<k8s::ResourceClaim> missing =
-      source.GetClaim({kNamespace, "missing", "uid-x"}, absl::InfiniteFuture());
+      source.GetClaim({kNamespace, "missing", "uid-x"}, CallContext::Background());
   REQUIRE_FALSE(missing.ok());
   CHECK(absl::IsNotFound(missing.status()));
   CHECK(k8s::HttpStatusCode(missing.status()) == 404);
@@ -145,7 +145,7 @@ TEST_CASE("ApiClaimSource reads the claim and keeps the client's errors", "[api_
              Catch::Contains("\"missing\" not found") &&
                  Catch::Contains("GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/missing"));
 
-  CHECK(absl::IsFailedPrecondition(ApiClaimSource(nullptr).GetClaim(ref, absl::InfiniteFuture()).status()));
+  CHECK(absl::IsFailedPrecondition(ApiClaimSource(nullptr).GetClaim(ref, CallContext::Background()).status()));
 }
 
 TEST_CASE("the Helper prepares claims it reads from the API server", "[api_claim_source]") {
@@ -386,13 +386,13 @@ TEST_CASE("orphans: checks are off with a zero interval, a negative one is refus
 // Counts GetClaim calls; answers from memory or with a set error.
 class CountingSource : public kubeletplugin::ClaimSource {
  public:
-  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) override {
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, const CallContext& ctx) override {
     ++calls;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!error.ok()) return error;
     }
-    return claims.GetClaim(ref, deadline);
+    return claims.GetClaim(ref, ctx);
   }
   void SetError(absl::Status status) {
     std::lock_guard<std::mutex> lock(mu);

@@ -327,7 +327,7 @@ TEST_CASE("CDI options: vendor, class, format, edits with CDI off fail the claim
   Options options = f.MakeOptions();
   options.cdi.vendor = "example.com";
   options.cdi.class_name = "gpu";
-  options.cdi.format = cdi::Format::kYaml;
+  options.cdi.dir.format = cdi::Format::kYaml;
   {
     auto helper = f.Start(driver, options);
     auto client = DraClient::Create(helper->dra_socket_path());

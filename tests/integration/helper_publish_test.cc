@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/resource_claim_json.h"
+#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/resourceslice/split.h"
 #include "dractl/kubelet_client.h"

@@ -35,7 +35,7 @@ struct HelperDirs {
     options.plugin_data_dir = data;
     options.claim_source = std::move(claims);
     options.logger = DiscardLogger();
-    options.cdi.spec_dir = cdi_dir;
+    options.cdi.dir.path = cdi_dir;
     return options;
   }
 

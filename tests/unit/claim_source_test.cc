@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "dra/kubeletplugin/claim_source.h"
-#include "kubeletplugin/claim_preparer.h"
+#include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin {
 namespace {
@@ -18,14 +18,14 @@ TEST_CASE("in-memory claims are found by namespace and name, replaced and remove
   InMemoryClaimSource source;
   source.Put(Claim("ns", "a", "uid-1"));
   source.Put(Claim("other", "a", "uid-2"));
-  CHECK(source.GetClaim({"ns", "a", "uid-1"}, absl::InfiniteFuture())->metadata.uid == "uid-1");
-  CHECK(source.GetClaim({"other", "a", "ignored"}, absl::InfiniteFuture())->metadata.uid == "uid-2");
+  CHECK(source.GetClaim({"ns", "a", "uid-1"}, CallContext::Background())->metadata.uid == "uid-1");
+  CHECK(source.GetClaim({"other", "a", "ignored"}, CallContext::Background())->metadata.uid == "uid-2");
 
   source.Put(Claim("ns", "a", "uid-3"));
-  CHECK(source.GetClaim({"ns", "a", "uid-1"}, absl::InfiniteFuture())->metadata.uid == "uid-3");
+  CHECK(source.GetClaim({"ns", "a", "uid-1"}, CallContext::Background())->metadata.uid == "uid-3");
 
   source.Remove("ns", "a");
-  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({"ns", "a", "uid-3"}, absl::InfiniteFuture());
+  absl::StatusOr<k8s::ResourceClaim> missing = source.GetClaim({"ns", "a", "uid-3"}, CallContext::Background());
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(missing.status().message() == "resourceclaims.resource.k8s.io \"a\" not found in namespace \"ns\"");

@@ -22,7 +22,7 @@ namespace dra::kubeletplugin {
 // client's, with its code (NotFound for a deleted claim, Unavailable when the
 // server cannot be reached, ...), its message and payloads (see client.h);
 // the client's retries, timeout and rate limit apply, none of them past the
-// call's deadline (a 429 whose Retry-After ends later fails the claim at
+// context's deadline (a 429 whose Retry-After ends later fails the claim at
 // once, saying so). Thread-safe: the Helper
 // fetches the claims of one kubelet call concurrently, and the client is
 // shared with whatever else the driver uses it for.
@@ -31,7 +31,7 @@ class ApiClaimSource : public ClaimSource {
   // `client` must not be null.
   explicit ApiClaimSource(std::shared_ptr<k8s::Client> client);
 
-  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) override;
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, const CallContext& ctx) override;
 
  private:
   const std::shared_ptr<k8s::Client> client_;

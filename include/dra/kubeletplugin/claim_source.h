@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "dra/call_context.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/mutex.h"
@@ -14,13 +14,15 @@ namespace dra::kubeletplugin {
 
 // Fetches the current ResourceClaim named by a kubelet request. Called
 // concurrently from gRPC threads; implementations must be thread-safe.
-// NotFound and other errors fail only the claim they concern. `deadline` is
-// the kubelet call's: a source that waits (for the API server) gives up by
-// then, so that the call answers before the kubelet stops listening.
+// NotFound and other errors fail only the claim they concern. `ctx` is the
+// kubelet call's (for the orphan check, the check's own): a source that
+// waits (for the API server) gives up by its deadline or when it is
+// cancelled, so that the call answers before the kubelet stops listening,
+// and logs through its logger, which names the call.
 class ClaimSource {
  public:
   virtual ~ClaimSource() = default;
-  virtual absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) = 0;
+  virtual absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, const CallContext& ctx) = 0;
 };
 
 // Claims held in memory, keyed by namespace and name: for tests, demos and
@@ -31,7 +33,7 @@ class InMemoryClaimSource : public ClaimSource {
   void Put(k8s::ResourceClaim claim);
   void Remove(const std::string& namespace_, const std::string& name);
 
-  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, absl::Time deadline) override;
+  absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, const CallContext& ctx) override;
 
  private:
   dra::Mutex mu_;

@@ -37,7 +37,7 @@ struct Device {
   std::optional<std::string> share_id;
   // Edits for the container runtime, if the Helper is to write the CDI spec
   // (Options::cdi): it puts the claim's devices with edits into one spec file,
-  // <spec_dir>/<vendor>-<class>_<claim UID>.json, as CDI devices named
+  // <cdi.dir.path>/<vendor>-<class>_<claim UID>.json, as CDI devices named
   // "<claim UID>-<device_name>", puts their IDs first in cdi_device_ids
   // (the kubelet reports a device's health in the pod status under its first
   // CDI ID) and clears this field. Leave it empty for devices whose CDI spec the driver

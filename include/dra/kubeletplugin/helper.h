@@ -82,7 +82,7 @@
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/options.h"
 #include "dra/resourceslice/driver_resources.h"
-#include "dra/resourceslice/publisher.h"
+#include "dra/resourceslice/publisher_stats.h"
 
 namespace dra::kubeletplugin {
 

@@ -6,19 +6,22 @@
 #include <string>
 #include <vector>
 
-#include <sys/types.h>
-
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "dra/cdi/codec.h"
+#include "dra/cdi/spec.h"
+#include "dra/cdi/spec_dir.h"
 #include "dra/k8s/claim_ref.h"
-#include "dra/k8s/client.h"
-#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/device_metadata.h"
 #include "dra/log.h"
-#include "dra/resourceslice/publisher.h"
+#include "dra/resourceslice/publishing_options.h"
+
+namespace dra::k8s {
+class Client;  // dra/k8s/client.h
+}  // namespace dra::k8s
 
 namespace dra::kubeletplugin {
+
+class ClaimSource;  // dra/kubeletplugin/claim_source.h
 
 // Which kubelet-facing services the Helper serves and advertises.
 struct Services {
@@ -39,16 +42,13 @@ struct Services {
 struct CdiOptions {
   // When off, a device with cdi_edits fails its claim. Default: true.
   bool enabled = true;
-  // Where container runtimes read CDI specs. Default: /var/run/cdi.
-  std::string spec_dir = "/var/run/cdi";
+  // Where container runtimes read CDI specs (default /var/run/cdi), and the
+  // files' format (JSON) and mode (0600, as the CDI reference library).
+  cdi::SpecDirOptions dir;
   // CDI vendor of the spec kind "<vendor>/<class>". Default: driver_name.
   std::string vendor;
   // CDI class of the spec kind. Default: "claim".
   std::string class_name = "claim";
-  // Format of the files. Default: JSON.
-  cdi::Format format = cdi::Format::kJson;
-  // Mode of the files. Default: 0600, as the CDI reference library.
-  mode_t file_mode = 0600;
   // Node-wide specs that prepared devices name in Device::cdi_device_ids
   // (a device "common" with the env every container of the driver gets,
   // say), one file "<vendor>-<class>" each: written by Start, and written
@@ -107,11 +107,10 @@ struct Options {
   // kube_client is set.
   std::shared_ptr<ClaimSource> claim_source;
 
-  // How Helper::PublishResources publishes: node_uid, drift_repair_delay,
-  // backoff, remove_on_stop (see resourceslice/publisher.h). Its
-  // driver_name, node_name and logger are ignored: these Options' own are
-  // used. Default: the publisher's defaults.
-  resourceslice::Options resource_slices;
+  // How Helper::PublishResources publishes (the publisher's driver name,
+  // node name and logger are these Options' own). Default: the publisher's
+  // defaults.
+  resourceslice::PublishingOptions resource_slices;
 
   // Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
   // makes every prepare call the driver. Default: true.
@@ -165,7 +164,7 @@ struct Options {
 
   // KEP-5304 device metadata files (device_metadata.h), written per claim
   // request when a prepared device carries Device::metadata, with their CDI
-  // specs in cdi.spec_dir (cdi.enabled must be on). Written before the
+  // specs in cdi.dir (cdi.enabled must be on). Written before the
   // checkpoint records the claim as prepared, kept in it (re-created when a
   // reboot emptied the spec dir), removed after the driver unprepared the
   // claim. Default: off.

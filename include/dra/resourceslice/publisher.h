@@ -46,7 +46,6 @@
 //   Options::remove_on_stop.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,29 +57,20 @@
 #include "dra/k8s/client.h"
 #include "dra/log.h"
 #include "dra/resourceslice/driver_resources.h"
+#include "dra/resourceslice/publisher_stats.h"
+#include "dra/resourceslice/publishing_options.h"
 #include "dra/work_pool.h"
 
 namespace dra::resourceslice {
 
-struct Options {
+// The publisher's identity and collaborators, and how it writes
+// (PublishingOptions).
+struct Options : PublishingOptions {
   // Required: the DRA driver name (DNS subdomain of at most 63 characters).
   std::string driver_name;
   // The node this instance runs on. Required for kThisNode pools. Default:
   // empty (only network-attached pools).
   std::string node_name;
-  // The Node's UID for owner references. Default: empty, looked up once.
-  std::string node_uid;
-  // How long the watch must show no further change by someone else to a
-  // pool before the pool is repaired. Default 500 ms (the Go controller
-  // waits 30 s after every change).
-  absl::Duration drift_repair_delay = absl::Milliseconds(500);
-  // Backoff after a failed pool sync or list: doubles from the initial
-  // delay up to the maximum. Defaults 250 ms and 10 s.
-  absl::Duration backoff_initial = absl::Milliseconds(250);
-  absl::Duration backoff_max = absl::Seconds(10);
-  // Delete every slice this publisher manages on Stop(). Default false: the
-  // kubelet removes a departed driver's slices itself.
-  bool remove_on_stop = false;
   // Default: klog text on stderr at -v 0. Writes are logged at -v 4.
   Logger logger;
   // Where a sync's writes run in parallel (8 at once). Default: a pool of
@@ -94,16 +84,6 @@ struct Options {
 // "list ResourceSlices", ...). It may call Update() but must not stop or
 // destroy the publisher.
 using ErrorHandler = std::function<void(const absl::Status& status, std::string_view context)>;
-
-struct PublisherStats {
-  int64_t creates = 0;
-  int64_t updates = 0;
-  int64_t deletes = 0;
-  int64_t errors = 0;  // reports to the error handler
-  // Devices in the server as last given to Update(), summed over the pools
-  // whose last sync succeeded (a pool that failed validation counts 0).
-  int64_t published_devices = 0;
-};
 
 class Publisher {
  public:

@@ -1,0 +1,18 @@
+// dra::resourceslice::PublisherStats: what a Publisher has done so far.
+#pragma once
+
+#include <cstdint>
+
+namespace dra::resourceslice {
+
+struct PublisherStats {
+  int64_t creates = 0;
+  int64_t updates = 0;
+  int64_t deletes = 0;
+  int64_t errors = 0;  // reports to the error handler
+  // Devices in the server as last given to Update(), summed over the pools
+  // whose last sync succeeded (a pool that failed validation counts 0).
+  int64_t published_devices = 0;
+};
+
+}  // namespace dra::resourceslice

@@ -1,0 +1,29 @@
+// dra::resourceslice::PublishingOptions: how a Publisher writes and repairs
+// its pools. The part of the publisher's Options that a driver chooses when a
+// kubeletplugin::Helper runs the publisher for it (Options::resource_slices
+// there); the Helper supplies the rest.
+#pragma once
+
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace dra::resourceslice {
+
+struct PublishingOptions {
+  // The Node's UID for owner references. Default: empty, looked up once.
+  std::string node_uid;
+  // How long the watch must show no further change by someone else to a
+  // pool before the pool is repaired. Default 500 ms (the Go controller
+  // waits 30 s after every change).
+  absl::Duration drift_repair_delay = absl::Milliseconds(500);
+  // Backoff after a failed pool sync or list: doubles, with jitter, from the
+  // initial delay up to the maximum. Defaults 250 ms and 10 s.
+  absl::Duration backoff_initial = absl::Milliseconds(250);
+  absl::Duration backoff_max = absl::Seconds(10);
+  // Delete every slice this publisher manages on Stop(). Default false: the
+  // kubelet removes a departed driver's slices itself.
+  bool remove_on_stop = false;
+};
+
+}  // namespace dra::resourceslice

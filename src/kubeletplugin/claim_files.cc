@@ -1,0 +1,119 @@
+#include "kubeletplugin/claim_files.h"
+
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "crashpoint/crash_point.h"
+#include "kubeletplugin/request_names.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
+}
+
+k8s::ClaimRef RefOf(const k8s::ResourceClaim& claim) {
+  return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+}
+
+}  // namespace
+
+ClaimFiles::ClaimFiles(std::unique_ptr<ClaimCdiSpecs> cdi_specs, std::unique_ptr<ClaimMetadataFiles> metadata_files)
+    : cdi_specs_(std::move(cdi_specs)), metadata_files_(std::move(metadata_files)) {}
+
+absl::StatusOr<ClaimFiles::Written> ClaimFiles::Write(const k8s::ResourceClaim& claim,
+                                                      std::vector<Device>& devices) const {
+  const k8s::ClaimRef ref = RefOf(claim);
+  Written written;
+  if (metadata_files_ == nullptr) {
+    for (Device& device : devices) device.metadata.reset();
+  } else {
+    absl::StatusOr<MetadataFiles> files = metadata_files_->Write(claim, devices);
+    if (!files.ok()) return Annotate(files.status(), absl::StrCat("write device metadata of claim ", ref.ToString()));
+    written.metadata_files = *std::move(files);
+    if (!written.metadata_files.empty()) DRA_CRASH_POINT("prepare.after_metadata_files");
+  }
+  for (Device& device : devices) {
+    for (std::string& request : device.requests) request = BaseRequestName(request);
+  }
+  if (cdi_specs_ == nullptr) {
+    for (const Device& device : devices) {
+      if (device.cdi_edits.has_value()) {
+        return absl::FailedPreconditionError(absl::StrCat("device ", device.device_name, " of claim ", ref.ToString(),
+                                                          " has CDI edits but options.cdi.enabled is off"));
+      }
+    }
+    return written;
+  }
+  std::optional<cdi::Spec> spec = cdi_specs_->TakeSpec(ref.uid, devices);
+  if (!spec.has_value()) return written;
+  absl::StatusOr<std::string> json = cdi_specs_->Write(ref.uid, *spec);
+  if (!json.ok()) return Annotate(json.status(), absl::StrCat("write CDI spec of claim ", ref.ToString()));
+  written.cdi_spec = *std::move(json);
+  DRA_CRASH_POINT("prepare.after_cdi_spec");
+  return written;
+}
+
+bool ClaimFiles::Lost(const CheckpointEntry& entry) const {
+  const bool cdi_lost = cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid);
+  return cdi_lost || (metadata_files_ != nullptr && !metadata_files_->AllExist(entry.metadata_files));
+}
+
+absl::Status ClaimFiles::Restore(const CheckpointEntry& entry) const {
+  if (cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid)) {
+    if (absl::Status status = cdi_specs_->Restore(entry.claim.uid, entry.cdi_spec); !status.ok()) return status;
+  }
+  if (metadata_files_ != nullptr) return metadata_files_->Restore(entry.metadata_files);
+  return absl::OkStatus();
+}
+
+absl::Status ClaimFiles::Remove(const k8s::ClaimRef& ref, const CheckpointEntry* prepared) const {
+  // With a prepared entry, only where it says files are: saves two failing
+  // unlinks, and a scan of the CDI dir for metadata specs, per claim of a
+  // driver that returns CDI IDs only.
+  if (metadata_files_ != nullptr && (prepared == nullptr || !prepared->metadata_files.empty())) {
+    if (absl::Status status = metadata_files_->Remove(ref); !status.ok()) return status;
+  }
+  if (cdi_specs_ != nullptr && (prepared == nullptr || !prepared->cdi_spec.empty())) {
+    if (absl::Status status = cdi_specs_->Remove(ref.uid); !status.ok()) return Annotate(status, "remove CDI spec");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClaimFiles::WriteNodeSpecs(bool only_missing) const {
+  if (cdi_specs_ == nullptr) return absl::OkStatus();
+  return cdi_specs_->WriteNodeSpecs(only_missing);
+}
+
+absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<CheckpointEntry>& entries) const {
+  Repaired repaired;
+  if (cdi_specs_ == nullptr) return repaired;  // metadata files need CDI too
+  std::set<std::string> known;
+  std::vector<k8s::ClaimRef> claims;
+  for (const CheckpointEntry& entry : entries) {
+    known.insert(entry.claim.uid);
+    claims.push_back(entry.claim);
+  }
+  absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
+  if (!specs.ok()) return specs.status();
+  repaired.removed = *std::move(specs);
+  if (metadata_files_ != nullptr) {
+    absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
+    if (!metadata.ok()) return metadata.status();
+    repaired.removed.insert(repaired.removed.end(), metadata->begin(), metadata->end());
+  }
+  for (const CheckpointEntry& entry : entries) {
+    if (entry.state != ClaimState::kPrepared || entry.cdi_spec.empty()) continue;
+    absl::StatusOr<bool> rewritten = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
+    if (!rewritten.ok()) {
+      return Annotate(rewritten.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
+    }
+    if (*rewritten) repaired.rewritten.push_back(entry.claim.uid);
+  }
+  return repaired;
+}
+
+}  // namespace dra::kubeletplugin::internal
