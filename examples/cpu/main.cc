@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
     driver.OnPinningChanged([&pinner] { pinner->ClaimsChanged(); });
   }
   options->extra_metrics = [&driver, &pinner] { return driver.Metrics() + (pinner ? pinner->Metrics() : ""); };
+  // Claims ask for "<driver>/cpu" and "<driver>/memory", as with the
+  // upstream CPU driver: the 1.37 scheduler matches capacity names as
+  // written (kubernetes#142202), so the qualified names stay.
+  options->resource_slices.driver_domain_names = dra::resourceslice::DriverDomainNames::kAllow;
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
   absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);

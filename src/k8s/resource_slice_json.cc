@@ -125,6 +125,7 @@ struct JsonObject<DeviceCounterConsumption> {
   static constexpr auto kFields = std::tuple{
       Always("counterSet", &DeviceCounterConsumption::counter_set),
       OmitEmpty("counters", &DeviceCounterConsumption::counters),
+      OmitEmpty("compatibilityGroups", &DeviceCounterConsumption::compatibility_groups),
   };
 };
 

@@ -532,7 +532,8 @@ void ValidateCounterSet(const CounterSet& set, const std::string& path, FieldErr
   }
 }
 
-void ValidateDeviceCounterConsumption(const DeviceCounterConsumption& c, const std::string& path, FieldErrors& errs) {
+void ValidateDeviceCounterConsumption(const DeviceCounterConsumption& c, const std::string& path, FieldErrors& errs,
+                                      FieldErrors& declarative) {
   if (c.counter_set.empty()) {
     errs.push_back(E::Required(Child(path, "counterSet"), ""));
   } else {
@@ -542,6 +543,21 @@ void ValidateDeviceCounterConsumption(const DeviceCounterConsumption& c, const s
     errs.push_back(E::Required(Child(path, "counters"), ""));
   } else {
     ValidateCounterMap(c.counters, kResourceSliceMaxCountersPerDeviceCounterConsumption, Child(path, "counters"), errs);
+  }
+  // Declarative only (+k8s:maxItems=2, +k8s:listType=set).
+  const std::string groups_path = Child(path, "compatibilityGroups");
+  if (c.compatibility_groups.size() > kDeviceCounterConsumptionMaxCompatibilityGroups) {
+    declarative.push_back(
+        E::TooMany(groups_path, c.compatibility_groups.size(), kDeviceCounterConsumptionMaxCompatibilityGroups));
+    return;
+  }
+  for (size_t i = 0; i < c.compatibility_groups.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (c.compatibility_groups[j] == c.compatibility_groups[i]) {
+        declarative.push_back(E::Duplicate(Index(groups_path, i), Q(c.compatibility_groups[i])));
+        break;
+      }
+    }
   }
 }
 
@@ -727,7 +743,7 @@ void ValidateDevice(const Device& device, const std::string& path, bool per_devi
                               kResourceSliceMaxDeviceCounterConsumptionsPerDevice));
   } else {
     for (size_t i = 0; i < device.consumes_counters.size(); ++i) {
-      ValidateDeviceCounterConsumption(device.consumes_counters[i], Index(consumes_path, i), errs);
+      ValidateDeviceCounterConsumption(device.consumes_counters[i], Index(consumes_path, i), errs, declarative);
     }
     std::set<std::string> seen;
     for (size_t i = 0; i < device.consumes_counters.size(); ++i) {

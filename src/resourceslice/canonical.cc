@@ -134,7 +134,10 @@ std::vector<std::string> LikelyFeatureGates(const std::vector<std::string>& drop
     const char* gate;
     std::vector<const char*> markers;  // substrings of a dropped path
   };
+  // Each path counts for the first rule it matches: the more specific ones
+  // (a field inside consumesCounters) come first.
   static const std::vector<Rule> kRules = {
+      {"DRADeviceCompatibilityGroups", {"compatibilityGroups"}},
       {"DRADeviceTaints", {".taints"}},
       {"DRAPartitionableDevices",
        {"sharedCounters", "consumesCounters", "perDeviceNodeSelection", "devices[].nodeName", "devices[].nodeSelector",
@@ -146,13 +149,20 @@ std::vector<std::string> LikelyFeatureGates(const std::vector<std::string>& drop
       {"DRAPartitionableDevicesType", {"partitionTypeAttribute"}},
       {"DRAOptionalNodeOperations", {"skipNodeOperations"}},
   };
-  std::vector<std::string> gates;
-  for (const Rule& rule : kRules) {
-    bool hit = false;
-    for (const std::string& path : dropped_fields) {
-      for (const char* marker : rule.markers) hit = hit || absl::StrContains(path, marker);
+  std::vector<bool> hit(kRules.size(), false);
+  for (const std::string& path : dropped_fields) {
+    for (size_t i = 0; i < kRules.size(); ++i) {
+      bool matches = false;
+      for (const char* marker : kRules[i].markers) matches = matches || absl::StrContains(path, marker);
+      if (matches) {
+        hit[i] = true;
+        break;
+      }
     }
-    if (hit) gates.push_back(rule.gate);
+  }
+  std::vector<std::string> gates;
+  for (size_t i = 0; i < kRules.size(); ++i) {
+    if (hit[i]) gates.push_back(kRules[i].gate);
   }
   return gates;
 }

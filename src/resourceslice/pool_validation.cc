@@ -9,13 +9,44 @@
 #include "dra/k8s/validation.h"
 
 namespace dra::resourceslice {
+namespace {
 
-absl::Status ValidatePool(std::string_view pool_name, const Pool& pool,
-                          const std::function<k8s::ResourceSlice(size_t index)>& make_slice) {
+// As the Go resourceslice controller from 1.38 (kubernetes#142218): the
+// driver name is added to an unqualified name implicitly, so
+// "<driver>/model" is "model" spelled in a way a CEL selector or a
+// matchAttribute may not expect.
+void DriverDomainNameErrors(const k8s::ResourceSliceSpec& spec, k8s::FieldErrors& errors) {
+  auto check = [&](const std::string& path, const std::string& name) {
+    const size_t slash = name.find('/');
+    if (slash == std::string::npos || std::string_view(name).substr(0, slash) != spec.driver) return;
+    errors.push_back(k8s::FieldError::Invalid(absl::StrCat(path, "[", name, "]"), k8s::GoQuote(name),
+                                              absl::StrCat("use unqualified ", k8s::GoQuote(name.substr(slash + 1)),
+                                                           ", the driver name is added implicitly")));
+  };
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const std::string path = absl::StrCat("spec.devices[", i, "]");
+    for (const auto& [name, attribute] : spec.devices[i].attributes) check(path + ".attributes", name);
+    for (const auto& [name, capacity] : spec.devices[i].capacity) check(path + ".capacity", name);
+  }
+}
+
+}  // namespace
+
+absl::Status ValidatePool(std::string_view pool_name, const Pool& pool, DriverDomainNames driver_domain_names,
+                          const std::function<k8s::ResourceSlice(size_t index)>& make_slice, std::string& warning) {
   const std::string quoted = k8s::GoQuote(pool_name);
   const std::vector<Slice>& slices = pool.slices;
+  warning.clear();
   for (size_t i = 0; i < slices.size(); ++i) {
-    k8s::FieldErrors errors = k8s::ValidateResourceSlice(make_slice(i));
+    const k8s::ResourceSlice slice = make_slice(i);
+    k8s::FieldErrors errors = k8s::ValidateResourceSlice(slice);
+    k8s::FieldErrors domain_names;
+    if (driver_domain_names != DriverDomainNames::kAllow) DriverDomainNameErrors(slice.spec, domain_names);
+    if (driver_domain_names == DriverDomainNames::kRefuse) {
+      errors.insert(errors.end(), domain_names.begin(), domain_names.end());
+    } else if (!domain_names.empty() && warning.empty()) {
+      warning = std::string(k8s::ToStatus(domain_names, absl::StrCat("pool ", quoted, ", slice ", i)).message());
+    }
     if (!errors.empty()) return k8s::ToStatus(errors, absl::StrCat("pool ", quoted, ", slice ", i));
   }
 

@@ -530,7 +530,15 @@ class Publisher::Impl {
                                                      ": slices: Too many: ", pool.slices.size(), ": must have at most ",
                                                      kMaxSliceIndex + 1, " items"));
     }
-    return ValidatePool(name, pool, [&](size_t index) { return DesiredSlice(name, pool, index, 1); });
+    std::string warning;
+    absl::Status status = ValidatePool(
+        name, pool, options_.driver_domain_names, [&](size_t index) { return DesiredSlice(name, pool, index, 1); },
+        warning);
+    if (!warning.empty()) {
+      options_.logger.Warning("Names qualified with the driver's own domain; Kubernetes 1.38 refuses them",
+                              {{"pool", name}, {"names", warning}});
+    }
+    return status;
   }
 
   absl::Status SyncPool(const std::string& name) {

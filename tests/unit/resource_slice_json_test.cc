@@ -151,6 +151,23 @@ TEST_CASE("Slices round-trip and encode valid against the OpenAPI schema") {
   }
 }
 
+// KEP-5963, merged after the commit of the reference OpenAPI document (so no
+// schema check here).
+TEST_CASE("Compatibility groups of a counter consumption round-trip") {
+  json original = json::parse(kCounterSlice);
+  original["spec"]["devices"] = json::array({{{"name", "gpu-0-mig-1g"},
+                                              {"consumesCounters",
+                                               {{{"counterSet", "gpu-0-counters"},
+                                                 {"counters", {{"memory", {{"value", "10Gi"}}}}},
+                                                 {"compatibilityGroups", {"mig-1g", "mig-2g"}}}}}}});
+  const ResourceSlice slice = MustDecode(original);
+  REQUIRE(slice.spec.devices.size() == 1);
+  const DeviceCounterConsumption& consumption = slice.spec.devices[0].consumes_counters.at(0);
+  CHECK(consumption.compatibility_groups == std::vector<std::string>{"mig-1g", "mig-2g"});
+  CHECK(consumption.unknown_fields.empty());
+  CHECK(ToJson(slice) == original);
+}
+
 TEST_CASE("A slice built in code encodes as Go would") {
   ResourceSlice slice;
   slice.metadata.name = "node-b-cpu";
@@ -199,7 +216,7 @@ json WithUnknownFields() {
   gpu["futureDeviceField"] = {{"nested", {1, 2, 3}}};
   gpu["attributes"]["gpu.example.com/index"]["futureAttributeForm"] = "x";
   gpu["capacity"]["gpu.example.com/memory"]["requestPolicy"]["validRange"]["futureRangeField"] = false;
-  gpu["consumesCounters"][0]["compatibilityGroups"] = {"mig-1g", "mig-2g"};
+  gpu["consumesCounters"][0]["futureConsumptionField"] = {"a", "b"};
   gpu["consumesCounters"][0]["counters"]["memory"]["futureCounterField"] = 2;
   gpu["taints"][0]["futureTaintField"] = "t";
   gpu["nodeAllocatableResources"]["memory"]["overhead"]["perNamespace"] = "1Mi";
@@ -221,7 +238,7 @@ TEST_CASE("Unknown fields are kept at every level and written back") {
   const Device& gpu = slice.spec.devices[0];
   CHECK(gpu.unknown_fields == json{{"futureDeviceField", {{"nested", {1, 2, 3}}}}});
   CHECK(gpu.attributes.at("gpu.example.com/index").unknown_fields == json{{"futureAttributeForm", "x"}});
-  CHECK(gpu.consumes_counters[0].unknown_fields == json{{"compatibilityGroups", {"mig-1g", "mig-2g"}}});
+  CHECK(gpu.consumes_counters[0].unknown_fields == json{{"futureConsumptionField", {"a", "b"}}});
   CHECK(gpu.node_allocatable_resources.at("memory").overhead->unknown_fields == json{{"perNamespace", "1Mi"}});
   const Device& cpu = slice.spec.devices[1];
   CHECK(cpu.node_selector->node_selector_terms[0].unknown_fields == json{{"futureTermField", 1}});

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "dra/k8s/device_attributes.h"
 #include "resourceslice/canonical.h"
 #include "resourceslice/pool_validation.h"
 #include "resourceslice/slice_names.h"
@@ -128,6 +129,23 @@ TEST_CASE("DroppedFields names what the server did not store, and the gates that
   CHECK(LikelyFeatureGates(DroppedFields(sent, stored)) == Strings{"DRAConsumableCapacity"});
 }
 
+TEST_CASE("Compatibility groups dropped by an older server name their own gate, not the counters'") {
+  k8s::ResourceSliceSpec sent = Spec();
+  k8s::DeviceCounterConsumption consumption;
+  consumption.counter_set = "gpu-0-counters";
+  consumption.counters["memory"].value = Q("10Gi");
+  consumption.compatibility_groups = {"mig-1g"};
+  sent.devices[0].consumes_counters = {consumption};
+  k8s::ResourceSliceSpec stored = sent;
+  stored.devices[0].consumes_counters[0].compatibility_groups.clear();
+  const Strings dropped = DroppedFields(sent, stored);
+  CHECK(dropped == Strings{"spec.devices[].consumesCounters[].compatibilityGroups"});
+  CHECK(LikelyFeatureGates(dropped) == Strings{"DRADeviceCompatibilityGroups"});
+
+  stored.devices[0].consumes_counters.clear();
+  CHECK(LikelyFeatureGates(DroppedFields(sent, stored)) == Strings{"DRAPartitionableDevices"});
+}
+
 Slice DeviceSlice(const std::string& device, const std::string& counter_set = "") {
   Slice slice;
   slice.devices = Spec().devices;
@@ -141,17 +159,22 @@ Slice DeviceSlice(const std::string& device, const std::string& counter_set = ""
   return slice;
 }
 
-absl::Status Validate(std::vector<Slice> slices) {
+absl::Status Validate(std::vector<Slice> slices, DriverDomainNames driver_domain_names = DriverDomainNames::kRefuse,
+                      std::string* warning = nullptr) {
   Pool pool;
   pool.slices = std::move(slices);
-  return ValidatePool("node-1", pool, [&](size_t i) {
-    k8s::ResourceSlice slice;
-    slice.metadata.generate_name = "00000-gpu.example.com-node-1-";
-    slice.spec = Spec();
-    slice.spec.devices = pool.slices[i].devices;
-    slice.spec.shared_counters = pool.slices[i].shared_counters;
-    return slice;
-  });
+  std::string ignored;
+  return ValidatePool(
+      "node-1", pool, driver_domain_names,
+      [&](size_t i) {
+        k8s::ResourceSlice slice;
+        slice.metadata.generate_name = "00000-gpu.example.com-node-1-";
+        slice.spec = Spec();
+        slice.spec.devices = pool.slices[i].devices;
+        slice.spec.shared_counters = pool.slices[i].shared_counters;
+        return slice;
+      },
+      warning != nullptr ? *warning : ignored);
 }
 
 TEST_CASE("ValidatePool: each slice as the server checks it, then the rules across slices") {
@@ -177,6 +200,32 @@ TEST_CASE("ValidatePool: each slice as the server checks it, then the rules acro
   CHECK(status.message() ==
         "pool \"node-1\" is invalid: slices[1].spec.devices[0].consumesCounters[0].counterSet: Invalid value: "
         "\"gpu-9-memory\": must name a counter set in the pool's sharedCounters");
+}
+
+TEST_CASE("ValidatePool: names qualified with the driver's own domain warn, or are refused as by Go from 1.38") {
+  Slice slice = DeviceSlice("gpu-0");
+  slice.devices[0].attributes["gpu.example.com/model"] = k8s::StringAttribute("A100");
+  const std::string expected =
+      "pool \"node-1\", slice 0 is invalid: spec.devices[0].attributes[gpu.example.com/model]: Invalid value: "
+      "\"gpu.example.com/model\": use unqualified \"model\", the driver name is added implicitly";
+  CHECK(Validate({slice}).message() == expected);
+  std::string warning;
+  CHECK(Validate({slice}, DriverDomainNames::kWarn, &warning).ok());
+  CHECK(warning == expected);
+  CHECK(Validate({slice}, DriverDomainNames::kAllow, &warning).ok());
+  CHECK(warning.empty());
+
+  slice.devices[0].attributes.clear();
+  slice.devices[0].capacity["gpu.example.com/memory"].value = Q("16Gi");
+  CHECK(absl::StrContains(Validate({slice}).message(),
+                          "spec.devices[0].capacity[gpu.example.com/memory]: Invalid value"));
+
+  // Another domain, and unqualified names, are fine.
+  slice.devices[0].capacity.clear();
+  slice.devices[0].attributes["resource.kubernetes.io/pcieRoot"] = k8s::StringAttribute("pci0000:00");
+  slice.devices[0].attributes["model"] = k8s::StringAttribute("A100");
+  CHECK(Validate({slice}, DriverDomainNames::kWarn, &warning).ok());
+  CHECK(warning.empty());
 }
 
 }  // namespace

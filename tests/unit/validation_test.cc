@@ -713,6 +713,21 @@ TEST_CASE("Taint, counter and binding condition rules") {
       {"bad consumed counter name",
        [](ResourceSlice& s) { Dev0(s).consumes_counters[0].counters["Memory"] = Counter{}; },
        {S("spec.devices[0].consumesCounters[0].counters: Invalid value: \"Memory\": ") + kLabelMsg}},
+      {"2 compatibility groups",
+       [](ResourceSlice& s) {
+         Dev0(s).consumes_counters[0].compatibility_groups = {"mig-1g", "mig-2g"};
+       },
+       {}},
+      {"3 compatibility groups",
+       [](ResourceSlice& s) {
+         Dev0(s).consumes_counters[0].compatibility_groups = {"a", "b", "c"};
+       },
+       {"spec.devices[0].consumesCounters[0].compatibilityGroups: Too many: 3: must have at most 2 items"}},
+      {"duplicate compatibility group",
+       [](ResourceSlice& s) {
+         Dev0(s).consumes_counters[0].compatibility_groups = {"a", "a"};
+       },
+       {"spec.devices[0].consumesCounters[0].compatibilityGroups[1]: Duplicate value: \"a\""}},
       {"5 binding conditions",
        [](ResourceSlice& s) {
          Dev0(s).binding_conditions = {"a", "b", "c", "d", "e"};

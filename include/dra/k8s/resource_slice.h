@@ -88,6 +88,10 @@ struct DeviceCapacity {
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter> counters;  // by counter name
+  // KEP-5963 (1.37, gate DRADeviceCompatibilityGroups): devices consuming
+  // this counter set are allocated together only if they share a group. At
+  // most 2, unique, opaque to everyone but the pool's driver.
+  std::vector<std::string> compatibility_groups;
   nlohmann::json unknown_fields;
 
   bool operator==(const DeviceCounterConsumption&) const = default;

@@ -39,6 +39,7 @@ inline constexpr size_t kResourceSliceMaxCounterSets = 8;                       
 inline constexpr size_t kResourceSliceMaxCountersPerCounterSet = 32;                // ...PerCounterSet
 inline constexpr size_t kResourceSliceMaxDeviceCounterConsumptionsPerDevice = 2;    // ...PerDevice
 inline constexpr size_t kResourceSliceMaxCountersPerDeviceCounterConsumption = 32;  // ...PerDeviceCounterConsumption
+inline constexpr size_t kDeviceCounterConsumptionMaxCompatibilityGroups = 2;        // +k8s:maxItems, KEP-5963
 inline constexpr size_t kResourceSliceMaxAttributesAndCapacitiesPerDevice = 32;
 inline constexpr size_t kResourceSliceMaxAttributeValuesPerDevice = 48;
 inline constexpr size_t kDeviceAttributeMaxValueLength = 64;

@@ -10,6 +10,12 @@
 
 namespace dra::resourceslice {
 
+enum class DriverDomainNames {
+  kWarn,    // publish, and log one warning per pool version naming each
+  kRefuse,  // the pool fails validation, naming each (as Go from 1.38)
+  kAllow,   // publish silently
+};
+
 struct PublishingOptions {
   // The Node's UID for owner references. Default: empty, looked up once.
   std::string node_uid;
@@ -24,6 +30,13 @@ struct PublishingOptions {
   // Delete every slice this publisher manages on Stop(). Default false: the
   // kubelet removes a departed driver's slices itself.
   bool remove_on_stop = false;
+  // What to do with attribute and capacity names qualified with the
+  // driver's own name ("gpu.example.com/model" from driver
+  // gpu.example.com). The API server takes them and the Go resourceslice
+  // controller of Kubernetes 1.37 publishes them; from 1.38 it refuses the
+  // pool (kubernetes#142218), because an unqualified name gets the driver's
+  // domain implicitly. Default kWarn.
+  DriverDomainNames driver_domain_names = DriverDomainNames::kWarn;
 };
 
 }  // namespace dra::resourceslice
