@@ -453,7 +453,7 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   kp::HelperMetrics metrics;
   dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
   const kp::ClaimFiles no_files(nullptr, nullptr);
-  kp::ClaimPreparer preparer(driver, kDriverName, claims, checkpoint->get(), /*checkpoint_shared=*/false, no_files,
+  kp::ClaimPreparer preparer(driver, kDriverName, claims, **checkpoint, /*checkpoint_shared=*/false, no_files,
                              **serializer, calls, metrics, work_pool);
 
   std::vector<std::vector<double>> samples(callers);
@@ -610,12 +610,13 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
   const std::string dir = MakeTempDir(tmpfs_dir, "dra-bench-phases-");
   absl::StatusOr<std::unique_ptr<kp::Checkpoint>> checkpoint = kp::Checkpoint::Open(dir + "/checkpoint.json");
   Check(checkpoint.status(), "Checkpoint::Open");
-  for (kp::Checkpoint* ckpt : {checkpoint->get(), static_cast<kp::Checkpoint*>(nullptr)}) {
+  const std::unique_ptr<kp::Checkpoint> off = kp::Checkpoint::Off();
+  for (kp::Checkpoint* ckpt : {checkpoint->get(), off.get()}) {
     kp::HelperMetrics metrics;
     kp::CallTracker calls(logger);
     dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
     const kp::ClaimFiles no_files(nullptr, nullptr);
-    kp::ClaimPreparer preparer(driver, kDriverName, claims, ckpt, false, no_files, **serializer, calls, metrics,
+    kp::ClaimPreparer preparer(driver, kDriverName, claims, *ckpt, false, no_files, **serializer, calls, metrics,
                                work_pool);
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
@@ -626,9 +627,9 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
       if (!outcomes.ok() || !outcomes->at(ref.uid).error.empty()) Die("Prepare");
       if (!preparer.Unprepare(std::span(&ref, 1)).ok()) Die("Unprepare");
     }
-    rows.push_back({ckpt ? "ClaimPreparer::Prepare, 1 claim, checkpoint on (0 claims)"
-                         : "ClaimPreparer::Prepare, 1 claim, checkpoint off",
-                    ckpt ? FsType(tmpfs_dir) : "memory", Summarize(std::move(samples))});
+    rows.push_back({ckpt->records() ? "ClaimPreparer::Prepare, 1 claim, checkpoint on (0 claims)"
+                                    : "ClaimPreparer::Prepare, 1 claim, checkpoint off",
+                    ckpt->records() ? FsType(tmpfs_dir) : "memory", Summarize(std::move(samples))});
   }
   fs::remove_all(dir);
   return rows;

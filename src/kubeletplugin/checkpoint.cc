@@ -401,6 +401,8 @@ Checkpoint::~Checkpoint() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::unique_ptr<Checkpoint> Checkpoint::Off() { return std::unique_ptr<Checkpoint>(new Checkpoint("")); }
+
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path) {
   return Open(std::move(path), nullptr);
 }
@@ -470,6 +472,7 @@ absl::Status Checkpoint::Load() {
 }
 
 absl::Status Checkpoint::Reload() {
+  if (!records()) return absl::OkStatus();
   dra::MutexLock lock(&mu_);
   // A commit is in flight until its batch is durable or its write failed.
   // Replacing the entries under it would drop its change from the file.
@@ -504,6 +507,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
                                                      " carries an entry for UID ", change.entry->claim.uid));
     }
   }
+  if (!records()) return absl::OkStatus();
 
   dra::MutexLock lock(&mu_);
   for (CheckpointChange& change : changes) {

@@ -89,6 +89,9 @@ class Checkpoint {
   // Open returns. When `adopt` fails too, the error names both reasons.
   using Adopter = std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)>;
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path, const Adopter& adopt);
+  // A checkpoint that records nothing (Options::checkpoint off): commits
+  // succeed and are dropped, so it is always empty, and it has no file.
+  static std::unique_ptr<Checkpoint> Off();
   ~Checkpoint();
   Checkpoint(const Checkpoint&) = delete;
   Checkpoint& operator=(const Checkpoint&) = delete;
@@ -114,6 +117,9 @@ class Checkpoint {
   // replacements (creation, compaction), each in place of an append.
   uint64_t writes() const;
   const std::string& path() const { return path_; }
+  // False for Off(): no claim is ever known, so there is nothing to repair
+  // and no orphan to look for.
+  bool records() const { return !path_.empty(); }
 
  private:
   explicit Checkpoint(std::string path);

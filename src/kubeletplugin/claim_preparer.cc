@@ -71,7 +71,7 @@ absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
 
 }  // namespace
 
-ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
+ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint& checkpoint,
                              bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer,
                              CallTracker& calls, HelperMetrics& metrics, WorkPool& work_pool)
     : driver_(driver),
@@ -86,8 +86,8 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       work_pool_(work_pool) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
-  if (checkpoint_ == nullptr || changes.empty()) return absl::OkStatus();
-  return checkpoint_->Commit(std::move(changes));
+  if (changes.empty()) return absl::OkStatus();
+  return checkpoint_.Commit(std::move(changes));
 }
 
 absl::Status ClaimPreparer::EnterSerialized(const CallContext& ctx, const absl::Status& locked) {
@@ -95,7 +95,7 @@ absl::Status ClaimPreparer::EnterSerialized(const CallContext& ctx, const absl::
   if (absl::Status cancelled = ctx.status(); !cancelled.ok()) {
     return Annotate(cancelled, "cancelled while waiting for the previous call");
   }
-  if (checkpoint_shared_ && checkpoint_ != nullptr) return checkpoint_->Reload();
+  if (checkpoint_shared_) return checkpoint_.Reload();
   return absl::OkStatus();
 }
 
@@ -181,8 +181,8 @@ bool ClaimPreparer::AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes
                                          std::vector<k8s::ClaimRef>* restore) const {
   const bool serialized = restore == nullptr;
   // A shared checkpoint is only current once reloaded under the lock.
-  if (checkpoint_ == nullptr || (checkpoint_shared_ && !serialized)) return false;
-  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  if (checkpoint_shared_ && !serialized) return false;
+  std::optional<CheckpointEntry> entry = checkpoint_.Get(ref.uid);
   if (!entry.has_value() || entry->state != ClaimState::kPrepared) return false;
   // After a reboot the checkpoint is there but the tmpfs spec files are
   // not: without them the runtime fails to create the container. They are
@@ -270,7 +270,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
 
   std::vector<CheckpointChange> started;
   for (const k8s::ResourceClaim& claim : pending) {
-    if (checkpoint_ != nullptr && checkpoint_->Get(claim.metadata.uid).has_value()) continue;
+    if (checkpoint_.Get(claim.metadata.uid).has_value()) continue;
     started.push_back({claim.metadata.uid, CheckpointEntry{ref_of(claim), ClaimState::kPrepareStarted, {}}});
   }
   if (absl::Status status = Commit(std::move(started)); !status.ok()) {
@@ -305,7 +305,6 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
         continue;
       }
       outcome.devices = std::move(devices);
-      if (checkpoint_ == nullptr) continue;
       CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
       entry.cdi_spec = std::move(written->cdi_spec);
       entry.metadata_files = std::move(written->metadata_files);
@@ -327,16 +326,16 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
 }
 
 absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
-  if (checkpoint_ == nullptr) return files_.Remove(ref, nullptr);
+  if (!checkpoint_.records()) return files_.Remove(ref, nullptr);
   // Files are written before the claim is recorded as prepared: a claim
   // the checkpoint does not know has none.
-  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  std::optional<CheckpointEntry> entry = checkpoint_.Get(ref.uid);
   if (!entry.has_value()) return absl::OkStatus();
   return files_.Remove(ref, entry->state == ClaimState::kPrepared ? &*entry : nullptr);
 }
 
 absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFiles() {
-  if (checkpoint_ == nullptr) return ClaimFiles::Repaired();
+  if (!checkpoint_.records()) return ClaimFiles::Repaired();
   absl::StatusOr<ClaimFiles::Repaired> result;
   serializer_.RunAndWait([&](absl::Status locked) {
     absl::Status entered = EnterSerialized(CallContext::Background(), locked);
@@ -347,16 +346,16 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFiles() {
 
 absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized() {
   // Serialized, no other instance is replacing the file.
-  absl::StatusOr<std::vector<std::string>> temps = dra::internal::RemoveAtomicTempFiles(checkpoint_->path());
+  absl::StatusOr<std::vector<std::string>> temps = dra::internal::RemoveAtomicTempFiles(checkpoint_.path());
   if (!temps.ok()) return temps.status();
-  absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_->Entries());
+  absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_.Entries());
   if (!repaired.ok()) return repaired.status();
   repaired->removed.insert(repaired->removed.begin(), temps->begin(), temps->end());
   return repaired;
 }
 
 void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
-  if (checkpoint_ == nullptr) return;  // no checkpoint, no orphans to reap
+  if (!checkpoint_.records()) return;  // no records, no orphans to reap
   dra::MutexLock lock(&in_flight_mu_);
   std::erase_if(pending, [&](const k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) {
     const std::string& uid = claim.metadata.uid;
@@ -371,7 +370,7 @@ void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, Clai
 }
 
 void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending) {
-  if (checkpoint_ == nullptr) return;
+  if (!checkpoint_.records()) return;
   dra::MutexLock lock(&in_flight_mu_);
   for (const k8s::ResourceClaim& claim : pending) {
     auto it = preparing_.find(claim.metadata.uid);
@@ -380,7 +379,7 @@ void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pendi
 }
 
 absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
-  if (checkpoint_ == nullptr) return false;
+  if (!checkpoint_.records()) return false;
   const CallTracker::Call call = calls_.Begin("UnprepareOrphan", absl::InfiniteFuture());
   absl::StatusOr<bool> result;
   serializer_.RunAndWait([&](absl::Status locked) {
@@ -392,7 +391,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphan(const k8s::ClaimRef& ref) {
 
 absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref) {
   // Checked again under the lock: a kubelet call may have finished it.
-  std::optional<CheckpointEntry> entry = checkpoint_->Get(ref.uid);
+  std::optional<CheckpointEntry> entry = checkpoint_.Get(ref.uid);
   if (!entry.has_value() || entry->state != ClaimState::kPrepareStarted) return false;
   {
     dra::MutexLock lock(&in_flight_mu_);
@@ -459,7 +458,7 @@ absl::Status ClaimPreparer::UnprepareSerialized(const CallContext& ctx, std::spa
     } else if (absl::Status status = RemoveClaimFiles(ref); !status.ok()) {
       // Kept in the checkpoint: the kubelet retries and the removal with it.
       outcome.error = std::string(status.message());
-    } else if (checkpoint_ != nullptr && checkpoint_->Get(ref.uid).has_value()) {
+    } else if (checkpoint_.Get(ref.uid).has_value()) {
       dropped.push_back({ref.uid, std::nullopt});
     }
   }

@@ -47,12 +47,12 @@ using ClaimOutcomes = std::map<std::string, ClaimOutcome>;
 
 class ClaimPreparer {
  public:
-  // `checkpoint` is null when checkpointing is off (Options::checkpoint):
-  // then every prepare calls the driver, and there are no orphans.
-  // `checkpoint_shared` means another instance (rolling update) writes the
+  // `checkpoint` is Checkpoint::Off() when checkpointing is off
+  // (Options::checkpoint): then every prepare calls the driver, and there
+  // are no orphans. `checkpoint_shared` means another instance (rolling update) writes the
   // same file under the serializer's file lock, so it is reloaded after
   // taking the lock and not trusted before. Everything must outlive this.
-  ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint* checkpoint,
+  ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint& checkpoint,
                 bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer, CallTracker& calls,
                 HelperMetrics& metrics, WorkPool& work_pool);
 
@@ -93,7 +93,7 @@ class ClaimPreparer {
 
   // Under the serializer: removes the temp files of checkpoint replacements
   // that a crash cut short, and repairs the claims' files against the
-  // checkpoint (ClaimFiles::Repair). Nothing without a checkpoint.
+  // checkpoint (ClaimFiles::Repair). Nothing with Checkpoint::Off().
   absl::StatusOr<ClaimFiles::Repaired> RepairClaimFiles();
 
  private:
@@ -148,7 +148,7 @@ class ClaimPreparer {
   Driver& driver_;
   const std::string driver_name_;
   ClaimSource& claims_;
-  Checkpoint* const checkpoint_;
+  Checkpoint& checkpoint_;
   const bool checkpoint_shared_;
   const ClaimFiles& files_;
   CallSerializer& serializer_;

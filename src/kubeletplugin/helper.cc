@@ -190,7 +190,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   internal::ErrorCountingDriver driver_;
   Options options_;
   SocketPaths paths_;
-  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<Checkpoint> checkpoint_;  // Checkpoint::Off() with options.checkpoint off
   std::unique_ptr<CallSerializer> serializer_;
   internal::CallTracker calls_{options_.logger};
   // The one pool for parallel work: the preparer's claim fetches, the
@@ -261,6 +261,8 @@ absl::Status Helper::Impl::OpenNodeState() {
         Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json", options_.adopt_checkpoint);
     if (!checkpoint.ok()) return checkpoint.status();
     checkpoint_ = *std::move(checkpoint);
+  } else {
+    checkpoint_ = Checkpoint::Off();
   }
   const std::string lock_file = options_.rolling_update_uid.empty() ? "" : options_.plugin_data_dir + "/serialize.lock";
   absl::StatusOr<std::unique_ptr<CallSerializer>> serializer =
@@ -270,21 +272,20 @@ absl::Status Helper::Impl::OpenNodeState() {
   absl::StatusOr<std::unique_ptr<internal::ClaimFiles>> files = MakeClaimFiles(options_);
   if (!files.ok()) return files.status();
   claim_files_ = *std::move(files);
-  preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, checkpoint_.get(),
+  preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, *checkpoint_,
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(), *claim_files_,
                                               *serializer_, calls_, metrics_, *work_pool_);
   return absl::OkStatus();
 }
 
 void Helper::Impl::RestorePreparedClaims() {
-  if (checkpoint_ != nullptr) {
-    std::vector<PreparedClaim> prepared;
-    for (internal::CheckpointEntry& entry : checkpoint_->Entries()) {
-      if (entry.state != internal::ClaimState::kPrepared) continue;
-      prepared.push_back({std::move(entry.claim), std::move(entry.devices), std::move(entry.driver_data)});
-    }
-    driver_.RestorePreparedClaims(prepared);
+  if (!checkpoint_->records()) return;
+  std::vector<PreparedClaim> prepared;
+  for (internal::CheckpointEntry& entry : checkpoint_->Entries()) {
+    if (entry.state != internal::ClaimState::kPrepared) continue;
+    prepared.push_back({std::move(entry.claim), std::move(entry.devices), std::move(entry.driver_data)});
   }
+  driver_.RestorePreparedClaims(prepared);
   absl::StatusOr<internal::ClaimFiles::Repaired> repaired = preparer_->RepairClaimFiles();
   if (!repaired.ok()) {
     driver_.HandleError(repaired.status(), ErrorSeverity::kRecoverable, "repair claim files");
@@ -374,7 +375,7 @@ absl::Status Helper::Impl::StartHttpServer() {
 }
 
 absl::Status Helper::Impl::StartOrphanReaper() {
-  if (checkpoint_ == nullptr || options_.orphan_check_interval <= absl::ZeroDuration()) return absl::OkStatus();
+  if (!checkpoint_->records() || options_.orphan_check_interval <= absl::ZeroDuration()) return absl::OkStatus();
   reaper_ = std::make_unique<internal::OrphanReaper>(
       *checkpoint_, *options_.claim_source, driver_,
       [this](const k8s::ClaimRef& ref) { return preparer_->UnprepareOrphan(ref); }, options_.orphan_check_interval,
@@ -390,12 +391,10 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
       registration = registration_;
     }
     internal::HelperMetrics::Gauges gauges;
-    if (checkpoint_ != nullptr) {
-      for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
-        if (entry.state == internal::ClaimState::kPrepared) ++gauges.prepared_claims;
-      }
-      gauges.checkpoint_writes = checkpoint_->writes();
+    for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
+      if (entry.state == internal::ClaimState::kPrepared) ++gauges.prepared_claims;
     }
+    gauges.checkpoint_writes = checkpoint_->writes();
     gauges.serialization_waiting_calls = serializer_->waiting();
     gauges.registered = registration.registered;
     {

@@ -157,6 +157,19 @@ TEST_CASE("Checkpoint starts empty when the file does not exist") {
   CHECK(FileNames(dir.path()).empty());
 }
 
+TEST_CASE("Checkpoint::Off records nothing and has no file") {
+  const std::unique_ptr<Checkpoint> off = Checkpoint::Off();
+  CHECK_FALSE(off->records());
+  CHECK(off->Commit({CheckpointChange{"uid-a", Entry("uid-a", ClaimState::kPrepared)}}).ok());
+  CHECK_FALSE(off->Get("uid-a").has_value());
+  CHECK(off->Entries().empty());
+  CHECK(off->Reload().ok());
+  CHECK(off->writes() == 0);
+  CHECK(off->path().empty());
+  // Still checked: a change that names another UID is a caller's bug.
+  CHECK(absl::IsInvalidArgument(off->Commit({CheckpointChange{"uid-x", Entry("uid-y", ClaimState::kPrepared)}})));
+}
+
 TEST_CASE("Checkpoint commits survive a reopen") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
