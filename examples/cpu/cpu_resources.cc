@@ -93,6 +93,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       }
       if (std::optional<int> node = Common(topology, cpus, [](const Cpu& c) { return c.numa_node; })) {
         device.attributes["numaNodeID"] = k8s::IntAttribute(*node);
+        device.attributes[k8s::kNumaNodeAttribute] = k8s::IntAttribute(*node);
       }
       if (std::optional<std::string> root = PcieRoot(topology, cpus)) {
         device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(*root);
@@ -110,6 +111,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       device.attributes["coreID"] = k8s::IntAttribute(cpu.core_id);
       device.attributes["socketID"] = k8s::IntAttribute(cpu.socket_id);
       device.attributes["numaNodeID"] = k8s::IntAttribute(cpu.numa_node);
+      device.attributes[k8s::kNumaNodeAttribute] = k8s::IntAttribute(cpu.numa_node);
       device.attributes["smtEnabled"] = k8s::BoolAttribute(smt);
       if (std::optional<std::string> root = PcieRoot(topology, {cpu.id})) {
         device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(*root);
@@ -128,6 +130,7 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
                                         k8s::Quantity::FromInt(memory, k8s::Quantity::Format::kBinarySI),
                                         k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
       device.attributes["numaNodeID"] = k8s::IntAttribute(id);
+      device.attributes[k8s::kNumaNodeAttribute] = k8s::IntAttribute(id);
       device.attributes["resource"] = k8s::StringAttribute("memory");
       if (auto roots = topology.pcie_roots.find(id); roots != topology.pcie_roots.end() && roots->second.size() == 1) {
         device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(roots->second.front());

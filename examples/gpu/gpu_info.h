@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct GpuInfo {
   std::string driver_version;                      // semver 2.0.0, e.g. "550.54.15"
   std::string pci_bus_id;                          // "0000:3b:00.0" (resource.kubernetes.io/pciBusID)
   std::string pcie_root;                           // "pci0000:3a" (resource.kubernetes.io/pcieRoot); empty if unknown
+  std::optional<int> numa_node;                    // resource.kubernetes.io/numaNode; none without NUMA affinity
   int64_t memory_bytes = 0;                        // total framebuffer memory
   int64_t compute_units = 0;                       // streaming multiprocessors (or equivalent)
   bool mig_enabled = false;                        // MIG mode on: the GPU is partitioned by its own hardware

@@ -27,6 +27,7 @@ void SetAttributes(const GpuInfo& gpu, k8s::Device& device) {
   device.attributes["migEnabled"] = k8s::BoolAttribute(gpu.mig_enabled);
   device.attributes[k8s::kPciBusIdAttribute] = k8s::StringAttribute(gpu.pci_bus_id);
   if (!gpu.pcie_root.empty()) device.attributes[k8s::kPcieRootAttribute] = k8s::StringAttribute(gpu.pcie_root);
+  if (gpu.numa_node.has_value()) device.attributes[k8s::kNumaNodeAttribute] = k8s::IntAttribute(*gpu.numa_node);
 }
 
 k8s::Quantity Bytes(int64_t bytes) { return k8s::Quantity::FromInt(bytes, k8s::Quantity::Format::kBinarySI); }

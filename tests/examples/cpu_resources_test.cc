@@ -62,6 +62,7 @@ TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the 
         json{{"cpu", {{"mapping", {{"capacityKey", "cpu.example.com/cpu"}, {"capacityMultiplier", "1"}}}}}});
   CHECK(socket0["attributes"]["socketID"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["numaNodeID"] == json{{"int", 0}});
+  CHECK(socket0["attributes"]["resource.kubernetes.io/numaNode"] == json{{"int", 0}});
   CHECK(socket0["attributes"]["smtEnabled"] == json{{"bool", true}});
   CHECK(socket0["attributes"]["resource"] == json{{"string", "cpu"}});
   CHECK(DeviceJson(pool, "cpu-socket-1")["capacity"]["cpu.example.com/cpu"]["value"] == "8");
@@ -84,6 +85,7 @@ TEST_CASE("grouped by NUMA node, with memory devices of each node", "[examples][
   const json memory2 = DeviceJson(pool, "memory-numa-2");
   INFO(memory2.dump(1));
   CHECK(memory2["attributes"]["numaNodeID"] == json{{"int", 2}});
+  CHECK(memory2["attributes"]["resource.kubernetes.io/numaNode"] == json{{"int", 2}});
   CHECK(memory2["attributes"]["resource"] == json{{"string", "memory"}});
   CHECK(memory2["capacity"]["cpu.example.com/memory"]["value"] == "8Gi");
   CHECK(memory2["capacity"]["cpu.example.com/memory"]["requestPolicy"]["validRange"]["step"] == "1Mi");

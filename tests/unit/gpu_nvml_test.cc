@@ -27,7 +27,7 @@ constexpr char kTwoGpus[] = R"({
   ]})";
 
 // A fake NVML with `config` and an events file, and a sysfs tree in which
-// only 0000:3b:00.0 sits under root complex pci0000:3a.
+// only 0000:3b:00.0 sits under root complex pci0000:3a, on NUMA node 0.
 struct FakeNode {
   explicit FakeNode(const std::string& config) {
     WriteFile(dir.Join("nvml.json"), config);
@@ -38,6 +38,7 @@ struct FakeNode {
     std::filesystem::create_directories(dir.Join("sys/bus/pci/devices"));
     std::filesystem::create_symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
                                     dir.Join("sys/bus/pci/devices/0000:3b:00.0"));
+    WriteFile(dir.Join("sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node"), "0\n");
   }
   ~FakeNode() {
     unsetenv("FAKE_NVML_CONFIG");
@@ -84,6 +85,7 @@ TEST_CASE("NVML discovery reports every GPU field", "[gpu_nvml]") {
   a100.driver_version = "535.104.5";
   a100.pci_bus_id = "0000:3b:00.0";
   a100.pcie_root = "pci0000:3a";
+  a100.numa_node = 0;
   a100.memory_bytes = 85899345920;
   a100.compute_units = 108;
   a100.mig_enabled = false;
@@ -98,6 +100,7 @@ TEST_CASE("NVML discovery reports every GPU field", "[gpu_nvml]") {
   h100.driver_version = "535.104.5";
   h100.pci_bus_id = "0000:86:00.0";
   h100.pcie_root = "";  // no sysfs entry
+  h100.numa_node = std::nullopt;
   h100.memory_bytes = 85520809984;
   h100.compute_units = 0;  // nvmlDeviceGetAttributes_v2: NOT_SUPPORTED
   h100.mig_enabled = true;
@@ -229,6 +232,22 @@ TEST_CASE("PCIe root from the sysfs device link", "[gpu_nvml]") {
   CHECK(PcieRootFromSysfs(dir.path(), "0000:01:00.0") == "");
   CHECK(PcieRootFromSysfs(dir.path(), "0000:02:00.0") == "");
   CHECK(PcieRootFromSysfs(dir.Join("missing"), "0000:3b:00.0") == "");
+}
+
+TEST_CASE("NUMA node from sysfs, none for -1 or a missing file", "[gpu_nvml]") {
+  using nvml_internal::NumaNodeFromSysfs;
+  TempDir dir;
+  for (const char* device : {"0000:3b:00.0", "0000:5e:00.0", "0000:86:00.0", "0000:af:00.0"}) {
+    std::filesystem::create_directories(dir.Join(std::string("bus/pci/devices/") + device));
+  }
+  WriteFile(dir.Join("bus/pci/devices/0000:3b:00.0/numa_node"), "1\n");
+  WriteFile(dir.Join("bus/pci/devices/0000:5e:00.0/numa_node"), "-1\n");
+  WriteFile(dir.Join("bus/pci/devices/0000:86:00.0/numa_node"), "node0\n");
+  CHECK(NumaNodeFromSysfs(dir.path(), "0000:3b:00.0") == 1);
+  CHECK_FALSE(NumaNodeFromSysfs(dir.path(), "0000:5e:00.0").has_value());
+  CHECK_FALSE(NumaNodeFromSysfs(dir.path(), "0000:86:00.0").has_value());
+  CHECK_FALSE(NumaNodeFromSysfs(dir.path(), "0000:af:00.0").has_value());  // no file
+  CHECK_FALSE(NumaNodeFromSysfs(dir.path(), "0000:01:00.0").has_value());  // no device
 }
 
 TEST_CASE("short model names from NVML product names", "[gpu_nvml]") {

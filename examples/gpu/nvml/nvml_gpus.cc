@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -250,6 +252,7 @@ absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device, const
   if (!bus_id.ok()) return bus_id.status();
   gpu.pci_bus_id = *bus_id;
   gpu.pcie_root = nvml_internal::PcieRootFromSysfs(sysfs_root_, gpu.pci_bus_id);
+  gpu.numa_node = nvml_internal::NumaNodeFromSysfs(sysfs_root_, gpu.pci_bus_id);
 
   if (api_.nvmlDeviceGetAttributes_v2 != nullptr) {
     nvmlDeviceAttributes_t attributes = {};
@@ -425,6 +428,15 @@ std::string PcieRootFromSysfs(const std::string& sysfs_root, const std::string& 
     }
   }
   return "";
+}
+
+std::optional<int> NumaNodeFromSysfs(const std::string& sysfs_root, const std::string& bus_id) {
+  std::ifstream file(std::filesystem::path(sysfs_root) / "bus/pci/devices" / bus_id / "numa_node");
+  std::string text;
+  if (!std::getline(file, text)) return std::nullopt;
+  int node = -1;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &node) || node < 0 || node >= 1024) return std::nullopt;
+  return node;
 }
 
 std::string ModelFromProductName(std::string_view product_name) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,11 @@ absl::StatusOr<std::string> NormalizePciBusId(std::string_view nvml_bus_id);
 // "pci0000:3a": the first "pci<domain>:<bus>" component of the target of the
 // link <sysfs_root>/bus/pci/devices/<bus_id>. Empty when that is unknown.
 std::string PcieRootFromSysfs(const std::string& sysfs_root, const std::string& bus_id);
+
+// The NUMA node of the device `bus_id`, from <sysfs_root>/bus/pci/devices/
+// <bus_id>/numa_node; none when the file is missing or unreadable, or says
+// -1 (no NUMA affinity), or names a node past the kernel's 1024.
+std::optional<int> NumaNodeFromSysfs(const std::string& sysfs_root, const std::string& bus_id);
 
 // The short model name: the product name without the "NVIDIA " prefix and
 // without everything from the first memory-size word on

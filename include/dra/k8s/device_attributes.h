@@ -21,6 +21,10 @@ namespace dra::k8s {
 // across drivers.
 inline constexpr char kPciBusIdAttribute[] = "resource.kubernetes.io/pciBusID";
 inline constexpr char kPcieRootAttribute[] = "resource.kubernetes.io/pcieRoot";
+// KEP-6072 (stable in Kubernetes 1.37, no gate): the NUMA node of a device,
+// an int. Omitted for a device without NUMA affinity (sysfs numa_node -1):
+// a -1 would match every other such device under matchAttribute.
+inline constexpr char kNumaNodeAttribute[] = "resource.kubernetes.io/numaNode";
 
 inline DeviceAttribute IntAttribute(int64_t value) {
   DeviceAttribute attribute;
