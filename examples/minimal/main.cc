@@ -13,7 +13,9 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
@@ -118,10 +120,13 @@ int Usage() {
   std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR (--kubeconfig FILE | --claims FILE)\n"
                "                      [--cdi-dir DIR (default /var/run/cdi)] [--driver-name NAME] [--devices N]\n"
                "                      [--node-name NAME (default node-local)] [--http-endpoint HOST:PORT]\n"
-               "                      [-v LEVEL] [--log-format text|json]\n"
+               "                      [--skip-node-operations OPS] [-v LEVEL] [--log-format text|json]\n"
                "  --kubeconfig: read claims from the API server and publish ResourceSlices\n"
                "  --claims: read claims from a JSON list of ResourceClaims instead\n"
-               "  --http-endpoint: serve /metrics and /healthz there\n";
+               "  --http-endpoint: serve /metrics and /healthz there\n"
+               "  --skip-node-operations: comma-separated kubelet calls the published devices do not need\n"
+               "                          (NodePrepareResources,NodeUnprepareResources or *; Kubernetes 1.37,\n"
+               "                          gate DRAOptionalNodeOperations)\n";
   return 2;
 }
 
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
   std::string claims_file;
   std::string kubeconfig;
   int devices = 2;
+  std::vector<std::string> skip_node_operations;
   int verbosity = 0;
   auto format = dra::LogFormat::kKlogText;
   for (int i = 1; i < argc; ++i) {
@@ -161,6 +167,8 @@ int main(int argc, char** argv) {
       options.node_name = value;
     else if (flag == "--http-endpoint")
       options.http_endpoint = value;
+    else if (flag == "--skip-node-operations")
+      skip_node_operations = absl::StrSplit(value, ',', absl::SkipEmpty());
     else if (flag == "--devices")
       devices = std::stoi(value);
     else if (flag == "-v")
@@ -216,7 +224,9 @@ int main(int argc, char** argv) {
   (*helper)->PublishHealth(health);
   if (options.kube_client != nullptr) {
     dra::resourceslice::DriverResources resources;
-    resources.pools[options.node_name].slices = dra::resourceslice::SplitIntoSlices(std::move(published));
+    dra::resourceslice::Pool& pool = resources.pools[options.node_name];
+    pool.slices = dra::resourceslice::SplitIntoSlices(std::move(published));
+    pool.skip_node_operations = skip_node_operations;
     if (absl::Status status = (*helper)->PublishResources(std::move(resources)); !status.ok()) {
       std::cerr << "publish: " << status.message() << "\n";
     }

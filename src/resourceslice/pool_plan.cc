@@ -15,6 +15,7 @@ k8s::ResourceSliceSpec DesiredSpec(const Publishing& publishing, const std::stri
   spec.pool.name = pool_name;
   spec.pool.generation = generation;
   spec.pool.resource_slice_count = static_cast<int64_t>(pool.slices.size());
+  spec.skip_node_operations = pool.skip_node_operations;
   switch (pool.nodes) {
     case NodeSelection::kThisNode:
       spec.node_name = publishing.node_name;

@@ -22,6 +22,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -54,12 +55,24 @@ class MinimalDriver : public DriverProcess {
  public:
   MinimalDriver(const NodeEnv& node, std::string name) : DriverProcess(node, std::move(name)), node_(node) {}
 
-  void Start(const std::vector<std::string>& env = {}) {
-    DriverProcess::Start(
-        {DRA_MINIMAL_DRIVER, "--registrar-dir", node_.plugins_registry, "--plugin-data-dir",
-         node_.plugins_dir + "/" + name(), "--cdi-dir", node_.cdi_dir, "--driver-name", name(), "--kubeconfig",
-         DriverKubeconfig(), "--node-name", node_.name, "--http-endpoint", HttpEndpoint()},
-        env);
+  void Start(const std::vector<std::string>& env = {}, const std::vector<std::string>& args = {}) {
+    std::vector<std::string> argv = {DRA_MINIMAL_DRIVER,
+                                     "--registrar-dir",
+                                     node_.plugins_registry,
+                                     "--plugin-data-dir",
+                                     node_.plugins_dir + "/" + name(),
+                                     "--cdi-dir",
+                                     node_.cdi_dir,
+                                     "--driver-name",
+                                     name(),
+                                     "--kubeconfig",
+                                     DriverKubeconfig(),
+                                     "--node-name",
+                                     node_.name,
+                                     "--http-endpoint",
+                                     HttpEndpoint()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    DriverProcess::Start(argv, env);
   }
 
  private:
@@ -99,9 +112,10 @@ struct RunningPod {
   std::string claim_name;
   std::string claim_uid;
 
-  explicit RunningPod(int devices, const std::vector<std::string>& driver_env = {}, bool wait = true) {
+  explicit RunningPod(int devices, const std::vector<std::string>& driver_env = {}, bool wait = true,
+                      const std::vector<std::string>& driver_args = {}) {
     GrantDriverRights(*admin, ns, node.name);
-    driver.Start(driver_env);
+    driver.Start(driver_env, driver_args);
     REQUIRE(Eventually([&] { return !SliceUids(*admin, node.name, driver.name()).empty(); }));
     const std::string device_class = UniqueName("minimal");
     REQUIRE(admin->Create(kDeviceClasses, "", DriverDeviceClass(device_class, driver.name())).ok());
@@ -174,6 +188,35 @@ TEST_CASE("a pod with a ResourceClaimTemplate runs on the node with the driver's
 
   run.DeleteAndWaitForCleanUp();
   CHECK(run.driver.LoggedFor("Prepared claim", run.claim_uid) == 1);
+}
+
+// KEP-5945, gate DRAOptionalNodeOperations (on in this cluster): the kubelet
+// declares the feature in the Node's status, the scheduler copies the pool's
+// skipNodeOperations into the allocation, and the kubelet makes neither call
+// for the claim. The test above is the pod whose claim is prepared.
+TEST_CASE("optional node operations: a claim whose devices skip both kubelet calls is never prepared, and its pod runs",
+          "[e2e][node]") {
+  RunningPod run(/*devices=*/1, {}, /*wait=*/true, {"--skip-node-operations", "*"});
+  const json node = GetOrFail(*run.admin, k8s::kNodes, "", run.node.name);
+  INFO(node["status"].value("declaredFeatures", json::array()).dump());
+  CHECK(absl::c_linear_search(node["status"].value("declaredFeatures", std::vector<std::string>{}),
+                              "DRAOptionalNodeOperations"));
+  const json claim = GetOrFail(*run.admin, kResourceClaims, run.ns, run.claim_name);
+  INFO(claim.dump(1));
+  REQUIRE(claim["status"]["allocation"]["devices"]["results"].size() == 1);
+  const json& result = claim["status"]["allocation"]["devices"]["results"][0];
+  CHECK(result["driver"] == run.driver.name());
+  CHECK(result["skipNodeOperations"] == json::array({"*"}));
+  const std::vector<json> containers = CriContainers(run.node, run.pod_uid);
+  REQUIRE(containers.size() == 1);
+  CHECK(containers[0].value("cdiDevices", json::array()).empty());
+
+  REQUIRE(run.admin->Delete(kPods, run.ns, "app").ok());
+  CHECK(Eventually([&] { return Gone(*run.admin, kPods, run.ns, "app"); }, absl::Seconds(90)));
+  CHECK(Eventually([&] { return Gone(*run.admin, kResourceClaims, run.ns, run.claim_name); }, absl::Seconds(60)));
+  INFO(run.driver.Log());
+  CHECK(run.driver.LoggedFor("Prepared claim", run.claim_uid) == 0);
+  CHECK(run.driver.LoggedFor("Unprepared claim", run.claim_uid) == 0);
 }
 
 TEST_CASE(

@@ -89,6 +89,19 @@ TEST_CASE("plan: one changed slice is one update at the same generation, two cha
   CHECK(two.creates.empty());
 }
 
+TEST_CASE("plan: skipNodeOperations goes on every slice, and changing it rewrites all at the next generation") {
+  Pool pool = DesiredPool(2);
+  pool.skip_node_operations = {"NodePrepareResources", "NodeUnprepareResources"};
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(DesiredSpec(kPublishing, kPool, pool, i, 1).skip_node_operations == pool.skip_node_operations);
+  }
+  const Pool before = DesiredPool(2);
+  const std::vector<Stored> stored = {StoredSlice(before, 0, 1), StoredSlice(before, 1, 1)};
+  const PoolPlan plan = PlanPool(kPublishing, kPool, pool, View(stored), 1, {});
+  CHECK(plan.updates == Updates{{0, 0}, {1, 1}});
+  CHECK(plan.generation == 2);
+}
+
 TEST_CASE("plan: a missing slice (deleted by someone, a pool that grew) rewrites all at the next generation") {
   const Pool pool = DesiredPool(3);
   const std::vector<Stored> stored = {StoredSlice(pool, 0, 2), StoredSlice(pool, 2, 2)};

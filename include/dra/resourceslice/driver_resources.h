@@ -39,6 +39,15 @@ struct Pool {
   // The lowest pool generation to publish; 0 (the default) lets the
   // publisher count from 1. Raising it rewrites every slice of the pool.
   int64_t generation = 0;
+  // Optional node operations (KEP-5945; Kubernetes 1.37, alpha gate
+  // DRAOptionalNodeOperations on the API server, scheduler and kubelet):
+  // kubelet calls this driver does not need for the pool's devices,
+  // "NodeUnprepareResources", "NodePrepareResources" (only with
+  // NodeUnprepareResources) or "*". Every slice of the pool carries it, the
+  // scheduler copies it into each allocation, and the kubelet skips the call
+  // for a claim whose devices of this driver all skip it. An older server,
+  // or one with the gate off, drops the field: the publisher reports that.
+  std::vector<std::string> skip_node_operations;
   // In order: slice i gets a name starting with i as 5 hex digits, so the
   // allocator (first fit in name order) sees them in this order. An empty
   // list removes the pool; a pool without devices should publish one empty
