@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes components and etcd the e2e suite runs, from the
-# Go module proxy, into a cache outside the repository:
+# Go module proxy, into a cache outside the repository, one directory per
+# Kubernetes release:
 #
-#   ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/k8s-v1.37.2/{etcd,kube-apiserver,kube-scheduler}
+#   ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/k8s-<version>/{etcd,kube-apiserver,kube-scheduler}
 #
 # and, on request, the kubelet peer (tests/e2e/kubeletpeer, built from this
 # repository's sources against the same Kubernetes modules), the CRI stand-in
@@ -19,10 +20,13 @@
 # tests/e2e/reference/go.mod): its kubelet plugin, and a copy of its demo specs
 # and Helm chart in dra-example-driver/ beside the binaries.
 #
-# The versions are pinned by tests/e2e/k8s/go.mod and tests/e2e/etcd/go.mod (and
-# their go.sum files, so every machine downloads exactly the same modules).
-# Only the first run compiles (about 15-25 minutes on 2 cores); later runs find
-# the binaries, check that each answers --version, and return at once.
+# The versions are pinned by tests/e2e/k8s/go.mod (the default Kubernetes
+# release), tests/e2e/k8s-<version>/go.mod (the other supported releases) and
+# tests/e2e/etcd/go.mod (and their go.sum files, so every machine downloads
+# exactly the same modules). All releases share one Go build and module cache.
+# Only the first run of a release compiles (about 15-25 minutes on 2 cores);
+# later runs find the binaries, check that each answers --version, and return
+# at once.
 #
 # Usage: build-k8s.sh [--print-dir | --go-test] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
@@ -30,12 +34,19 @@
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six) dra-example-kubeletplugin
 #              (default: etcd kube-apiserver kube-scheduler)
-#   --print-dir: print only the binary directory on stdout (progress goes to
-#                stderr in every case).
+#   --print-dir: print only the binary directory on stdout, after building the
+#                components asked for (progress goes to stderr in every case).
 #   --go-test: instead of building, run `go test ./...` in the modules of our
 #              own components (kubeletpeer, cri, gosdk-driver, gosdk-publisher),
 #              same caches.
-# Environment: DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
+# Environment: DRA_K8S_VERSION (the Kubernetes release: the pin of
+#              tests/e2e/k8s/go.mod by default, or one of tests/e2e/k8s-<version>;
+#              for another than the default, only the release's own binaries,
+#              kube-apiserver kube-scheduler kube-controller-manager kubelet
+#              kubectl, and etcd, which every cluster needs, are built, into
+#              that release's directory; the other components are pinned by
+#              their own modules and live in the default release's directory),
+#              DRA_K8S_CACHE (cache root), DRA_GO_JOBS (go build -p, default 2),
 #              GO (the go command; default: go on PATH, else /usr/local/go/bin/go).
 set -euo pipefail
 
@@ -44,20 +55,18 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pinned() {
   awk -v m="$2" '$1 == "require" && $2 == m {print $3; exit} $1 == m && $2 ~ /^v/ {print $2; exit}' "$1"
 }
-K8S_VERSION="$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)"
+K8S_DEFAULT_VERSION="$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(pinned "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 HELM_VERSION="$(pinned "$here/helm/go.mod" helm.sh/helm/v3)"
 CONTAINERD_VERSION="$(pinned "$here/runtime/go.mod" github.com/containerd/containerd/v2)"
 CNI_VERSION="$(pinned "$here/runtime/go.mod" github.com/containernetworking/plugins)"
 CRICTL_VERSION="$(pinned "$here/runtime/go.mod" sigs.k8s.io/cri-tools)"
 REFERENCE_VERSION="$(pinned "$here/reference/go.mod" sigs.k8s.io/dra-example-driver)"
-if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
+if [ -z "$K8S_DEFAULT_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
    [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$REFERENCE_VERSION" ]; then
   echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,reference}/go.mod" >&2
   exit 1
 fi
-cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
-bin_dir="$cache_root/k8s-$K8S_VERSION"
 
 print_dir=0
 go_test=0
@@ -70,13 +79,55 @@ for arg in "$@"; do
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
 [ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-scheduler)
 
+# The supported Kubernetes releases: the default pin (tests/e2e/k8s) and each
+# tests/e2e/k8s-<version> whose go.mod pins k8s.io/kubernetes at <version>.
+k8s_versions="$K8S_DEFAULT_VERSION"
+for d in "$here"/k8s-v*/; do
+  [ -f "$d/go.mod" ] || continue
+  v="$(basename "$d")"; v="${v#k8s-}"
+  if [ "$v" != "$K8S_DEFAULT_VERSION" ] && [ "$(pinned "$d/go.mod" k8s.io/kubernetes)" = "$v" ]; then
+    k8s_versions="$k8s_versions $v"
+  fi
+done
+k8s_versions="$(echo "$k8s_versions" | tr ' ' '\n' | sort -V | tr '\n' ' ')"
+k8s_versions="${k8s_versions% }"
+K8S_VERSION="${DRA_K8S_VERSION:-$K8S_DEFAULT_VERSION}"
+if [[ " $k8s_versions " != *" $K8S_VERSION "* ]]; then
+  echo "build-k8s: DRA_K8S_VERSION=$K8S_VERSION is not a supported Kubernetes release;" \
+    "supported: $k8s_versions (default $K8S_DEFAULT_VERSION)" >&2
+  exit 2
+fi
+# The module the release's own binaries are built from.
+if [ "$K8S_VERSION" = "$K8S_DEFAULT_VERSION" ]; then k8s_dir="$here/k8s"; else k8s_dir="$here/k8s-$K8S_VERSION"; fi
+cache_root="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"
+bin_dir="$cache_root/k8s-$K8S_VERSION"
+
 log() { echo "build-k8s: $*" >&2; }
+
+# Another release than the default builds only its own binaries, and etcd
+# (every cluster needs one; the same pinned etcd, relinked from the shared Go
+# build cache), into its own directory: the other components are pinned by
+# their own modules, not by the release, and are built for the default one.
+if [ "$K8S_VERSION" != "$K8S_DEFAULT_VERSION" ] && [ "$go_test" = 0 ]; then
+  for c in "${components[@]}"; do
+    case "$c" in
+      etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl) ;;
+      *)
+        log "$c is not part of a Kubernetes release: with DRA_K8S_VERSION=$K8S_VERSION only etcd" \
+          "kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl are built;" \
+          "build $c for the default release $K8S_DEFAULT_VERSION (without DRA_K8S_VERSION)" \
+          "and take it from that directory"
+        exit 2
+        ;;
+    esac
+  done
+fi
 
 if [ -z "${GO:-}" ]; then
   if command -v go >/dev/null 2>&1; then GO="$(command -v go)"; else GO=/usr/local/go/bin/go; fi
@@ -150,7 +201,7 @@ module_dir() {
     helm) echo "$here/helm" ;;
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
     dra-example-kubeletplugin) echo "$here/reference" ;;
-    *) echo "$here/k8s" ;;
+    *) echo "$k8s_dir" ;;
   esac
 }
 package_of() {
@@ -218,7 +269,7 @@ fi
 
 total_start=$SECONDS
 log "Go: $("$GO" version | cut -d' ' -f3-), GOMAXPROCS=$GOMAXPROCS, cache $cache_root"
-log "Kubernetes $K8S_VERSION, etcd $ETCD_VERSION -> $bin_dir"
+log "Kubernetes $K8S_VERSION (tests/e2e/${k8s_dir#"$here"/}), etcd $ETCD_VERSION -> $bin_dir"
 
 downloaded=""
 for c in "${components[@]}"; do
@@ -229,7 +280,7 @@ for c in "${components[@]}"; do
   dir="$(module_dir "$c")"
   if [[ " $downloaded " != *" $dir "* ]]; then
     t=$SECONDS
-    log "downloading the modules pinned by ${dir#$here/}/go.sum ..."
+    log "downloading the modules pinned by ${dir#"$here"/}/go.sum ..."
     (cd "$dir" && nice -n 10 "$GO" mod download) >&2
     log "  modules ready in $((SECONDS - t)) s"
     downloaded="$downloaded $dir"
