@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
 
 namespace {
