@@ -1045,6 +1045,16 @@ absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, 
   return impl_->Run(request);
 }
 
+absl::StatusOr<std::string> Client::ServerVersion() {
+  absl::StatusOr<json> doc = impl_->Run(HttpRequest{"GET", "/version", "", "", ""});
+  if (!doc.ok()) return doc.status();
+  auto version = doc->find("gitVersion");
+  if (!doc->is_object() || version == doc->end() || !version->is_string() || version->get<std::string>().empty()) {
+    return absl::InternalError("GET /version: the answer has no gitVersion");
+  }
+  return version->get<std::string>();
+}
+
 absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::string& ns, const ListOptions& options) {
   if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) return s;
   std::string query = internal::Query({

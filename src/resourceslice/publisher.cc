@@ -701,13 +701,26 @@ class Publisher::Impl {
     std::vector<std::string> dropped = DroppedFields(sent, stored->spec);
     if (dropped.empty()) return;  // the server only added fields
     std::vector<std::string> gates = LikelyFeatureGates(dropped);
+    const std::string& version = ServerVersionLocked();
     std::string message = absl::StrCat(
-        "pool ", k8s::GoQuote(pool), ", slice ", index, " (", name,
-        "): the API server stored less than was sent, it dropped ", absl::StrJoin(dropped, ", "),
+        "pool ", k8s::GoQuote(pool), ", slice ", index, " (", name, "): the API server",
+        version.empty() ? "" : absl::StrCat(" (", version, ")"), " stored less than was sent, it dropped ",
+        absl::StrJoin(dropped, ", "),
         gates.empty() ? std::string("; is the server older than this SDK?")
                       : absl::StrCat("; probably because these feature gates are off: ", absl::StrJoin(gates, ", ")),
         ". The slice is not rewritten until its desired content changes");
     if (state.reported_skews.insert(message).second) Report(absl::FailedPreconditionError(message), "publish slice");
+  }
+
+  // The server's version for the dropped-field report, asked once, on the
+  // first report (a failure leaves it out of the message and asks again
+  // next time); the pool's other writes wait for that one GET.
+  const std::string& ServerVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stored_mu_) {
+    if (server_version_.empty()) {
+      absl::StatusOr<std::string> version = client_->ServerVersion();
+      if (version.ok()) server_version_ = *std::move(version);
+    }
+    return server_version_;
   }
 
   absl::Status DeleteAll(const std::vector<Existing>& slices) {
@@ -781,6 +794,7 @@ class Publisher::Impl {
   dra::CondVar cv_;
   dra::Mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
   dra::Mutex report_mu_;  // one error handler call at a time
+  std::string server_version_ ABSL_GUARDED_BY(stored_mu_);                           // "" until asked
   std::map<std::string, std::shared_ptr<const Pool>> desired_ ABSL_GUARDED_BY(mu_);  // by pool name
   bool have_desired_ ABSL_GUARDED_BY(mu_) = false;              // nothing is synced before the first Update()
   std::map<std::string, absl::Time> due_ ABSL_GUARDED_BY(mu_);  // pools to sync, and when

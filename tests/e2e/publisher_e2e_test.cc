@@ -257,6 +257,7 @@ TEST_CASE("feature gates off: one error naming the dropped fields and the gates,
     std::lock_guard<std::mutex> lock(mu);
     INFO(errors[0].ToString());
     CHECK(errors[0].code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(errors[0].message(), "the API server (v1."));
     CHECK(absl::StrContains(errors[0].message(), "spec.devices[].bindingConditions"));
     CHECK(absl::StrContains(errors[0].message(), "spec.devices[].allowMultipleAllocations"));
     CHECK(absl::StrContains(errors[0].message(),

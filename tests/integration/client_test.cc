@@ -98,6 +98,13 @@ void Fail(const FakeApiServer& server, const std::string& verb, const std::strin
   REQUIRE(r.ok());
 }
 
+TEST_CASE("ServerVersion is the server's gitVersion", "[client]") {
+  auto server = StartServer();
+  absl::StatusOr<std::string> version = MakeClient(BaseConfig(*server))->ServerVersion();
+  INFO(version.status().ToString());
+  CHECK(version.value_or("") == "v1.37.0-fakeapiserver");
+}
+
 TEST_CASE("create, get, update with conflict, delete with preconditions", "[client][crud]") {
   auto server = StartServer();
   auto client = MakeClient(BaseConfig(*server));

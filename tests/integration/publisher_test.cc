@@ -393,6 +393,7 @@ TEST_CASE("dropped fields: one error naming the fields and gates, no update loop
   INFO(errors[0].ToString());
   CHECK(errors[0].code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(errors[0].message(), "pool \"node-1\", slice 0"));
+  CHECK(absl::StrContains(errors[0].message(), "the API server (v1.37.0-fakeapiserver) stored less than was sent"));
   CHECK(absl::StrContains(errors[0].message(), "spec.devices[].taints"));
   CHECK(absl::StrContains(errors[0].message(), "spec.devices[].bindingConditions"));
   CHECK(absl::StrContains(errors[0].message(), "DRADeviceTaints, DRADeviceBindingConditions"));

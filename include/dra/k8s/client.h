@@ -252,6 +252,9 @@ class Client {
   absl::Status RunWatch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
                         const std::function<void(const WatchEvent&)>& on_event, const WatchStop& stop);
 
+  // GET /version: the server's gitVersion, e.g. "v1.37.2".
+  absl::StatusOr<std::string> ServerVersion();
+
   // Typed helpers.
   absl::StatusOr<ResourceClaim> GetResourceClaim(const std::string& ns, const std::string& name,
                                                  absl::Time deadline = absl::InfiniteFuture());

@@ -37,8 +37,9 @@
 //   after it ends; at the latest 10 delays after the burst's first change.
 //   Its own writes seen on the watch cause no work. Creates and updates of
 //   one pool run up to 8 at once (HTTP/2 streams on the client's connection).
-// - When the server stores less than was sent (a feature gate is off), reports
-//   one error naming the dropped fields and the likely gates, and does not
+// - When the server stores less than was sent (a feature gate is off, an
+//   older release), reports one error naming the server's version, the
+//   dropped fields and the likely gates, and does not
 //   rewrite that slice until its desired content changes.
 // - A conflict is retried at once after a fresh read; other errors with
 //   per-pool exponential backoff. Every error reaches the error handler.
