@@ -21,6 +21,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
