@@ -119,7 +119,7 @@ kp::PrepareResult GpuDriver::Prepare(const dra::CallContext& ctx, const k8s::Res
     ready.message = absl::StrCat("prepared as ", gpu.uuid);
   }
   if (options_.status_writer != nullptr) {
-    const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+    const k8s::ClaimRef ref = k8s::ClaimRefOf(claim);
     const dra::CallContext report =
         dra::CallContext::Background(std::min(ctx.deadline(), absl::Now() + kStatusWriteTimeout), ctx.logger());
     if (absl::Status written = options_.status_writer->Apply(report, ref, std::move(statuses)); !written.ok()) {

@@ -5,19 +5,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/annotate.h"
 #include "crashpoint/crash_point.h"
 #include "kubeletplugin/request_names.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
 
-absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
-  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
-}
-
-k8s::ClaimRef RefOf(const k8s::ResourceClaim& claim) {
-  return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
-}
+using base::Annotate;
 
 }  // namespace
 
@@ -26,7 +21,7 @@ ClaimFiles::ClaimFiles(std::unique_ptr<ClaimCdiSpecs> cdi_specs, std::unique_ptr
 
 absl::StatusOr<ClaimFiles::Written> ClaimFiles::Write(const k8s::ResourceClaim& claim,
                                                       std::vector<Device>& devices) const {
-  const k8s::ClaimRef ref = RefOf(claim);
+  const k8s::ClaimRef ref = k8s::ClaimRefOf(claim);
   Written written;
   if (metadata_files_ == nullptr) {
     for (Device& device : devices) device.metadata.reset();
@@ -57,13 +52,16 @@ absl::StatusOr<ClaimFiles::Written> ClaimFiles::Write(const k8s::ResourceClaim& 
   return written;
 }
 
+bool ClaimFiles::CdiSpecLost(const CheckpointEntry& entry) const {
+  return cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid);
+}
+
 bool ClaimFiles::Lost(const CheckpointEntry& entry) const {
-  const bool cdi_lost = cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid);
-  return cdi_lost || (metadata_files_ != nullptr && !metadata_files_->AllExist(entry.metadata_files));
+  return CdiSpecLost(entry) || (metadata_files_ != nullptr && !metadata_files_->AllExist(entry.metadata_files));
 }
 
 absl::Status ClaimFiles::Restore(const CheckpointEntry& entry) const {
-  if (cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid)) {
+  if (CdiSpecLost(entry)) {
     if (absl::Status status = cdi_specs_->Restore(entry.claim.uid, entry.cdi_spec); !status.ok()) return status;
   }
   if (metadata_files_ != nullptr) return metadata_files_->Restore(entry.metadata_files);

@@ -65,6 +65,8 @@ class ClaimFiles {
   absl::StatusOr<Repaired> Repair(const std::vector<CheckpointEntry>& entries) const;
 
  private:
+  bool CdiSpecLost(const CheckpointEntry& entry) const;
+
   const std::unique_ptr<ClaimCdiSpecs> cdi_specs_;
   const std::unique_ptr<ClaimMetadataFiles> metadata_files_;
 };

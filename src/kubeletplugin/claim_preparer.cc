@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/annotate.h"
 #include "crashpoint/crash_point.h"
 #include "dra/k8s/names.h"
 #include "dra/mutex.h"
@@ -17,6 +18,8 @@
 
 namespace dra::kubeletplugin::internal {
 namespace {
+
+using base::Annotate;
 
 // The kubelet may name a claim twice in one call; it gets one answer per UID.
 std::vector<k8s::ClaimRef> DistinctByUid(std::span<const k8s::ClaimRef> claims) {
@@ -63,10 +66,6 @@ std::vector<k8s::ClaimRef> UsableRefs(std::span<const k8s::ClaimRef> requested, 
     }
   }
   return usable;
-}
-
-absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
-  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
 }
 
 }  // namespace
@@ -253,13 +252,11 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
     }
   }
 
-  auto ref_of = [](const k8s::ResourceClaim& claim) {
-    return k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
-  };
   std::vector<k8s::ResourceClaim>& pending = work.pending;
   // Another call may have prepared some of them while this one waited.
-  std::erase_if(
-      pending, [&](const k8s::ResourceClaim& claim) { return AnswerFromCheckpoint(ref_of(claim), outcomes, nullptr); });
+  std::erase_if(pending, [&](const k8s::ResourceClaim& claim) {
+    return AnswerFromCheckpoint(k8s::ClaimRefOf(claim), outcomes, nullptr);
+  });
   MarkPreparing(pending, outcomes);
   if (pending.empty()) return absl::OkStatus();
   struct Unmark {
@@ -271,7 +268,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   std::vector<CheckpointChange> started;
   for (const k8s::ResourceClaim& claim : pending) {
     if (checkpoint_.Get(claim.metadata.uid).has_value()) continue;
-    started.push_back({claim.metadata.uid, CheckpointEntry{ref_of(claim), ClaimState::kPrepareStarted, {}}});
+    started.push_back({claim.metadata.uid, CheckpointEntry{k8s::ClaimRefOf(claim), ClaimState::kPrepareStarted, {}}});
   }
   if (absl::Status status = Commit(std::move(started)); !status.ok()) {
     const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
@@ -291,7 +288,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
     ClaimOutcome& outcome = outcomes[uid];
     auto it = results->find(uid);
     if (it == results->end()) {
-      outcome.error = absl::StrCat("driver returned no result for claim ", ref_of(claim).ToString());
+      outcome.error = absl::StrCat("driver returned no result for claim ", k8s::ClaimRefOf(claim).ToString());
     } else if (!it->second.status.ok()) {
       outcome.error = std::string(it->second.status.message());
     } else {
@@ -305,7 +302,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
         continue;
       }
       outcome.devices = std::move(devices);
-      CheckpointEntry entry{ref_of(claim), ClaimState::kPrepared, outcome.devices};
+      if (!checkpoint_.records()) continue;  // nothing to copy the devices into
+      CheckpointEntry entry{k8s::ClaimRefOf(claim), ClaimState::kPrepared, outcome.devices};
       entry.cdi_spec = std::move(written->cdi_spec);
       entry.metadata_files = std::move(written->metadata_files);
       entry.driver_data = std::move(it->second.driver_data);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/annotate.h"
 #include "base/thread_name.h"
 #include "dra/k8s/validation.h"
 #include "dra/kubeletplugin/api_claim_source.h"
@@ -247,7 +248,7 @@ absl::Status Helper::Impl::ResolveOptions() {
     options_.plugin_data_dir = "/var/lib/kubelet/plugins/" + options_.driver_name;
   }
   if (absl::Status status = dra::internal::MakeDirectories(options_.plugin_data_dir, kDataDirMode); !status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("options.plugin_data_dir: ", status.message()));
+    return base::Annotate(status, "options.plugin_data_dir");
   }
   paths_ = internal::ComputeSocketPaths(options_.driver_name, options_.registrar_dir, options_.plugin_data_dir,
                                         options_.rolling_update_uid, options_.registrar_socket_name,
@@ -368,8 +369,7 @@ absl::Status Helper::Impl::StartHttpServer() {
   if (options_.http_endpoint.empty()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<internal::HttpServer>> http =
       internal::HttpServer::Start(options_.http_endpoint, [this](const std::string& path) { return ServeHttp(path); });
-  if (!http.ok())
-    return absl::Status(http.status().code(), absl::StrCat("options.http_endpoint: ", http.status().message()));
+  if (!http.ok()) return base::Annotate(http.status(), "options.http_endpoint");
   http_server_ = *std::move(http);
   return absl::OkStatus();
 }

@@ -470,7 +470,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
     std::optional<Call> call = BeginCall(claim, absl::StrCat("write binding conditions of ", ClaimName(claim)),
                                          tracked.deadline, options_.logger);
     if (!call.has_value()) return;
-    const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+    const k8s::ClaimRef ref = k8s::ClaimRefOf(claim);
     const absl::Status written = writer_->Apply(call->context, ref, Entries(tracked));
     const bool wanted = EndCall(claim.metadata.uid, *call);
     dra::MutexLock lock(&mu_);

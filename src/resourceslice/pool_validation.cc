@@ -44,8 +44,9 @@ absl::Status ValidatePool(std::string_view pool_name, const Pool& pool, DriverDo
     if (driver_domain_names != DriverDomainNames::kAllow) DriverDomainNameErrors(slice.spec, domain_names);
     if (driver_domain_names == DriverDomainNames::kRefuse) {
       errors.insert(errors.end(), domain_names.begin(), domain_names.end());
-    } else if (!domain_names.empty() && warning.empty()) {
-      warning = std::string(k8s::ToStatus(domain_names, absl::StrCat("pool ", quoted, ", slice ", i)).message());
+    } else if (!domain_names.empty()) {
+      absl::StrAppend(&warning, warning.empty() ? "" : "; ",
+                      k8s::ToStatus(domain_names, absl::StrCat("pool ", quoted, ", slice ", i)).message());
     }
     if (!errors.empty()) return k8s::ToStatus(errors, absl::StrCat("pool ", quoted, ", slice ", i));
   }

@@ -21,7 +21,8 @@ namespace dra::resourceslice {
 // declared in the pool. InvalidArgument names the pool, the slice, the field
 // and the rule. Attribute and capacity names qualified with the slice's
 // driver name are errors too with kRefuse, and with kWarn go to `warning`
-// (empty when there are none), worded as the error would be.
+// (empty when there are none), worded as the error would be, one part per
+// slice that has them, joined by "; ".
 absl::Status ValidatePool(std::string_view pool_name, const Pool& pool, DriverDomainNames driver_domain_names,
                           const std::function<k8s::ResourceSlice(size_t index)>& make_slice, std::string& warning);
 

@@ -79,7 +79,7 @@ struct Fixture : dra::testing::HelperDirs {
   // Prepares `claim` through the Helper; the outcome's error, or "".
   std::string Prepare(kp::Helper& helper, const k8s::ResourceClaim& claim) {
     claims->Put(claim);
-    const k8s::ClaimRef ref{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+    const k8s::ClaimRef ref = k8s::ClaimRefOf(claim);
     auto prepared = DraClient::Create(helper.dra_socket_path())->NodePrepareResources(DraApi::kV1, {&ref, 1});
     REQUIRE(prepared.ok());
     return prepared->at(claim.metadata.uid).error;

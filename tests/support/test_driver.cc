@@ -142,8 +142,7 @@ absl::StatusOr<kubeletplugin::PrepareResults> TestDriver::PrepareResourceClaims(
         ready.status = "True";
         ready.reason = "Prepared";
       }
-      result.status = writer->Apply(
-          ctx, k8s::ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid}, std::move(entries));
+      result.status = writer->Apply(ctx, k8s::ClaimRefOf(claim), std::move(entries));
     }
   }
   Leave();

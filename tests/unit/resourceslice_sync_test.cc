@@ -214,6 +214,14 @@ TEST_CASE("ValidatePool: names qualified with the driver's own domain warn, or a
   CHECK(warning == expected);
   CHECK(Validate({slice}, DriverDomainNames::kAllow, &warning).ok());
   CHECK(warning.empty());
+  // Every slice that has them is named.
+  Slice second = DeviceSlice("gpu-1");
+  second.devices[0].capacity["gpu.example.com/memory"].value = Q("16Gi");
+  CHECK(Validate({slice, second}, DriverDomainNames::kWarn, &warning).ok());
+  CHECK(warning == expected +
+                       "; pool \"node-1\", slice 1 is invalid: spec.devices[0].capacity[gpu.example.com/memory]: "
+                       "Invalid value: \"gpu.example.com/memory\": use unqualified \"memory\", the driver name is "
+                       "added implicitly");
 
   slice.devices[0].attributes.clear();
   slice.devices[0].capacity["gpu.example.com/memory"].value = Q("16Gi");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dra/k8s/claim_ref.h"
 #include "dra/k8s/node_selector.h"
 #include "dra/k8s/object_meta.h"
 #include "dra/k8s/quantity.h"
@@ -220,5 +221,10 @@ struct ResourceClaim {
 
   bool operator==(const ResourceClaim&) const = default;
 };
+
+// What the kubelet would name `claim` by.
+inline ClaimRef ClaimRefOf(const ResourceClaim& claim) {
+  return ClaimRef{claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid};
+}
 
 }  // namespace dra::k8s
