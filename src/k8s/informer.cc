@@ -1,9 +1,11 @@
 #include "dra/k8s/informer.h"
 
+#include <functional>
 #include <map>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/backoff.h"
@@ -29,6 +31,35 @@ bool Transient(const absl::Status& status) {
 
 }  // namespace
 
+namespace {
+
+// The API server's answer to a field selector on a field that is no field
+// label of the resource there (HTTP 400 "field label not supported").
+bool IsUnsupportedFieldSelector(const absl::Status& status) {
+  return absl::IsInvalidArgument(status) && absl::StrContains(status.message(), "field label not supported");
+}
+
+std::string FieldSelectorOf(const InformerOptions& options, bool fell_back) {
+  return fell_back ? options.field_selector_fallback->field_selector : options.field_selector;
+}
+
+}  // namespace
+
+absl::StatusOr<ListResult> ListAsInformer(Client& client, const InformerOptions& options, bool& fell_back) {
+  ListOptions list_options;
+  list_options.label_selector = options.label_selector;
+  list_options.field_selector = FieldSelectorOf(options, fell_back);
+  absl::StatusOr<ListResult> list = client.ListAll(options.resource, options.namespace_, list_options);
+  if (!list.ok() && !fell_back && options.field_selector_fallback.has_value() &&
+      IsUnsupportedFieldSelector(list.status())) {
+    fell_back = true;
+    list_options.field_selector = FieldSelectorOf(options, fell_back);
+    list = client.ListAll(options.resource, options.namespace_, list_options);
+  }
+  if (list.ok() && fell_back) std::erase_if(list->items, std::not_fn(options.field_selector_fallback->keep));
+  return list;
+}
+
 std::string Informer::Key(const json& object) {
   const std::string ns = StringAt(object, "/metadata/namespace");
   const std::string name = StringAt(object, "/metadata/name");
@@ -38,12 +69,7 @@ std::string Informer::Key(const json& object) {
 class Informer::Impl {
  public:
   Impl(std::shared_ptr<Client> client, InformerOptions options, InformerHandler& handler)
-      : client_(std::move(client)),
-        options_(std::move(options)),
-        handler_(handler),
-        what_(absl::StrCat(options_.resource.resource,
-                           options_.field_selector.empty() ? "" : " " + options_.field_selector,
-                           options_.label_selector.empty() ? "" : " " + options_.label_selector)) {
+      : client_(std::move(client)), options_(std::move(options)), handler_(handler) {
     thread_ = std::thread([this] { Run(); });
     base::NameThread(thread_, "dra-informer");
   }
@@ -132,7 +158,7 @@ class Informer::Impl {
           break;
         }
         if (Stopping()) return;
-        Failed(ended, absl::StrCat("watch ", what_));
+        Failed(ended, absl::StrCat("watch ", What()));
         if (WaitForStop(failures++)) return;
         if (!Transient(ended)) break;
       }
@@ -144,12 +170,13 @@ class Informer::Impl {
   // Lists, and hands what differs from the store on; the list's version,
   // or nullopt after a failure (reported).
   std::optional<std::string> ListIntoStore() {
-    ListOptions list_options;
-    list_options.label_selector = options_.label_selector;
-    list_options.field_selector = options_.field_selector;
-    absl::StatusOr<ListResult> list = client_->ListAll(options_.resource, options_.namespace_, list_options);
+    absl::StatusOr<ListResult> list = ListAsInformer(*client_, options_, fallback_);
+    if (fallback_) {
+      dra::MutexLock lock(&mu_);
+      stats_.field_selector_fallback = true;
+    }
     if (!list.ok()) {
-      Failed(list.status(), absl::StrCat("list ", what_));
+      Failed(list.status(), absl::StrCat("list ", What()));
       return std::nullopt;
     }
     std::map<std::string, json> listed;
@@ -189,9 +216,9 @@ class Informer::Impl {
     WatchOptions watch_options;
     watch_options.resource_version = version;
     watch_options.label_selector = options_.label_selector;
-    watch_options.field_selector = options_.field_selector;
+    watch_options.field_selector = FieldSelectorOf(options_, fallback_);
     watch_options.allow_bookmarks = true;
-    watch_options.metadata_only = options_.watch_metadata_only;
+    watch_options.metadata_only = options_.watch_metadata_only && !fallback_;
     {
       dra::MutexLock lock(&mu_);
       ++stats_.watches;
@@ -206,8 +233,18 @@ class Informer::Impl {
         watch_stop_);
   }
 
+  // For error contexts: the collection and the selectors in use.
+  std::string What() const {
+    const std::string field_selector = FieldSelectorOf(options_, fallback_);
+    return absl::StrCat(options_.resource.resource, field_selector.empty() ? "" : " " + field_selector,
+                        options_.label_selector.empty() ? "" : " " + options_.label_selector);
+  }
+  // What the server's selector selects, refined by the fallback's.
+  bool Selected(const json& object) const { return !fallback_ || options_.field_selector_fallback->keep(object); }
+
   void Apply(const WatchEvent& event) {
     json object = event.object;
+    const bool selected = Selected(object);
     if (options_.transform) options_.transform(object);
     const std::string key = Key(object);
     std::optional<json> old;
@@ -215,14 +252,16 @@ class Informer::Impl {
       dra::MutexLock lock(&mu_);
       auto it = store_.find(key);
       if (it != store_.end()) old = it->second;
-      if (event.type == "DELETED") {
+      // Outside the refined selection: not there, or it just left it.
+      if (!selected && !old.has_value()) return;
+      if (event.type == "DELETED" || !selected) {
         if (it != store_.end()) store_.erase(it);
       } else {
         store_[key] = object;
       }
     }
     const json* previous = old.has_value() ? &*old : nullptr;
-    if (event.type == "DELETED") {
+    if (event.type == "DELETED" || !selected) {
       handler_.OnEvent({InformerEvent::Type::kDeleted, object, previous, false});
     } else {
       handler_.OnEvent(
@@ -233,8 +272,9 @@ class Informer::Impl {
   const std::shared_ptr<Client> client_;
   const InformerOptions options_;
   InformerHandler& handler_;
-  const std::string what_;  // for error contexts
   const WatchStop watch_stop_;
+  // The server refused options_.field_selector (informer thread only).
+  bool fallback_ = false;
 
   mutable dra::Mutex mu_;
   dra::CondVar cv_;

@@ -225,6 +225,50 @@ TEST_CASE("informer: selectors are the server's, transform shapes the store", "[
   CHECK_FALSE(informer->Get(Key("theirs")).has_value());
 }
 
+TEST_CASE("informer: a field selector the server does not know falls back to a coarser one, refined here",
+          "[informer]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  auto create = [&](const std::string& name, const std::string& driver, const std::string& pool) {
+    json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceSlice"},
+                  {"metadata", {{"name", name}}},
+                  {"spec",
+                   {{"driver", driver},
+                    {"pool", {{"name", pool}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                    {"allNodes", true},
+                    {"devices", json::array()}}}};
+    absl::StatusOr<json> created = client->Create(k8s::kResourceSlices, "", slice);
+    INFO(created.status().ToString());
+    REQUIRE(created.ok());
+  };
+  create("a-1", "d.example.com", "a");
+  create("b-1", "d.example.com", "b");
+  create("other-a-1", "other.example.com", "a");
+  k8s::InformerOptions options;
+  options.resource = k8s::kResourceSlices;
+  // spec.unknown stands for spec.pool.name on a server before 1.37.
+  options.field_selector = "spec.driver=d.example.com,spec.unknown=a";
+  options.watch_metadata_only = true;
+  options.field_selector_fallback = k8s::InformerOptions::FieldSelectorFallback{
+      "spec.driver=d.example.com", [](const json& slice) { return slice["spec"]["pool"]["name"] == "a"; }};
+  Recorder recorder;
+  auto informer = Start(client, options, recorder);
+  REQUIRE(PollUntil([&] { return informer->Synced(); }, absl::Seconds(20)));
+  CHECK(recorder.errors().empty());
+  CHECK(informer->Stats().field_selector_fallback);
+  CHECK(informer->Stats().lists == 1);
+  create("b-2", "d.example.com", "b");
+  create("other-a-2", "other.example.com", "a");
+  create("a-2", "d.example.com", "a");
+  REQUIRE(client->Delete(k8s::kResourceSlices, "", "b-1").ok());
+  REQUIRE(client->Delete(k8s::kResourceSlices, "", "a-1").ok());
+  REQUIRE(PollUntil([&] { return recorder.Saw("DELETED a-1"); }, absl::Seconds(20)));
+  CHECK(recorder.events() == std::vector<std::string>{"ADDED list a-1", "ADDED a-2", "DELETED a-1"});
+  CHECK(recorder.Last("a-2").contains("spec"));  // whole objects: metadata could not be refined
+  CHECK(informer->List().size() == 1);
+}
+
 TEST_CASE("informer: Stop ends an open watch, and no handler call comes after it", "[informer]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);

@@ -25,6 +25,8 @@
 //   watch, and one list only if its version is gone by then.
 // - Field and label selectors are applied by the server; with
 //   watch_metadata_only the watch carries only metadata (lists stay whole).
+//   A field selector an older server does not know can fall back to a
+//   coarser one that the informer refines itself (field_selector_fallback).
 #pragma once
 
 #include <cstdint>
@@ -57,10 +59,29 @@ struct InformerOptions {
   // handed on, so that a watcher that needs little of most objects keeps
   // little (client-go's TransformFunc). Called on the informer's thread.
   std::function<void(nlohmann::json& object)> transform;
+  // For a field selector the server may not know: when a list is refused
+  // because a field of field_selector is no field label there (HTTP 400
+  // "field label not supported", as spec.pool.name of ResourceSlices before
+  // Kubernetes 1.37), the informer lists and watches with this selector
+  // instead, for good, and keeps only the objects `keep` accepts; the watch
+  // then carries whole objects, which metadata alone could not be filtered
+  // by. As the Go resourceslice controller does.
+  struct FieldSelectorFallback {
+    std::string field_selector;
+    std::function<bool(const nlohmann::json& object)> keep;
+  };
+  std::optional<FieldSelectorFallback> field_selector_fallback;
   // Backoff after a failed list or watch. Defaults 250 ms and 10 s.
   absl::Duration backoff_initial = absl::Milliseconds(250);
   absl::Duration backoff_max = absl::Seconds(10);
 };
+
+// One list (every page, whole objects) as an informer with `options` makes
+// it: by options.field_selector, or, once the server has refused that
+// (`fell_back`, in and out), by the fallback's selector, keeping only what
+// its `keep` accepts. For a caller that needs the informer's view before the
+// informer has listed.
+absl::StatusOr<ListResult> ListAsInformer(Client& client, const InformerOptions& options, bool& fell_back);
 
 struct InformerEvent {
   enum class Type { kAdded, kModified, kDeleted };
@@ -93,6 +114,8 @@ struct InformerStats {
   int64_t lists = 0;    // complete lists: the first, then one per 410
   int64_t watches = 0;  // watches started
   int64_t errors = 0;   // reports to OnError
+  // The server refused the field selector and the fallback is in use.
+  bool field_selector_fallback = false;
 };
 
 class Informer {
