@@ -81,6 +81,20 @@ absl::Status ClaimFiles::Remove(const k8s::ClaimRef& ref, const CheckpointEntry*
   return absl::OkStatus();
 }
 
+absl::StatusOr<MetadataFiles> ClaimFiles::NextMetadataGeneration(const k8s::ClaimRef& ref, const std::string& request,
+                                                                 const std::vector<Device>& devices,
+                                                                 const MetadataFiles& recorded) const {
+  if (metadata_files_ == nullptr) {
+    return absl::FailedPreconditionError("update device metadata: options.device_metadata.enabled is off");
+  }
+  return metadata_files_->NextGeneration(ref, request, devices, recorded);
+}
+
+absl::Status ClaimFiles::WriteMetadata(const MetadataFiles& files) const {
+  if (metadata_files_ == nullptr) return absl::FailedPreconditionError("options.device_metadata.enabled is off");
+  return metadata_files_->Overwrite(files);
+}
+
 absl::Status ClaimFiles::WriteNodeSpecs(bool only_missing) const {
   if (cdi_specs_ == nullptr) return absl::OkStatus();
   return cdi_specs_->WriteNodeSpecs(only_missing);
@@ -104,12 +118,21 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<Checkp
     repaired.removed.insert(repaired.removed.end(), metadata->begin(), metadata->end());
   }
   for (const CheckpointEntry& entry : entries) {
-    if (entry.state != ClaimState::kPrepared || entry.cdi_spec.empty()) continue;
-    absl::StatusOr<bool> rewritten = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
-    if (!rewritten.ok()) {
-      return Annotate(rewritten.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
+    if (entry.state != ClaimState::kPrepared) continue;
+    bool rewritten = false;
+    if (!entry.cdi_spec.empty()) {
+      absl::StatusOr<bool> spec = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
+      if (!spec.ok()) return Annotate(spec.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
+      rewritten = *spec;
     }
-    if (*rewritten) repaired.rewritten.push_back(entry.claim.uid);
+    if (metadata_files_ != nullptr && !entry.metadata_files.empty()) {
+      absl::StatusOr<bool> metadata = metadata_files_->Repair(entry.metadata_files);
+      if (!metadata.ok()) {
+        return Annotate(metadata.status(), absl::StrCat("repair device metadata of claim ", entry.claim.ToString()));
+      }
+      rewritten = rewritten || *metadata;
+    }
+    if (rewritten) repaired.rewritten.push_back(entry.claim.uid);
   }
   return repaired;
 }

@@ -49,6 +49,14 @@ class ClaimFiles {
   // started and cut short), any it may have. Missing files are success.
   absl::Status Remove(const k8s::ClaimRef& ref, const CheckpointEntry* prepared) const;
 
+  // Helper::UpdateRequestMetadata: the next generation of a request's
+  // metadata file (ClaimMetadataFiles::NextGeneration), not yet written, and
+  // writing it. FailedPrecondition with device metadata off.
+  absl::StatusOr<MetadataFiles> NextMetadataGeneration(const k8s::ClaimRef& ref, const std::string& request,
+                                                       const std::vector<Device>& devices,
+                                                       const MetadataFiles& recorded) const;
+  absl::Status WriteMetadata(const MetadataFiles& files) const;
+
   // Writes every node-wide spec (Start), or with `only_missing` those whose
   // file is gone (before a prepare call is answered). OK with CDI off.
   absl::Status WriteNodeSpecs(bool only_missing) const;
@@ -61,7 +69,9 @@ class ClaimFiles {
   // between writing them and recording the claim, or by an unprepare that
   // never came), and writes again, with fsync, each prepared claim's CDI
   // spec file that does not hold the entry's copy (they are written without
-  // fsync, so a power loss may have left one empty).
+  // fsync, so a power loss may have left one empty), and each metadata file
+  // that does not (a crash between recording a metadata update and writing
+  // it).
   absl::StatusOr<Repaired> Repair(const std::vector<CheckpointEntry>& entries) const;
 
  private:

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
@@ -72,6 +73,11 @@ std::string ClaimMetadataFiles::ClaimDir(const std::string& ns, const std::strin
   return absl::StrCat(metadata_root_, "/", ns, "_", name);
 }
 
+std::string ClaimMetadataFiles::MetadataPath(const std::string& ns, const std::string& name,
+                                             const std::string& base_request) const {
+  return absl::StrCat(ClaimDir(ns, name), "/", base_request, "/metadata.json");
+}
+
 absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim& claim,
                                                         std::vector<Device>& devices) const {
   const k8s::ObjectMeta& meta = claim.metadata;
@@ -100,39 +106,12 @@ absl::StatusOr<MetadataFiles> ClaimMetadataFiles::Write(const k8s::ResourceClaim
   for (const auto& [base, request] : requests) {
     if (absl::Status s = CheckPathPart("request name", base, k8s::IsDns1123Label(base)); !s.ok()) return s;
     const auto& [reference, indices] = request;
+    std::vector<const Device*> serving;
+    for (size_t i : indices) serving.push_back(&devices[i]);
+    const std::string stream = Stream(k8s::ClaimRefOf(claim), pod_claim_name, reference, serving, 1);
 
-    nlohmann::ordered_json listed = nlohmann::ordered_json::array();
-    for (size_t i : indices) {
-      const Device& device = devices[i];
-      nlohmann::ordered_json entry = {
-          {"driver", driver_name_}, {"pool", device.pool_name}, {"name", device.device_name}};
-      if (device.metadata.has_value()) {
-        if (!device.metadata->attributes.empty()) {
-          nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
-          for (const auto& [name, value] : device.metadata->attributes) attributes[name] = k8s::ToJson(value);
-          entry["attributes"] = std::move(attributes);
-        }
-        if (device.metadata->network_data.has_value())
-          entry["networkData"] = k8s::ToJson(*device.metadata->network_data);
-      }
-      listed.push_back(std::move(entry));
-    }
-    std::string stream;
-    for (const std::string& version : versions_) {
-      nlohmann::ordered_json object = {
-          {"kind", "DeviceMetadata"},
-          {"apiVersion", version},
-          {"metadata", {{"name", meta.name}, {"namespace", meta.namespace_}, {"uid", meta.uid}, {"generation", 1}}},
-      };
-      if (pod_claim_name.has_value()) object["podClaimName"] = *pod_claim_name;
-      object["requests"] = nlohmann::ordered_json::array({{{"name", reference}, {"devices", listed}}});
-      absl::StrAppend(&stream, object.dump(2), "\n");
-    }
-
-    const std::string dir = absl::StrCat(ClaimDir(meta.namespace_, meta.name), "/", base);
-    const std::string path = dir + "/metadata.json";
-    if (absl::Status s = dra::internal::MakeDirectories(dir, kMetadataDirMode); !s.ok()) return s;
-    if (absl::Status s = dra::internal::WriteFileAtomically(path, stream, kMetadataFileMode); !s.ok()) return s;
+    const std::string path = MetadataPath(meta.namespace_, meta.name, base);
+    if (absl::Status s = WriteFile(path, stream); !s.ok()) return s;
     files[path] = stream;
 
     const std::string cdi_name = absl::StrCat(meta.uid, "_", base);
@@ -174,12 +153,145 @@ absl::Status ClaimMetadataFiles::Restore(const MetadataFiles& files) const {
   std::error_code error;
   for (const auto& [path, content] : files) {
     if (std::filesystem::exists(path, error)) continue;
-    const std::string dir = std::filesystem::path(path).parent_path();
-    if (absl::Status s = dra::internal::MakeDirectories(dir, kMetadataDirMode); !s.ok()) return s;
-    const mode_t mode = absl::StartsWith(path, metadata_root_) ? kMetadataFileMode : cdi_dir_.options().file_mode;
-    if (absl::Status s = dra::internal::WriteFileAtomically(path, content, mode); !s.ok()) return s;
+    if (absl::Status s = WriteFile(path, content); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status ClaimMetadataFiles::Overwrite(const MetadataFiles& files) const {
+  for (const auto& [path, content] : files) {
+    if (absl::Status s = WriteFile(path, content); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ClaimMetadataFiles::Repair(const MetadataFiles& files) const {
+  bool rewritten = false;
+  for (const auto& [path, content] : files) {
+    absl::StatusOr<std::string> current = dra::internal::ReadWholeFile(path);
+    if (current.ok() && *current == content) continue;
+    if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
+    if (absl::Status s = WriteFile(path, content); !s.ok()) return s;
+    rewritten = true;
+  }
+  return rewritten;
+}
+
+absl::Status ClaimMetadataFiles::WriteFile(const std::string& path, const std::string& content) const {
+  const bool metadata = absl::StartsWith(path, metadata_root_);
+  if (metadata) {
+    if (absl::Status s = dra::internal::MakeDirectories(std::filesystem::path(path).parent_path(), kMetadataDirMode);
+        !s.ok())
+      return s;
+  }
+  return dra::internal::WriteFileAtomically(path, content, metadata ? kMetadataFileMode : cdi_dir_.options().file_mode);
+}
+
+std::string ClaimMetadataFiles::Stream(const k8s::ClaimRef& claim, const std::optional<std::string>& pod_claim_name,
+                                       const std::string& request, const std::vector<const Device*>& devices,
+                                       int64_t generation) const {
+  nlohmann::ordered_json listed = nlohmann::ordered_json::array();
+  for (const Device* device : devices) {
+    nlohmann::ordered_json entry = {
+        {"driver", driver_name_}, {"pool", device->pool_name}, {"name", device->device_name}};
+    if (device->metadata.has_value()) {
+      if (!device->metadata->attributes.empty()) {
+        nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
+        for (const auto& [name, value] : device->metadata->attributes) attributes[name] = k8s::ToJson(value);
+        entry["attributes"] = std::move(attributes);
+      }
+      if (device->metadata->network_data.has_value())
+        entry["networkData"] = k8s::ToJson(*device->metadata->network_data);
+    }
+    listed.push_back(std::move(entry));
+  }
+  std::string stream;
+  for (const std::string& version : versions_) {
+    nlohmann::ordered_json object = {
+        {"kind", "DeviceMetadata"},
+        {"apiVersion", version},
+        {"metadata",
+         {{"name", claim.name}, {"namespace", claim.namespace_}, {"uid", claim.uid}, {"generation", generation}}},
+    };
+    if (pod_claim_name.has_value()) object["podClaimName"] = *pod_claim_name;
+    object["requests"] = nlohmann::ordered_json::array({{{"name", request}, {"devices", listed}}});
+    absl::StrAppend(&stream, object.dump(2), "\n");
+  }
+  return stream;
+}
+
+absl::StatusOr<MetadataFiles> ClaimMetadataFiles::NextGeneration(const k8s::ClaimRef& claim, const std::string& request,
+                                                                 const std::vector<Device>& devices,
+                                                                 const MetadataFiles& recorded) const {
+  const std::string base = BaseRequestName(request);
+  const std::string where = absl::StrCat("request \"", base, "\" of claim ", claim.ToString());
+  if (!k8s::IsDns1123Label(claim.namespace_).empty() || !k8s::IsDns1123Subdomain(claim.name).empty() ||
+      !k8s::IsDns1123Label(base).empty()) {
+    return absl::NotFoundError(absl::StrCat("device metadata: ", where, " has no metadata file"));
+  }
+  const std::string path = MetadataPath(claim.namespace_, claim.name, base);
+  std::string current;
+  if (auto it = recorded.find(path); it != recorded.end()) {
+    current = it->second;
+  } else {
+    absl::StatusOr<std::string> read = dra::internal::ReadWholeFile(path);
+    if (absl::IsNotFound(read.status())) {
+      return absl::NotFoundError(absl::StrCat("device metadata: ", where, " has no metadata file"));
+    }
+    if (!read.ok()) return read.status();
+    current = *std::move(read);
+  }
+
+  // The stream's first object says what every object says.
+  nlohmann::ordered_json first;
+  std::istringstream in(current);
+  try {
+    in >> first;
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat("device metadata: ", path, ": ", e.what()));
+  }
+  const nlohmann::ordered_json& meta = first.value("metadata", nlohmann::ordered_json::object());
+  const nlohmann::ordered_json& requests = first.value("requests", nlohmann::ordered_json::array());
+  if (meta.value("uid", "") != claim.uid) {
+    return absl::NotFoundError(absl::StrCat("device metadata: ", where, " has no metadata file (", path,
+                                            " is of claim UID ", meta.value("uid", ""), ")"));
+  }
+  if (requests.size() != 1 || !meta.contains("generation") || !meta["generation"].is_number_integer()) {
+    return absl::DataLossError(absl::StrCat("device metadata: ", path, " is not a file the Helper wrote"));
+  }
+  std::optional<std::string> pod_claim_name;
+  if (first.contains("podClaimName")) pod_claim_name = first.value("podClaimName", "");
+
+  // The devices in the order the prepare result gave them.
+  std::map<std::pair<std::string, std::string>, const Device*> given;
+  for (const Device& device : devices) {
+    if (!given.emplace(std::pair(device.pool_name, device.device_name), &device).second) {
+      return absl::InvalidArgumentError(absl::StrCat("device metadata: devices[]: device ", device.pool_name, "/",
+                                                     device.device_name, " is listed twice for ", where));
+    }
+  }
+  std::vector<const Device*> ordered;
+  std::vector<std::string> prepared;
+  for (const nlohmann::ordered_json& listed : requests[0].value("devices", nlohmann::ordered_json::array())) {
+    const std::string pool = listed.value("pool", "");
+    const std::string name = listed.value("name", "");
+    prepared.push_back(absl::StrCat(pool, "/", name));
+    if (auto it = given.find({pool, name}); it != given.end()) {
+      ordered.push_back(it->second);
+      given.erase(it);
+    }
+  }
+  if (!given.empty() || ordered.size() != prepared.size()) {
+    const std::string wrong = given.empty()
+                                  ? "lacks a device"
+                                  : absl::StrCat("has device ", given.begin()->first.first, "/",
+                                                 given.begin()->first.second, ", which it was not prepared with");
+    return absl::InvalidArgumentError(absl::StrCat("device metadata: devices[]: the update of ", where, " ", wrong,
+                                                   ": it must list the devices of the prepare result (",
+                                                   absl::StrJoin(prepared, ", "), ")"));
+  }
+  return MetadataFiles{{path, Stream(claim, pod_claim_name, requests[0].value("name", base), ordered,
+                                     meta["generation"].get<int64_t>() + 1)}};
 }
 
 absl::Status ClaimMetadataFiles::Remove(const k8s::ClaimRef& claim) const {

@@ -2,7 +2,9 @@
 // that mount them (layout and format: dra/kubeletplugin/device_metadata.h).
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,20 @@ class ClaimMetadataFiles {
   // Writes the files of `files` that are missing (a reboot emptied the CDI dir).
   absl::Status Restore(const MetadataFiles& files) const;
   bool AllExist(const MetadataFiles& files) const;
+  // Writes the files of `files` that are missing or differ (a crash between
+  // recording an update and writing it); true when it wrote any.
+  absl::StatusOr<bool> Repair(const MetadataFiles& files) const;
+  // Writes each file of `files` (atomically).
+  absl::Status Overwrite(const MetadataFiles& files) const;
+
+  // The next generation of the metadata file of `request` (subrequest suffix
+  // dropped) of a prepared claim, with the metadata of `devices`
+  // (Helper::UpdateRequestMetadata); not written. The current file is
+  // `recorded`'s copy, else the file itself. NotFound when the claim (this
+  // UID) has no such file; InvalidArgument unless `devices` are exactly the
+  // devices the file lists (any order; they stay in the file's order).
+  absl::StatusOr<MetadataFiles> NextGeneration(const k8s::ClaimRef& claim, const std::string& request,
+                                               const std::vector<Device>& devices, const MetadataFiles& recorded) const;
 
   // Removes the claim's metadata directory and CDI specs; missing is success.
   absl::Status Remove(const k8s::ClaimRef& claim) const;
@@ -51,6 +67,12 @@ class ClaimMetadataFiles {
 
  private:
   std::string ClaimDir(const std::string& ns, const std::string& name) const;
+  std::string MetadataPath(const std::string& ns, const std::string& name, const std::string& base_request) const;
+  // A metadata file (mode 0644, its directories made) or a CDI spec.
+  absl::Status WriteFile(const std::string& path, const std::string& content) const;
+  // The file's content: one object per configured version.
+  std::string Stream(const k8s::ClaimRef& claim, const std::optional<std::string>& pod_claim_name,
+                     const std::string& request, const std::vector<const Device*>& devices, int64_t generation) const;
 
   const std::string driver_name_;
   const std::string metadata_root_;  // <plugin data dir>/dra-device-metadata

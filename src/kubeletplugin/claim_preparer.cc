@@ -332,6 +332,39 @@ absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {
   return files_.Remove(ref, entry->state == ClaimState::kPrepared ? &*entry : nullptr);
 }
 
+absl::Status ClaimPreparer::UpdateRequestMetadata(const k8s::ClaimRef& ref, const std::string& request,
+                                                  const std::vector<Device>& devices) {
+  const CallTracker::Call call = calls_.Begin("UpdateRequestMetadata", absl::InfiniteFuture());
+  absl::Status result;
+  serializer_.RunAndWait([&](absl::Status locked) {
+    result = EnterSerialized(call.context(), locked);
+    if (result.ok()) result = UpdateRequestMetadataSerialized(ref, request, devices);
+  });
+  return result;
+}
+
+absl::Status ClaimPreparer::UpdateRequestMetadataSerialized(const k8s::ClaimRef& ref, const std::string& request,
+                                                            const std::vector<Device>& devices) {
+  std::optional<CheckpointEntry> entry = checkpoint_.Get(ref.uid);
+  if (checkpoint_.records() && (!entry.has_value() || entry->state != ClaimState::kPrepared ||
+                                entry->claim.namespace_ != ref.namespace_ || entry->claim.name != ref.name)) {
+    return absl::NotFoundError(absl::StrCat("update device metadata: claim ", ref.ToString(), " is not prepared"));
+  }
+  absl::StatusOr<MetadataFiles> next =
+      files_.NextMetadataGeneration(ref, request, devices, entry.has_value() ? entry->metadata_files : MetadataFiles());
+  if (!next.ok()) return next.status();
+  if (entry.has_value()) {
+    for (const auto& [path, content] : *next) entry->metadata_files[path] = content;
+    if (absl::Status status = Commit({{ref.uid, *std::move(entry)}}); !status.ok()) {
+      return Annotate(status, "record device metadata update in checkpoint");
+    }
+  }
+  if (absl::Status status = files_.WriteMetadata(*next); !status.ok()) {
+    return Annotate(status, absl::StrCat("write device metadata of claim ", ref.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFiles() {
   if (!checkpoint_.records()) return ClaimFiles::Repaired();
   absl::StatusOr<ClaimFiles::Repaired> result;

@@ -91,6 +91,14 @@ class ClaimPreparer {
   // that names the claim fails that claim (only possible with serialize off).
   absl::StatusOr<bool> UnprepareOrphan(const k8s::ClaimRef& ref);
 
+  // Helper::UpdateRequestMetadata, under the serializer: a claim the
+  // checkpoint records as prepared (with the checkpoint off, any whose file
+  // exists) gets the next generation of the request's metadata file, recorded
+  // in the checkpoint before the file is written (RepairClaimFiles finishes
+  // a write a crash cut short).
+  absl::Status UpdateRequestMetadata(const k8s::ClaimRef& ref, const std::string& request,
+                                     const std::vector<Device>& devices);
+
   // Under the serializer: removes the temp files of checkpoint replacements
   // that a crash cut short, and repairs the claims' files against the
   // checkpoint (ClaimFiles::Repair). Nothing with Checkpoint::Off().
@@ -125,6 +133,8 @@ class ClaimPreparer {
   absl::Status PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes);
   absl::StatusOr<bool> UnprepareOrphanSerialized(const CallContext& ctx, const k8s::ClaimRef& ref);
   absl::StatusOr<ClaimFiles::Repaired> RepairClaimFilesSerialized();
+  absl::Status UpdateRequestMetadataSerialized(const k8s::ClaimRef& ref, const std::string& request,
+                                               const std::vector<Device>& devices);
   absl::Status UnprepareSerialized(const CallContext& ctx, std::span<const k8s::ClaimRef> claims,
                                    ClaimOutcomes& outcomes);
   // Reports the call, answers it and ends it.

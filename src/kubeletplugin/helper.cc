@@ -546,6 +546,15 @@ absl::Status Helper::PublishResources(resourceslice::DriverResources resources) 
   return impl_->PublishResources(std::move(resources));
 }
 
+absl::Status Helper::UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
+                                           const std::vector<Device>& devices) {
+  {
+    dra::MutexLock lock(&impl_->mu_);
+    if (impl_->stopped_) return absl::FailedPreconditionError("UpdateRequestMetadata: the Helper is stopped");
+  }
+  return impl_->preparer_->UpdateRequestMetadata(claim, request, devices);
+}
+
 resourceslice::PublisherStats Helper::ResourceSliceStats() const {
   dra::MutexLock lock(&impl_->publisher_mu_);
   return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::PublisherStats{};

@@ -238,5 +238,121 @@ TEST_CASE("device metadata: off, Device::metadata is ignored, bad options stop s
   CHECK_THAT(start_error(options), Catch::StartsWith("options.device_metadata.enabled: needs options.cdi.enabled"));
 }
 
+TEST_CASE(
+    "device metadata deferred: UpdateRequestMetadata replaces the request's file with the next generation, "
+    "kept through a reboot and a crash",
+    "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;  // prepares without metadata, as a driver that learns it later
+  f.claims->Put(AllocatedClaim("ns", "c", kUid, {"gpu-0", "gpu-1"}));
+  auto helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  auto client = DraClient::Create(helper->dra_socket_path());
+  auto answer = client->NodePrepareResources(DraApi::kV1, Claim());
+  REQUIRE(answer.ok());
+  REQUIRE(answer->at(kUid).error.empty());
+  const std::string path = f.MetadataPath("c", "gpu");
+  const std::vector<json> first = ReadStream(path);
+  REQUIRE(first.size() == 2);
+  CHECK(first[0]["metadata"]["generation"] == 1);
+  CHECK(first[0]["requests"][0]["devices"][0] ==
+        json{{"driver", "gpu.example.com"}, {"pool", "pool-a"}, {"name", "gpu-0"}});
+  const std::string spec_text = ReadFile(f.SpecPath("gpu"));
+
+  auto device = [](const std::string& name, const std::string& interface) {
+    kubeletplugin::Device d;
+    d.pool_name = "pool-a";
+    d.device_name = name;
+    kubeletplugin::DeviceMetadata& metadata = d.metadata.emplace();
+    metadata.attributes["model"].string_value = "a100";
+    metadata.network_data.emplace().interface_name = interface;
+    return d;
+  };
+  const k8s::ClaimRef ref = Claim()[0];
+  // Any order; the file keeps the prepare result's.
+  REQUIRE(helper->UpdateRequestMetadata(ref, "gpu", {device("gpu-1", "eth1"), device("gpu-0", "eth0")}).ok());
+  std::vector<json> second = ReadStream(path);
+  REQUIRE(second.size() == 2);
+  for (const json& object : second) {
+    CHECK(object["metadata"] == json{{"name", "c"}, {"namespace", "ns"}, {"uid", kUid}, {"generation", 2}});
+    const json& devices = object["requests"][0]["devices"];
+    REQUIRE(devices.size() == 2);
+    CHECK(devices[0] == json{{"driver", "gpu.example.com"},
+                             {"pool", "pool-a"},
+                             {"name", "gpu-0"},
+                             {"attributes", {{"model", {{"string", "a100"}}}}},
+                             {"networkData", {{"interfaceName", "eth0"}}}});
+    CHECK(devices[1]["networkData"]["interfaceName"] == "eth1");
+  }
+  CHECK(second[1]["apiVersion"] == "metadata.resource.k8s.io/v1alpha1");
+  CHECK(ReadFile(f.SpecPath("gpu")) == spec_text);  // the mount is the same
+  // The kubelet asking again gets the same answer; the driver is not called.
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  CHECK(driver.prepare_calls() == 1);
+  REQUIRE(helper->UpdateRequestMetadata(ref, "gpu", {device("gpu-0", "eth2"), device("gpu-1", "eth3")}).ok());
+  const std::vector<json> third = ReadStream(path);
+  CHECK(third[0]["metadata"]["generation"] == 3);
+
+  // Refusals name what is wrong and leave the file alone.
+  auto refused = [&](const k8s::ClaimRef& claim, const std::string& request,
+                     const std::vector<kubeletplugin::Device>& devices) {
+    absl::Status status = helper->UpdateRequestMetadata(claim, request, devices);
+    CHECK(ReadStream(path) == third);
+    return status;
+  };
+  absl::Status status = refused(ref, "gpu", {device("gpu-0", "x"), device("gpu-7", "y")});
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(status.message()),
+             Catch::Contains("has device pool-a/gpu-7, which it was not prepared with") &&
+                 Catch::Contains("(pool-a/gpu-0, pool-a/gpu-1)"));
+  status = refused(ref, "gpu", {device("gpu-0", "x")});
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(status.message()), Catch::Contains("lacks a device"));
+  status = refused(ref, "gpu", {device("gpu-0", "x"), device("gpu-0", "y")});
+  CHECK_THAT(std::string(status.message()), Catch::Contains("device pool-a/gpu-0 is listed twice"));
+  status = refused(ref, "nic", {device("gpu-0", "x")});
+  CHECK(status.code() == absl::StatusCode::kNotFound);
+  CHECK_THAT(std::string(status.message()), Catch::Contains("request \"nic\" of claim ns/c"));
+  status = refused({"ns", "c", "99999999-2222-3333-4444-555555555555"}, "gpu", {device("gpu-0", "x")});
+  CHECK(status.code() == absl::StatusCode::kNotFound);
+  CHECK_THAT(std::string(status.message()), Catch::Contains("is not prepared"));
+  status = refused({"ns", "other", kUid}, "gpu", {device("gpu-0", "x")});
+  CHECK(status.code() == absl::StatusCode::kNotFound);
+
+  // A reboot empties the tmpfs: the file comes back as last updated.
+  helper.reset();
+  std::filesystem::remove(path);
+  std::filesystem::remove(f.SpecPath("gpu"));
+  helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  client = DraClient::Create(helper->dra_socket_path());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  CHECK(ReadStream(path) == third);
+  // A crash between recording an update and writing it: start-up writes it.
+  helper.reset();
+  testing::WriteFile(path, ReadFile(path).substr(0, 10));
+  helper = testing::HelperDirs::Start(driver, f.MakeOptions());
+  CHECK(ReadStream(path) == third);
+  CHECK(driver.prepare_calls() == 1);
+
+  helper->Stop();
+  CHECK(helper->UpdateRequestMetadata(ref, "gpu", {device("gpu-0", "x"), device("gpu-1", "y")}).code() ==
+        absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("device metadata deferred: refused with device metadata off", "[helper][metadata]") {
+  Fixture f;
+  TestDriver driver;
+  f.claims->Put(AllocatedClaim("ns", "c", kUid, {"gpu-0"}));
+  Options options = f.MakeOptions();
+  options.device_metadata.enabled = false;
+  auto helper = testing::HelperDirs::Start(driver, options);
+  REQUIRE(DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, Claim()).ok());
+  kubeletplugin::Device device;
+  device.pool_name = "pool-a";
+  device.device_name = "gpu-0";
+  absl::Status status = helper->UpdateRequestMetadata(Claim()[0], "gpu", {device});
+  CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(status.message()), Catch::Contains("options.device_metadata.enabled is off"));
+}
+
 }  // namespace
 }  // namespace dra

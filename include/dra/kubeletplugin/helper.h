@@ -129,6 +129,26 @@ class Helper {
   // FailedPrecondition without a kube_client or after Stop(). Thread-safe.
   absl::Status PublishResources(resourceslice::DriverResources resources);
 
+  // Deferred device metadata (Options::device_metadata), as the Go helper's
+  // UpdateRequestMetadata: for a driver that learns a device's metadata only
+  // once the pod's sandbox exists (a network driver's interface and
+  // addresses, from an NRI hook after CNI), PrepareResourceClaims may return
+  // devices without Device::metadata and this fills it in before the
+  // containers start. It replaces the metadata file of `request` (a
+  // subrequest suffix is dropped) of the prepared claim as a whole,
+  // atomically, with the next generation, and the checkpoint keeps it, so
+  // that a reboot or a crash restores this content, not the first. `devices`
+  // must be those the prepare result gave the request, each once, in any
+  // order; only pool_name, device_name and metadata are read. A container
+  // already running keeps the file it started with (a bind-mounted file).
+  // Errors: FailedPrecondition with device metadata off or after Stop();
+  // NotFound when the claim (that UID) is not prepared or the request has no
+  // metadata file; InvalidArgument naming a device that differs. Runs
+  // serialized with the kubelet's calls (Options::serialize). Thread-safe;
+  // not from inside a Driver call.
+  absl::Status UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
+                                     const std::vector<Device>& devices);
+
   // The publisher's creates, updates, deletes and errors; zeros before the
   // first PublishResources.
   resourceslice::PublisherStats ResourceSliceStats() const;
