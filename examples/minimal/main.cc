@@ -120,13 +120,15 @@ int Usage() {
   std::cerr << "usage: minimal-driver --registrar-dir DIR --plugin-data-dir DIR (--kubeconfig FILE | --claims FILE)\n"
                "                      [--cdi-dir DIR (default /var/run/cdi)] [--driver-name NAME] [--devices N]\n"
                "                      [--node-name NAME (default node-local)] [--http-endpoint HOST:PORT]\n"
-               "                      [--skip-node-operations OPS] [-v LEVEL] [--log-format text|json]\n"
+               "                      [--skip-node-operations OPS] [--health on|off] [-v LEVEL]\n"
+               "                      [--log-format text|json]\n"
                "  --kubeconfig: read claims from the API server and publish ResourceSlices\n"
                "  --claims: read claims from a JSON list of ResourceClaims instead\n"
                "  --http-endpoint: serve /metrics and /healthz there\n"
                "  --skip-node-operations: comma-separated kubelet calls the published devices do not need\n"
                "                          (NodePrepareResources,NodeUnprepareResources or *; Kubernetes 1.37,\n"
-               "                          gate DRAOptionalNodeOperations)\n";
+               "                          gate DRAOptionalNodeOperations)\n"
+               "  --health off: neither serve nor advertise the device health services\n";
   return 2;
 }
 
@@ -169,6 +171,8 @@ int main(int argc, char** argv) {
       options.http_endpoint = value;
     else if (flag == "--skip-node-operations")
       skip_node_operations = absl::StrSplit(value, ',', absl::SkipEmpty());
+    else if (flag == "--health" && (value == "on" || value == "off"))
+      options.services.health_v1 = options.services.health_v1alpha1 = value == "on";
     else if (flag == "--devices")
       devices = std::stoi(value);
     else if (flag == "-v")

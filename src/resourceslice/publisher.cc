@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -110,6 +112,12 @@ class Publisher::Impl {
       if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) {
         auto scope =
             std::make_unique<Scope>(this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
+        // Before Kubernetes 1.37 spec.pool.name is no field label: the
+        // driver's slices, of this pool.
+        scope->fallback = k8s::InformerOptions::FieldSelectorFallback{
+            absl::StrCat("spec.driver=", options_.driver_name), [pool_name = name](const json& slice) {
+              return StringAt(slice, json::json_pointer("/spec/pool/name")) == pool_name;
+            }};
         StartInformer(*scope);
         pool_scopes_.emplace(name, std::move(scope));
       }
@@ -181,6 +189,9 @@ class Publisher::Impl {
 
     Impl* const owner;
     const std::string field_selector;
+    // For a server that does not know a field of field_selector; set
+    // before the informer starts.
+    std::optional<k8s::InformerOptions::FieldSelectorFallback> fallback;
     // Reached only through Impl::CacheOf(), which requires Impl::mu_.
     struct Cache {
       std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
@@ -197,16 +208,22 @@ class Publisher::Impl {
 
   Scope::Cache& CacheOf(Scope& scope) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scope.cache; }
 
-  void StartInformer(Scope& scope) {
+  k8s::InformerOptions InformerOptionsOf(const Scope& scope) const {
     k8s::InformerOptions options;
     options.resource = k8s::kResourceSlices;
     options.field_selector = scope.field_selector;
+    options.field_selector_fallback = scope.fallback;
     // Most events are this publisher's own writes, which it knows already:
     // their metadata says so, and saves receiving every slice twice.
     options.watch_metadata_only = true;
     options.backoff_initial = options_.backoff_initial;
     options.backoff_max = options_.backoff_max;
-    absl::StatusOr<std::unique_ptr<k8s::Informer>> informer = k8s::Informer::Start(client_, options, scope);
+    return options;
+  }
+
+  void StartInformer(Scope& scope) {
+    absl::StatusOr<std::unique_ptr<k8s::Informer>> informer =
+        k8s::Informer::Start(client_, InformerOptionsOf(scope), scope);
     if (!informer.ok()) {
       Report(informer.status(), absl::StrCat("watch ResourceSlices ", scope.field_selector));
       return;
@@ -226,6 +243,7 @@ class Publisher::Impl {
     // is freed at once (an unchanged one keeps its object, see Update()).
     std::weak_ptr<const Pool> validated;
     absl::Status validation;
+    k8s::EncodeOptions encoding;           // of the validated pool
     std::map<size_t, Skew> skews;          // by slice index
     std::set<std::string> reported_skews;  // messages, once per desired pool
     int64_t published_devices = 0;         // in the server as desired, at the last successful sync
@@ -566,7 +584,11 @@ class Publisher::Impl {
     }
 
     if (state.validated.lock() != desired) {
+      absl::StatusOr<k8s::EncodeOptions> encoding = EncodingFor(*desired);
+      if (!encoding.ok()) return encoding.status();
+      state.encoding = *encoding;
       state.validation = CheckPool(name, *desired);
+      if (state.validation.ok()) state.validation = CheckEncodable(name, *desired, state.encoding);
       state.validated = desired;
       state.skews.clear();
       state.reported_skews.clear();
@@ -612,7 +634,9 @@ class Publisher::Impl {
       json object = matched.at(i)->slice->object;
       object["apiVersion"] = "resource.k8s.io/v1";
       object["kind"] = "ResourceSlice";
-      object["spec"] = k8s::ToJson(want)["spec"];
+      absl::StatusOr<json> encoded = k8s::ToJson(want, state.encoding);
+      if (!encoded.ok()) return encoded.status();
+      object["spec"] = std::move((*encoded)["spec"]);
       DRA_CRASH_POINT("publisher.before_write");
       absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
       DRA_CRASH_POINT("publisher.after_write");
@@ -642,7 +666,9 @@ class Publisher::Impl {
         want.metadata.owner_references.push_back(std::move(owner));
       }
       DRA_CRASH_POINT("publisher.before_write");
-      absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", k8s::ToJson(want));
+      absl::StatusOr<json> encoded = k8s::ToJson(want, state.encoding);
+      if (!encoded.ok()) return encoded.status();
+      absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", *encoded);
       DRA_CRASH_POINT("publisher.after_write");
       if (!created.ok()) return created.status();
       creates_.fetch_add(1);
@@ -701,10 +727,10 @@ class Publisher::Impl {
     std::vector<std::string> dropped = DroppedFields(sent, stored->spec);
     if (dropped.empty()) return;  // the server only added fields
     std::vector<std::string> gates = LikelyFeatureGates(dropped);
-    const std::string& version = ServerVersionLocked();
+    absl::StatusOr<std::string> version = ServerVersionLocked();
     std::string message = absl::StrCat(
         "pool ", k8s::GoQuote(pool), ", slice ", index, " (", name, "): the API server",
-        version.empty() ? "" : absl::StrCat(" (", version, ")"), " stored less than was sent, it dropped ",
+        version.ok() ? absl::StrCat(" (", *version, ")") : "", " stored less than was sent, it dropped ",
         absl::StrJoin(dropped, ", "),
         gates.empty() ? std::string("; is the server older than this SDK?")
                       : absl::StrCat("; probably because these feature gates are off: ", absl::StrJoin(gates, ", ")),
@@ -712,15 +738,55 @@ class Publisher::Impl {
     if (state.reported_skews.insert(message).second) Report(absl::FailedPreconditionError(message), "publish slice");
   }
 
-  // The server's version for the dropped-field report, asked once, on the
-  // first report (a failure leaves it out of the message and asks again
-  // next time); the pool's other writes wait for that one GET.
-  const std::string& ServerVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stored_mu_) {
+  // The server's version, asked once, when first needed (after a failure,
+  // again the next time); the pool's other writes wait for that one GET.
+  absl::StatusOr<std::string> ServerVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stored_mu_) {
     if (server_version_.empty()) {
       absl::StatusOr<std::string> version = client_->ServerVersion();
-      if (version.ok()) server_version_ = *std::move(version);
+      if (!version.ok()) return version.status();
+      server_version_ = *std::move(version);
     }
     return server_version_;
+  }
+
+  // How the pool's slices are written: PublishingOptions::
+  // node_allocatable_shape, else by the server's version where the pool has
+  // node allocatable resources.
+  absl::StatusOr<k8s::EncodeOptions> EncodingFor(const Pool& pool) {
+    k8s::EncodeOptions encoding;
+    if (options_.node_allocatable_shape.has_value()) {
+      encoding.node_allocatable_shape = *options_.node_allocatable_shape;
+      return encoding;
+    }
+    const bool any = absl::c_any_of(pool.slices, [](const Slice& slice) {
+      return absl::c_any_of(slice.devices, [](const k8s::Device& d) { return !d.node_allocatable_resources.empty(); });
+    });
+    if (!any) return encoding;
+    dra::MutexLock lock(&stored_mu_);
+    absl::StatusOr<std::string> version = ServerVersionLocked();
+    if (!version.ok()) {
+      return absl::Status(version.status().code(),
+                          absl::StrCat("ask the API server's version for the shape of nodeAllocatableResources: ",
+                                       version.status().message()));
+    }
+    if (absl::StartsWith(*version, "v1.36."))
+      encoding.node_allocatable_shape = k8s::NodeAllocatableShape::kLegacyMappings;
+    return encoding;
+  }
+
+  // A pool written in the 1.36 shape must be expressible in it.
+  static absl::Status CheckEncodable(const std::string& name, const Pool& pool, const k8s::EncodeOptions& encoding) {
+    if (encoding.node_allocatable_shape == k8s::NodeAllocatableShape::kResources) return absl::OkStatus();
+    for (size_t i = 0; i < pool.slices.size(); ++i) {
+      k8s::ResourceSlice slice;
+      slice.spec.devices = pool.slices[i].devices;
+      absl::StatusOr<json> encoded = k8s::ToJson(slice, encoding);
+      if (!encoded.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name), ", slice ", i, ": ",
+                                                       encoded.status().message(), " (the server's shape)"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status DeleteAll(const std::vector<Existing>& slices) {
@@ -761,9 +827,8 @@ class Publisher::Impl {
 
   void RemoveAll(Scope& scope) {
     if (!scope.Synced()) {
-      k8s::ListOptions options;
-      options.field_selector = scope.field_selector;
-      absl::StatusOr<k8s::ListResult> list = client_->ListAll(k8s::kResourceSlices, "", options);
+      bool fell_back = false;
+      absl::StatusOr<k8s::ListResult> list = k8s::ListAsInformer(*client_, InformerOptionsOf(scope), fell_back);
       if (!list.ok()) {
         Report(list.status(), absl::StrCat("list ResourceSlices ", scope.field_selector));
         return;

@@ -28,12 +28,14 @@
 # later runs find the binaries, check that each answers --version, and return
 # at once.
 #
-# Usage: build-k8s.sh [--print-dir | --go-test] [component...]
+# Usage: build-k8s.sh [--print-dir | --go-test | --print-versions] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
 #              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six) dra-example-kubeletplugin
 #              (default: etcd kube-apiserver kube-scheduler)
+#   --print-versions: print the supported Kubernetes releases, oldest
+#                first, one per line, and build nothing.
 #   --print-dir: print only the binary directory on stdout, after building the
 #                components asked for (progress goes to stderr in every case).
 #   --go-test: instead of building, run `go test ./...` in the modules of our
@@ -69,11 +71,13 @@ if [ -z "$K8S_DEFAULT_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSIO
 fi
 
 print_dir=0
+print_versions=0
 go_test=0
 components=()
 for arg in "$@"; do
   case "$arg" in
     --print-dir) print_dir=1 ;;
+    --print-versions) print_versions=1 ;;
     --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin)
@@ -97,6 +101,7 @@ for d in "$here"/k8s-v*/; do
 done
 k8s_versions="$(echo "$k8s_versions" | tr ' ' '\n' | sort -V | tr '\n' ' ')"
 k8s_versions="${k8s_versions% }"
+if [ "$print_versions" = 1 ]; then tr ' ' '\n' <<<"$k8s_versions"; exit 0; fi
 K8S_VERSION="${DRA_K8S_VERSION:-$K8S_DEFAULT_VERSION}"
 if [[ " $k8s_versions " != *" $K8S_VERSION "* ]]; then
   echo "build-k8s: DRA_K8S_VERSION=$K8S_VERSION is not a supported Kubernetes release;" \

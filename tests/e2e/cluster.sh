@@ -60,8 +60,9 @@
 #   DRA_E2E_CDI_DIR (the runtime's CDI spec dir), DRA_E2E_CRI_RECORD (stand-in:
 #   what the runtime saw, tests/e2e/cri/README.md), DRA_E2E_CRI_ENDPOINT
 #   (containerd: its CRI socket, for crictl), DRA_E2E_KUBELET_URL (its HTTPS
-#   API: /metrics with pki/admin.crt) and DRA_E2E_NODE_BIN (the binaries,
-#   crictl and ctr among them with containerd).
+#   API: /metrics with pki/admin.crt), DRA_E2E_NODE_BIN (the kubelet's and
+#   kube-controller-manager's release) and DRA_E2E_NODE_TOOLS (the runtime's
+#   binaries, crictl and ctr among them with containerd).
 #
 # What DIR holds after start:
 #   admin.kubeconfig           user "admin" (group system:masters)
@@ -83,8 +84,13 @@
 # Environment:
 #   DRA_E2E_DRIVERS        driver service accounts to make tokens for
 #                          (default "gpu-driver cpu-driver minimal-driver")
-#   DRA_E2E_FEATURE_GATES  replaces the feature gate list below
-#   DRA_E2E_RUNTIME_CONFIG replaces the kube-apiserver's --runtime-config below
+#   DRA_K8S_VERSION        the Kubernetes release of the control plane and
+#                          node (build-k8s.sh: v1.35.4, v1.36.3, or the default
+#                          v1.37.2); `start` records it in cluster.env and
+#                          node-start runs the same release's kubelet and
+#                          kube-controller-manager
+#   DRA_E2E_FEATURE_GATES  replaces the release's feature gate list below
+#   DRA_E2E_RUNTIME_CONFIG replaces the release's --runtime-config below
 #   DRA_E2E_APISERVER_ARGS, DRA_E2E_SCHEDULER_ARGS  extra flags
 #   DRA_K8S_BIN            use the binaries in this directory instead of
 #                          running build-k8s.sh
@@ -92,20 +98,44 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-# The gates the SDK's objects need on a v1.37 server. Off by default in 1.37:
-# DRANodeAllocatableResources, DRAListTypeAttributes, DRAPartitionableDevicesType,
-# DRAResourcePoolStatus, DRAOptionalNodeOperations, DRADeviceCompatibilityGroups,
-# DRADerivedAttributes (alpha). Beta and on by default: DRADeviceBindingConditions,
-# DRAConsumableCapacity, DRAPartitionableDevices, DRAFractionalCapacityRange,
-# ResourceHealthStatus (device health in the pod status, read by the kubelet).
-# GA: DRADeviceTaints, DRADeviceTaintRules, DRAResourceClaimDeviceStatus (locked
-# on; naming it only logs a warning). They are all named so the list says what
-# the suite runs with, whatever the defaults become.
-DEFAULT_FEATURE_GATES="ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRANodeAllocatableResources=true,DRAListTypeAttributes=true,DRAPartitionableDevicesType=true,DRAResourcePoolStatus=true,DRAOptionalNodeOperations=true,DRADeviceCompatibilityGroups=true,DRADerivedAttributes=true,DRAFractionalCapacityRange=true"
-FEATURE_GATES="${DRA_E2E_FEATURE_GATES:-$DEFAULT_FEATURE_GATES}"
-# resource.k8s.io/v1 is on by default; v1alpha3 serves ResourcePoolStatusRequest
-# (DRAResourcePoolStatus) and the alpha DeviceTaintRule version.
-RUNTIME_CONFIG="${DRA_E2E_RUNTIME_CONFIG:-resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true}"
+# release_feature_gates VERSION: the gates the SDK's objects need on a server
+# of that release, only gates the release knows (a component refuses to start
+# on an unknown one). They are all named, defaults too, so the list says what
+# the suite runs with whatever the defaults become.
+# v1.37: off by default DRANodeAllocatableResources, DRAListTypeAttributes,
+#   DRAPartitionableDevicesType, DRAResourcePoolStatus, DRAOptionalNodeOperations,
+#   DRADeviceCompatibilityGroups, DRADerivedAttributes (alpha); beta and on:
+#   DRADeviceBindingConditions, DRAConsumableCapacity, DRAPartitionableDevices,
+#   DRAFractionalCapacityRange, ResourceHealthStatus (device health in the pod
+#   status, read by the kubelet); GA: DRADeviceTaints, DRADeviceTaintRules,
+#   DRAResourceClaimDeviceStatus (locked on; naming them only logs a warning).
+# v1.36: the alpha DRANodeAllocatableResources (the 1.36 shape, which the SDK
+#   does not publish), DRAListTypeAttributes, DRAResourcePoolStatus; the rest
+#   beta, on by default.
+# v1.35: DRAExtendedResource, DRADeviceBindingConditions, DRAConsumableCapacity,
+#   DRAPartitionableDevices, DRADeviceTaints, DRADeviceTaintRules and
+#   ResourceHealthStatus alpha, DRAResourceClaimDeviceStatus beta.
+release_feature_gates() {
+  case "$1" in
+    v1.35.*)
+      echo "ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRAExtendedResource=true" ;;
+    v1.36.*)
+      echo "ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRANodeAllocatableResources=true,DRAListTypeAttributes=true,DRAResourcePoolStatus=true,DRAExtendedResource=true" ;;
+    *)
+      echo "ResourceHealthStatus=true,DRAResourceClaimDeviceStatus=true,DRADeviceBindingConditions=true,DRAConsumableCapacity=true,DRAPartitionableDevices=true,DRADeviceTaints=true,DRADeviceTaintRules=true,DRANodeAllocatableResources=true,DRAListTypeAttributes=true,DRAPartitionableDevicesType=true,DRAResourcePoolStatus=true,DRAOptionalNodeOperations=true,DRADeviceCompatibilityGroups=true,DRADerivedAttributes=true,DRAFractionalCapacityRange=true" ;;
+  esac
+}
+# release_runtime_config VERSION: resource.k8s.io/v1 is on by default;
+# v1alpha3 serves ResourcePoolStatusRequest (DRAResourcePoolStatus) and, before
+# 1.36, DeviceTaintRule; a 1.36 scheduler watches DeviceTaintRules in the beta
+# v1beta2 (off by default: without it the scheduler never syncs and schedules
+# nothing).
+release_runtime_config() {
+  case "$1" in
+    v1.36.*) echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true,resource.k8s.io/v1beta2=true" ;;
+    *) echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true" ;;
+  esac
+}
 DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 # The one node `node-start` runs (the kubelet's --hostname-override).
 NODE_NAME="${DRA_E2E_NODE_NAME:-e2e-node}"
@@ -255,7 +285,10 @@ EOF
 }
 
 # binaries NAME...: the directory that holds the binaries NAME...:
-# DRA_K8S_BIN, or build-k8s.sh's cache (built there if missing).
+# DRA_K8S_BIN, or build-k8s.sh's cache (built there if missing) of release
+# $DRA_K8S_VERSION. Components that are not part of a release (the CRI
+# stand-in, the container runtime) come from the default release's directory:
+# ask for them with DRA_K8S_VERSION empty.
 binaries() {
   local d b
   if [ -n "${DRA_K8S_BIN:-}" ]; then d="$DRA_K8S_BIN"; else d="$("$here/build-k8s.sh" --print-dir "$@")"; fi
@@ -438,6 +471,10 @@ start() {
   stop_all
 
   bin_dir="$(binaries etcd kube-apiserver kube-scheduler)"
+  # The release as its own binary says it (DRA_K8S_BIN may hold any).
+  K8S_VERSION="$("$bin_dir/kube-apiserver" --version | awk '{print $2}')"
+  FEATURE_GATES="${DRA_E2E_FEATURE_GATES:-$(release_feature_gates "$K8S_VERSION")}"
+  RUNTIME_CONFIG="${DRA_E2E_RUNTIME_CONFIG:-$(release_runtime_config "$K8S_VERSION")}"
 
   rm -rf "$dir/logs" "$dir/pids"; mkdir -p "$dir/logs" "$dir/pids"
   # If anything below fails, leave nothing running.
@@ -484,10 +521,12 @@ DRA_E2E_CA_FILE=$dir/pki/ca.crt
 DRA_E2E_ETCD=http://127.0.0.1:$ETCD_PORT
 DRA_E2E_SCHEDULER_HEALTHZ=https://127.0.0.1:$SCHEDULER_PORT/healthz
 DRA_E2E_K8S_BIN=$bin_dir
+DRA_E2E_K8S_VERSION=$K8S_VERSION
 DRA_E2E_FEATURE_GATES=$FEATURE_GATES
+DRA_E2E_RUNTIME_CONFIG=$RUNTIME_CONFIG
 EOF
   trap - EXIT
-  log "ready in $((SECONDS - t0)) s: KUBECONFIG=$dir/admin.kubeconfig"
+  log "Kubernetes $K8S_VERSION ready in $((SECONDS - t0)) s: KUBECONFIG=$dir/admin.kubeconfig"
 }
 
 
@@ -711,7 +750,7 @@ state = "$node/containerd/state"
   cdi_spec_dirs = ["$node/cdi"]
   netns_mounts_under_state_dir = true
   [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["$NODE_BIN/cni"]
+    bin_dirs = ["$NODE_TOOLS/cni"]
     conf_dir = "$node/cni/net.d"
     use_internal_loopback = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
@@ -743,15 +782,15 @@ EOF
 EOF
 }
 
-node_ctr() { in_node_namespace "$NODE_BIN/ctr" --address "$node/containerd/containerd.sock" -n k8s.io "$@"; }
-node_crictl() { in_node_namespace "$NODE_BIN/crictl" --runtime-endpoint "$(runtime_endpoint)" "$@"; }
+node_ctr() { in_node_namespace "$NODE_TOOLS/ctr" --address "$node/containerd/containerd.sock" -n k8s.io "$@"; }
+node_crictl() { in_node_namespace "$NODE_TOOLS/crictl" --runtime-endpoint "$(runtime_endpoint)" "$@"; }
 
 start_containerd() {
   # PATH: containerd finds containerd-shim-runc-v2 there.
-  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- env PATH="$NODE_BIN:$PATH" \
-    "$NODE_BIN/containerd" --config "$node/containerd/config.toml" \
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- env PATH="$NODE_TOOLS:$PATH" \
+    "$NODE_TOOLS/containerd" --config "$node/containerd/config.toml" \
     < /dev/null >> "$dir/logs/containerd.log" 2>&1 &
-  echo "$! $NODE_BIN/containerd" > "$dir/pids/containerd.pid"
+  echo "$! $NODE_TOOLS/containerd" > "$dir/pids/containerd.pid"
   wait_for containerd 60 node_crictl info
 }
 
@@ -788,7 +827,7 @@ start_containerd_node() {
   local images
   images="$("$here/build-images.sh" --print-dir pause busybox debian-base)"
   write_containerd_config
-  log "containerd $("$NODE_BIN/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
+  log "containerd $("$NODE_TOOLS/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
   start_containerd
   image_import "$images/pause.tar" "$PAUSE_IMAGE"
   image_import "$images/busybox.tar" "$BUSYBOX_IMAGE"
@@ -806,7 +845,7 @@ stop_containerd_node() {
   fi
   stop_one containerd
   local shim
-  for shim in $(pgrep -f "^$NODE_BIN/containerd-shim-runc-v2 " || true); do
+  for shim in $(pgrep -f "^$NODE_TOOLS/containerd-shim-runc-v2 " || true); do
     signal -KILL "$shim"
   done
   stop_one service-proxy
@@ -871,6 +910,7 @@ load_cluster_env() {
   ADMIN_TOKEN="$(awk -F, '$2 == "admin" {print $1}' "$dir/tokens.csv")"
   APISERVER_PORT="${DRA_E2E_SERVER##*:}"
   FEATURE_GATES="$DRA_E2E_FEATURE_GATES"
+  RUNTIME_CONFIG="$DRA_E2E_RUNTIME_CONFIG"
 }
 
 load_node_env() {
@@ -885,12 +925,14 @@ node_start() {
   load_cluster_env
   node_stop_all
   NODE_RUNTIME="$RUNTIME"
+  # The control plane's release; the runtime from the default release's directory.
+  NODE_BIN="$(DRA_K8S_VERSION="${DRA_E2E_K8S_VERSION:-}" binaries kube-controller-manager kubelet)"
   case "$NODE_RUNTIME" in
     containerd)
-      NODE_BIN="$(binaries kube-controller-manager kubelet containerd containerd-shim-runc-v2 ctr crictl cni-bridge cni-host-local)"
+      NODE_TOOLS="$(DRA_K8S_VERSION='' binaries containerd containerd-shim-runc-v2 ctr crictl cni-bridge cni-host-local)"
       command -v runc >/dev/null || die "runc is missing: run scripts/install-deps.sh"
       ;;
-    *) NODE_BIN="$(binaries kube-controller-manager kubelet cri)" ;;
+    *) NODE_TOOLS="$(DRA_K8S_VERSION='' binaries cri)" ;;
   esac
   NODE_IP="$(node_ip)"
   [ -n "$NODE_IP" ] || die "no global IPv4 address for the node's IP (ip -4 addr show scope global)"
@@ -904,8 +946,8 @@ node_start() {
 
   local kcm_port
   read -r KUBELET_PORT KUBELET_HEALTHZ_PORT kcm_port <<< "$(free_ports 3)"
-  printf 'KUBELET_PORT=%s\nKUBELET_HEALTHZ_PORT=%s\nNODE_BIN=%s\nNODE_IP=%s\nNODE_RUNTIME=%s\n' \
-    "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_IP" "$NODE_RUNTIME" > "$node/node-ports.env"
+  printf 'KUBELET_PORT=%s\nKUBELET_HEALTHZ_PORT=%s\nNODE_BIN=%s\nNODE_TOOLS=%s\nNODE_IP=%s\nNODE_RUNTIME=%s\n' \
+    "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_TOOLS" "$NODE_IP" "$NODE_RUNTIME" > "$node/node-ports.env"
   make_kubelet_cert
   write_kubelet_config
   start_node_namespace
@@ -930,7 +972,7 @@ node_start() {
       ;;
     *)
       log "CRI stand-in on $node/cri.sock (CDI specs from $node/cdi)"
-      start_daemon cri "$NODE_BIN/cri" --endpoint "$node/cri.sock" --cdi-spec-dir "$node/cdi" \
+      start_daemon cri "$NODE_TOOLS/cri" --endpoint "$node/cri.sock" --cdi-spec-dir "$node/cdi" \
         --record "$node/cri-containers.json"
       wait_for cri 30 test -S "$node/cri.sock"
       cri_env="DRA_E2E_CRI_RECORD=$node/cri-containers.json"
@@ -952,6 +994,7 @@ DRA_E2E_CDI_DIR=$node/cdi
 $cri_env
 DRA_E2E_KUBELET_URL=https://127.0.0.1:$KUBELET_PORT
 DRA_E2E_NODE_BIN=$NODE_BIN
+DRA_E2E_NODE_TOOLS=$NODE_TOOLS
 EOF
   trap - EXIT
   log "node $NODE_NAME ($NODE_RUNTIME) ready in $((SECONDS - t0)) s"

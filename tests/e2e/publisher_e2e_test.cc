@@ -217,6 +217,42 @@ TEST_CASE("a field the server drops: one error, no update loop", "[e2e][publishe
   CHECK(h.errors().size() == 1);
 }
 
+// The version matrix's check (scripts/test-matrix.sh): on a server older
+// than the field, the field is dropped with one error naming it and the
+// server's version, and the rest of the pool is published; on 1.37 (gate on)
+// it is stored.
+TEST_CASE("a field newer than the server: one error naming it and the server's version, the rest of the pool published",
+          "[e2e][publisher][skew]") {
+  Harness h;
+  absl::StatusOr<std::string> version = h.admin().ServerVersion();
+  REQUIRE(version.ok());
+  const bool served = !absl::StartsWith(*version, "v1.35.") && !absl::StartsWith(*version, "v1.36.");
+  DriverResources resources = testing::GpuPool(h.node(), 4);
+  // KEP-5945, alpha in 1.37.
+  resources.pools[h.node()].skip_node_operations = {"*"};
+  h.Publish(resources);
+  std::vector<absl::Status> errors = h.errors();
+  const std::vector<k8s::ResourceSlice> slices = h.Slices();
+  REQUIRE(slices.size() == 1);
+  CHECK(slices[0].spec.devices.size() == 4);
+  if (served) {
+    CHECK(errors.empty());
+    CHECK(slices[0].spec.skip_node_operations == std::vector<std::string>{"*"});
+    return;
+  }
+  REQUIRE(errors.size() == 1);
+  INFO(errors[0].ToString());
+  CHECK(errors[0].code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(errors[0].message()),
+             Catch::Contains("the API server (" + *version + ") stored less than was sent") &&
+                 Catch::Contains("dropped spec.skipNodeOperations"));
+  CHECK(slices[0].spec.skip_node_operations.empty());
+  const int64_t writes = h.Writes();
+  for (int i = 0; i < 3; ++i) h.Publish(resources);
+  CHECK(h.Writes() == writes);
+  CHECK(h.errors().size() == 1);
+}
+
 using e2e::PrivateCluster;
 
 TEST_CASE("feature gates off: one error naming the dropped fields and the gates, no update loop",
@@ -336,6 +372,70 @@ TEST_CASE("an invalid pool is reported and never sent", "[e2e][publisher]") {
                           "spec.devices[0].attributes[model].string: Too long: may not be more than 64 bytes"));
   CHECK(h.Writes() == 0);
   CHECK(h.Slices().empty());
+}
+
+// The version matrix's check of node allocatable resources (KEP-5517,
+// alpha): 1.36 serves them as nodeAllocatableResourceMappings, 1.37 as
+// nodeAllocatableResources, and each drops the other's. The publisher
+// writes the server's shape; what the 1.36 shape cannot say fails the pool,
+// naming the device.
+TEST_CASE("node allocatable resources in the shape of the server's release, stored intact and not rewritten",
+          "[e2e][publisher][skew]") {
+  Harness h;
+  absl::StatusOr<std::string> version = h.admin().ServerVersion();
+  REQUIRE(version.ok());
+  const bool mappings = absl::StartsWith(*version, "v1.36.");
+  // On 1.37 the NodeDeclaredFeatures admission plugin wants the node to
+  // declare the feature (the kubelet does).
+  k8s::PatchOptions status;
+  status.subresource = "status";
+  REQUIRE(h.admin()
+              .Patch(k8s::kNodes, "", h.node(), k8s::PatchType::kMerge,
+                     json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
+              .ok());
+
+  DriverResources resources = testing::GpuPool(h.node(), 2);
+  k8s::Device& device = resources.pools[h.node()].slices[0].devices[0];
+  device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = *k8s::Quantity::Parse("8");
+  device.node_allocatable_resources["memory"].mapping.emplace().capacity_key = "memory";
+  device.node_allocatable_resources["memory"].mapping->capacity_multiplier = *k8s::Quantity::Parse("2");
+  h.Publish(resources);
+  INFO((h.errors().empty() ? std::string() : h.errors()[0].ToString()));
+  REQUIRE(h.errors().empty());
+
+  k8s::ListOptions mine;
+  mine.field_selector = absl::StrCat("spec.driver=", kDriver, ",spec.nodeName=", h.node());
+  absl::StatusOr<k8s::ListResult> raw = h.admin().List(k8s::kResourceSlices, "", mine);
+  REQUIRE(raw.ok());
+  REQUIRE(raw->items.size() == 1);
+  const json& stored = raw->items[0]["spec"]["devices"][0];
+  INFO(*version << ": " << stored.dump());
+  if (mappings) {
+    CHECK(stored["nodeAllocatableResourceMappings"] ==
+          json({{"cpu", {{"allocationMultiplier", "8"}}},
+                {"memory", {{"capacityKey", "memory"}, {"allocationMultiplier", "2"}}}}));
+  } else {
+    CHECK(stored.contains("nodeAllocatableResources"));
+  }
+  CHECK(h.Slices().at(0).spec.devices.at(0).node_allocatable_resources == device.node_allocatable_resources);
+  const int64_t writes = h.Writes();
+  h.Publish(resources);
+  CHECK(h.Writes() == writes);
+
+  // Overhead has no 1.36 form.
+  device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
+  h.Publish(resources);
+  if (!mappings) {
+    CHECK(h.errors().empty());
+    CHECK(h.Writes() == writes + 1);
+    return;
+  }
+  REQUIRE(h.errors().size() == 1);
+  INFO(h.errors()[0].ToString());
+  CHECK(h.errors()[0].code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(h.errors()[0].message(), "device \"gpu-0\""));
+  CHECK(absl::StrContains(h.errors()[0].message(), "overhead"));
+  CHECK(h.Writes() == writes);
 }
 
 TEST_CASE("binding conditions, nodeAllocatableResources, counters, taints and capacity policies stored intact",

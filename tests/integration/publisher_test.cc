@@ -411,6 +411,46 @@ TEST_CASE("dropped fields: one error naming the fields and gates, no update loop
   CHECK(h.Slices()[0].spec.devices[0].attributes.at("model").string_value == "h100");
 }
 
+// Which shape a pool's node allocatable resources are written in is the
+// server's business (tests/e2e: what 1.36 and 1.37 store); here, what the
+// 1.36 shape cannot say, and the option that overrides the server's version.
+TEST_CASE("node allocatable resources on a 1.36 server: what its shape cannot say fails the pool, naming the device",
+          "[publisher]") {
+  k8s::Device device = testing::Gpu(0);
+  device.node_allocatable_resources["cpu"].mapping.emplace().device_multiplier = *k8s::Quantity::Parse("8");
+  device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *k8s::Quantity::Parse("64Mi");
+  DriverResources resources;
+  resources.pools[kNode].slices = SplitIntoSlices({device, testing::Gpu(1)});
+
+  SECTION("by the server's version") {
+    Harness h;
+    REQUIRE(h.server().Admin("POST", "/fake/config", R"({"gitVersion":"v1.36.3"})").ok());
+    h.Publish(resources);
+    std::vector<absl::Status> errors = h.errors();
+    REQUIRE(errors.size() == 1);
+    INFO(errors[0].ToString());
+    CHECK(errors[0].code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(errors[0].message(),
+                            "pool \"node-1\", slice 0: spec.devices[0] (device \"gpu-0\"): "
+                            "nodeAllocatableResources[memory].overhead: cannot be expressed"));
+    CHECK(h.Writes() == 0);
+    // Not retried until the pool changes.
+    h.Publish(resources);
+    CHECK(h.errors().size() == 1);
+    CHECK(h.Writes() == 0);
+  }
+  SECTION("the option overrides it") {
+    Options options = Harness::DefaultOptions();
+    options.node_allocatable_shape = k8s::NodeAllocatableShape::kResources;
+    Harness h(options);
+    REQUIRE(h.server().Admin("POST", "/fake/config", R"({"gitVersion":"v1.36.3"})").ok());
+    h.Publish(resources);
+    CHECK(h.errors().empty());
+    CHECK(h.Writes() == 1);
+    CHECK(h.Slices().at(0).spec.devices.at(0).node_allocatable_resources == device.node_allocatable_resources);
+  }
+}
+
 TEST_CASE("a conflict is retried after a fresh read", "[publisher]") {
   Harness h;
   DriverResources resources = testing::GpuPool(kNode, 10);

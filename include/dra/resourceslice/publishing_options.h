@@ -4,9 +4,11 @@
 // there); the Helper supplies the rest.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
+#include "dra/k8s/resource_slice_json.h"
 
 namespace dra::resourceslice {
 
@@ -37,6 +39,14 @@ struct PublishingOptions {
   // pool (kubernetes#142218), because an unqualified name gets the driver's
   // domain implicitly. Default kWarn.
   DriverDomainNames driver_domain_names = DriverDomainNames::kWarn;
+  // The JSON shape of Device::node_allocatable_resources (KEP-5517, alpha):
+  // Kubernetes 1.36 serves nodeAllocatableResourceMappings, 1.37
+  // nodeAllocatableResources, and each drops the other. Default: by the
+  // server, whose version is asked once (GET /version) before the first
+  // write of a pool that has such resources: the 1.36 shape on a 1.36
+  // server, else the current one. A pool that the 1.36 shape cannot express
+  // (overhead, say) fails validation there, naming the device.
+  std::optional<k8s::NodeAllocatableShape> node_allocatable_shape;
 };
 
 }  // namespace dra::resourceslice

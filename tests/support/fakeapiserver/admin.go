@@ -51,11 +51,13 @@ type adminState struct {
 	dropPaths []dropPath
 	readonly  map[string]bool
 	forbidden map[string]bool
+	// What /version says; a test sets an older release's.
+	gitVersion string
 }
 
 func newAdminState(drop, readonly, forbidden []string) (*adminState, error) {
 	a := &adminState{counts: map[string]int{}, inFlight: map[string]int{}, peak: map[string]int{},
-		readonly: toSet(readonly), forbidden: toSet(forbidden)}
+		readonly: toSet(readonly), forbidden: toSet(forbidden), gitVersion: "v1.37.0-fakeapiserver"}
 	if err := a.setDrop(drop); err != nil {
 		return nil, err
 	}
@@ -167,6 +169,7 @@ type configBody struct {
 	DropFields     *[]string `json:"dropFields"`
 	ReadonlyUsers  *[]string `json:"readonlyUsers"`
 	ForbiddenUsers *[]string `json:"forbiddenUsers"`
+	GitVersion     *string   `json:"gitVersion"`
 }
 
 type resetBody struct {
@@ -318,6 +321,9 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			if c.ForbiddenUsers != nil {
 				a.forbidden = toSet(*c.ForbiddenUsers)
 			}
+			if c.GitVersion != nil {
+				a.gitVersion = *c.GitVersion
+			}
 			a.mu.Unlock()
 			if err != nil {
 				writeError(w, errBadRequest(err.Error()))
@@ -326,10 +332,16 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		a.mu.Lock()
 		out := map[string]any{"dropFields": append([]string{}, a.drop...), "readonlyUsers": setList(a.readonly),
-			"forbiddenUsers": setList(a.forbidden)}
+			"forbiddenUsers": setList(a.forbidden), "gitVersion": a.gitVersion}
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, out)
 	default:
 		writeError(w, errPathNotFound())
 	}
+}
+
+func (a *adminState) currentGitVersion() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gitVersion
 }

@@ -1057,6 +1057,19 @@ func TestAuthorization(t *testing.T) {
 	statusOf(t, f.req("POST", slicesPath, userToken, "", slice("s", "gpu.example.com", "n")), 403, "Forbidden")
 }
 
+// /version says the release a test configures (an older server's).
+func TestVersionConfigurable(t *testing.T) {
+	f := newFixture(t)
+	version := func() string { return gets(f.req("GET", "/version", "", "", nil).obj, "gitVersion") }
+	if got := version(); got != "v1.37.0-fakeapiserver" {
+		t.Errorf("default gitVersion %q", got)
+	}
+	f.admin("/fake/config", map[string]any{"gitVersion": "v1.36.3"})
+	if got := version(); got != "v1.36.3" {
+		t.Errorf("configured gitVersion %q", got)
+	}
+}
+
 func TestFaultInjectionCountersAndDelay(t *testing.T) {
 	f := newFixture(t)
 	f.must(f.do("POST", claimsPath, claim("c")), 201)

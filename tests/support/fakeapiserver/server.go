@@ -193,7 +193,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(rw, "ok")
 		return
 	case path == "/version":
-		writeJSON(rw, http.StatusOK, map[string]any{"major": "1", "minor": "37", "gitVersion": "v1.37.0-fakeapiserver",
+		writeJSON(rw, http.StatusOK, map[string]any{"major": "1", "minor": "37", "gitVersion": s.admin.currentGitVersion(),
 			"gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
 			"buildDate": "2026-01-01T00:00:00Z", "goVersion": runtime.Version(), "compiler": runtime.Compiler,
 			"platform": runtime.GOOS + "/" + runtime.GOARCH})
