@@ -47,6 +47,7 @@ flows=(
   "publisher: drift repaired|e2e_publisher|drift*|35"
   "publisher: a field newer than the server, one error with its version|e2e_publisher|a field newer than the server*|35"
   "publisher: every 1.37 device field stored intact|e2e_publisher|*capacity policies stored intact|37"
+  "publisher: counter compatibility groups stored intact|e2e_publisher|counter consumption with compatibility groups*|37"
   "claim status under resourceclaims/driver authorization|e2e_claim_status|device status under granular authorization*|36"
   "claim status under update-only RBAC (the reference's chart)|e2e_claim_status|device status under RBAC that grants update*|35"
   "node allocatable resources in the server's shape (publisher)|e2e_publisher|node allocatable resources in the shape*|36"
