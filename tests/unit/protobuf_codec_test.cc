@@ -53,6 +53,23 @@ TEST_CASE("A slice with every field survives protobuf both ways, typed and as JS
   }
 }
 
+// A 1.36 server answers in protobuf with its shape of node allocatable
+// resources (Device field 13, retired in 1.37): kept, not silently lost.
+TEST_CASE("Kubernetes 1.36's nodeAllocatableResourceMappings survive protobuf both ways") {
+  const json original = json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+      "metadata": {"name": "s"},
+      "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "n", "generation": 1,
+               "resourceSliceCount": 1},
+               "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "16Gi"}},
+                            "nodeAllocatableResourceMappings": {
+                                "cpu": {"allocationMultiplier": "8"},
+                                "memory": {"capacityKey": "memory", "allocationMultiplier": "2"}}}]}})");
+  const json decoded = Must(DecodeProtobuf(Must(EncodeProtobuf(original))));
+  CHECK(decoded["spec"]["devices"][0]["nodeAllocatableResourceMappings"] ==
+        original["spec"]["devices"][0]["nodeAllocatableResourceMappings"]);
+  CHECK(Must(ResourceSliceFromJson(decoded)).spec.devices[0].node_allocatable_resources.size() == 2);
+}
+
 TEST_CASE("The envelope names the kind, the message carries the fields with Kubernetes' numbers") {
   const json slice = json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
       "metadata": {"name": "s", "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u",
