@@ -158,6 +158,8 @@ output_of() { case "$1" in cni-*) echo "$bin_dir/cni/${1#cni-}" ;; *) echo "$bin
 # with its pinned version); the kubelet peer, the CRI stand-in and the Go SDK
 # driver and publisher (our own sources) when they answer -h and are newer than
 # their sources; a CNI plugin when it answers CNI's VERSION command.
+# (grep without -q reads all of the output: with -q it may exit first, and
+# the binary's SIGPIPE then fails the pipeline under pipefail.)
 binary_ok() {
   local bin; bin="$(output_of "$1")"
   [ -x "$bin" ] || return 1
@@ -167,12 +169,12 @@ binary_ok() {
       "$bin" -h >/dev/null 2>&1
       return
       ;;
-    helm) "$bin" version --short 2>/dev/null | grep -qx "$HELM_VERSION"; return ;;
-    kubectl) "$bin" version --client 2>/dev/null | grep -q "$K8S_VERSION"; return ;;
-    cni-*) CNI_COMMAND=VERSION "$bin" </dev/null 2>/dev/null | grep -q cniVersion; return ;;
-    containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
-    containerd|ctr) "$bin" --version 2>/dev/null | grep -q "$CONTAINERD_VERSION"; return ;;
-    crictl) "$bin" --version 2>/dev/null | grep -q "$CRICTL_VERSION"; return ;;
+    helm) "$bin" version --short 2>/dev/null | grep -x "$HELM_VERSION" >/dev/null; return ;;
+    kubectl) "$bin" version --client 2>/dev/null | grep "$K8S_VERSION" >/dev/null; return ;;
+    cni-*) CNI_COMMAND=VERSION "$bin" </dev/null 2>/dev/null | grep cniVersion >/dev/null; return ;;
+    containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
+    containerd|ctr) "$bin" --version 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
+    crictl) "$bin" --version 2>/dev/null | grep "$CRICTL_VERSION" >/dev/null; return ;;
     # It has no --version: a stamp names the version it was built from.
     dra-example-kubeletplugin)
       [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && [ -d "$bin_dir/dra-example-driver/demo" ] &&
