@@ -29,10 +29,6 @@ bool Transient(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status);
 }
 
-}  // namespace
-
-namespace {
-
 // The API server's answer to a field selector on a field that is no field
 // label of the resource there (HTTP 400 "field label not supported").
 bool IsUnsupportedFieldSelector(const absl::Status& status) {

@@ -95,6 +95,18 @@ class Harness {
     return errors_;
   }
 
+  // What the kubelet does: the Node declares DRANodeAllocatableResources,
+  // which 1.37's NodeDeclaredFeatures admission plugin wants before a slice
+  // may map node allocatable resources on it.
+  void DeclareNodeAllocatableResources() {
+    k8s::PatchOptions status;
+    status.subresource = "status";
+    REQUIRE(admin_
+                ->Patch(k8s::kNodes, "", node_, k8s::PatchType::kMerge,
+                        json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
+                .ok());
+  }
+
   // This node's slices of the driver, by name (= slice order).
   std::vector<k8s::ResourceSlice> Slices() {
     return testing::ListSlices(*admin_, absl::StrCat("spec.driver=", kDriver, ",spec.nodeName=", node_));
@@ -385,14 +397,7 @@ TEST_CASE("node allocatable resources in the shape of the server's release, stor
   absl::StatusOr<std::string> version = h.admin().ServerVersion();
   REQUIRE(version.ok());
   const bool mappings = absl::StartsWith(*version, "v1.36.");
-  // On 1.37 the NodeDeclaredFeatures admission plugin wants the node to
-  // declare the feature (the kubelet does).
-  k8s::PatchOptions status;
-  status.subresource = "status";
-  REQUIRE(h.admin()
-              .Patch(k8s::kNodes, "", h.node(), k8s::PatchType::kMerge,
-                     json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
-              .ok());
+  h.DeclareNodeAllocatableResources();
 
   DriverResources resources = testing::GpuPool(h.node(), 2);
   k8s::Device& device = resources.pools[h.node()].slices[0].devices[0];
@@ -470,13 +475,7 @@ TEST_CASE("counter consumption with compatibility groups stored intact, republis
 TEST_CASE("binding conditions, nodeAllocatableResources, counters, taints and capacity policies stored intact",
           "[e2e][publisher]") {
   Harness h;
-  // The NodeDeclaredFeatures admission plugin wants the node to declare it.
-  k8s::PatchOptions status;
-  status.subresource = "status";
-  REQUIRE(h.admin()
-              .Patch(k8s::kNodes, "", h.node(), k8s::PatchType::kMerge,
-                     json{{"status", {{"declaredFeatures", json::array({"DRANodeAllocatableResources"})}}}}, status)
-              .ok());
+  h.DeclareNodeAllocatableResources();
 
   const k8s::CounterSet counters = testing::GpuMemoryCounters();
   const k8s::Device device = testing::DeviceWithEveryField();
