@@ -1,6 +1,8 @@
 // FabricAttach: the example driver's BindingHandler for fabric-attached
-// GPUs. It stands in for a fabric manager: the attach of a device to this
-// node takes `delay` from the first time the reconciler asks, then succeeds
+// GPUs. It stands in for a fabric manager: the attach of a device to the node
+// its allocation is bound to (SelectedNodeName; the same in the node plugin
+// and in a central reconciler) takes `delay` from the first time the
+// reconciler asks, then succeeds
 // or fails, which makes the scheduler clear the allocation and try again.
 // A `failure_rate` share of attaches fail, spread evenly and starting with
 // the first (0.5: the 1st, 3rd, 5th...; 1: all), so that tests and demos
@@ -26,14 +28,13 @@ class FabricAttach : public dra::resourceclaim::BindingHandler {
   // An attach the reconciler stops asking about (the claim was deallocated
   // meanwhile) is forgotten `forget_after` after it started: pass the
   // binding timeout, after which the reconciler asks no more.
-  FabricAttach(std::string node_name, absl::Duration delay, double failure_rate, absl::Duration forget_after)
-      : node_name_(std::move(node_name)), delay_(delay), failure_rate_(failure_rate), forget_after_(forget_after) {}
+  FabricAttach(absl::Duration delay, double failure_rate, absl::Duration forget_after)
+      : delay_(delay), failure_rate_(failure_rate), forget_after_(forget_after) {}
 
   dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override;
 
  private:
-  const std::string node_name_;
   const absl::Duration delay_;
   const double failure_rate_;
   const absl::Duration forget_after_;

@@ -3,6 +3,8 @@
 // (--binding-conditions, as dra-example-driver's), are ready as soon as the
 // reconciler asks: they are in the node already, where a vendor would check
 // that the device came up. Fabric GPUs are attached first (FabricAttach).
+// The same handler serves the node plugin's reconciler and the fabric
+// controller's central one (--fabric-controller --fabric-attach).
 #pragma once
 
 #include <string>
@@ -15,17 +17,18 @@ namespace gpu {
 
 class GpuBinding : public dra::resourceclaim::BindingHandler {
  public:
-  // `node_pool`: the pool of the node's own GPUs (named after the node).
-  GpuBinding(std::string node_pool, FabricAttach& fabric) : node_pool_(std::move(node_pool)), fabric_(fabric) {}
+  // `fabric_pool`: the pool of the fabric GPUs (--fabric-pool; may be empty);
+  // every other pool is a node's own.
+  GpuBinding(std::string fabric_pool, FabricAttach& fabric) : fabric_pool_(std::move(fabric_pool)), fabric_(fabric) {}
 
   dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override {
-    if (device.pool != node_pool_) return fabric_.PrepareForBinding(ctx, claim, device);
-    return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + node_pool_);
+    if (!fabric_pool_.empty() && device.pool == fabric_pool_) return fabric_.PrepareForBinding(ctx, claim, device);
+    return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + device.pool);
   }
 
  private:
-  const std::string node_pool_;
+  const std::string fabric_pool_;
   FabricAttach& fabric_;
 };
 

@@ -128,7 +128,9 @@ struct GpuFlags {
                "only publish the --fabric-pool, without serving a kubelet (run it as a Deployment)",
                "FABRIC_CONTROLLER");
     flags.Bool("fabric-attach", &fabric_attach,
-               "attach fabric GPUs allocated to this node and set their binding conditions", "FABRIC_ATTACH");
+               "attach fabric GPUs allocated to this node and set their binding conditions (with "
+               "--fabric-controller: to every node, centrally; give it to the controller or to the nodes, not both)",
+               "FABRIC_ATTACH");
     flags.Bool("binding-conditions", &binding_conditions,
                "publish the node's GPUs with binding conditions, which this plugin sets once they are ready",
                "BINDING_CONDITIONS");
@@ -248,10 +250,29 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
   dra::resourceslice::DriverResources resources;
   resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
-  logger.Info(
-      "Fabric controller started",
-      {{"driver", gpu_flags.driver_name}, {"pool", gpu_flags.fabric_pool}, {"gpus", absl::StrCat(gpus.size())}});
+
+  // --fabric-attach here: one reconciler for the whole cluster, so that no
+  // node plugin watches claims (binding_condition_reconciler.h, BindingScope).
+  gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
+  gpu::GpuBinding binding(gpu_flags.fabric_pool, attach);
+  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
+  if (gpu_flags.fabric_attach) {
+    rc::BindingConditionReconcilerOptions reconciler_options;
+    reconciler_options.driver_name = gpu_flags.driver_name;
+    reconciler_options.scope = rc::BindingScope::kAllNodes;
+    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+    reconciler_options.logger = logger;
+    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
+        rc::BindingConditionReconciler::Start(*client, reconciler_options, binding);
+    if (!started.ok()) return Fail("--fabric-attach", started.status());
+    reconciler = *std::move(started);
+  }
+  logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
+                                            {"pool", gpu_flags.fabric_pool},
+                                            {"gpus", absl::StrCat(gpus.size())},
+                                            {"attach", gpu_flags.fabric_attach ? "all nodes" : "on the nodes"}});
   signals.Wait();
+  if (reconciler != nullptr) reconciler->Stop();
   (*publisher)->Stop();
   return 0;
 }
@@ -385,9 +406,8 @@ int main(int argc, char** argv) {
   if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
   health.Start();
 
-  gpu::FabricAttach attach(plugin.node_name, gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate,
-                           gpu_flags.binding_timeout);
-  gpu::GpuBinding binding(plugin.node_name, attach);
+  gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
+  gpu::GpuBinding binding(gpu_flags.fabric_pool, attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
   if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
     rc::BindingConditionReconcilerOptions reconciler_options;

@@ -84,6 +84,15 @@ std::string ClaimName(const k8s::ResourceClaim& claim) {
 
 }  // namespace
 
+std::optional<std::string> SelectedNodeName(const k8s::NodeSelector& selector) {
+  if (selector.node_selector_terms.size() != 1) return std::nullopt;
+  const k8s::NodeSelectorTerm& term = selector.node_selector_terms.front();
+  if (!term.match_expressions.empty() || term.match_fields.size() != 1) return std::nullopt;
+  const k8s::NodeSelectorRequirement& field = term.match_fields.front();
+  if (field.key != "metadata.name" || field.operator_ != "In" || field.values.size() != 1) return std::nullopt;
+  return field.values.front();
+}
+
 BindingResult BindingResult::Ready(std::string reason, std::string message) {
   return BindingResult(Outcome::kReady, std::move(reason), std::move(message), absl::ZeroDuration());
 }
@@ -202,6 +211,7 @@ class BindingConditionReconciler::Impl final : public k8s::InformerHandler {
       return std::nullopt;
     }
     if (claim->metadata.deletion_timestamp.has_value() || !claim->status.allocation.has_value()) return std::nullopt;
+    if (options_.scope == BindingScope::kAllNodes) return *std::move(claim);
     const std::optional<k8s::NodeSelector>& selector = claim->status.allocation->node_selector;
     if (!selector.has_value()) return std::nullopt;
     if (!k8s::NodeSelectorMatches(*selector, options_.node_name,
@@ -520,7 +530,13 @@ absl::StatusOr<std::unique_ptr<BindingConditionReconciler>> BindingConditionReco
   if (k8s::FieldErrors errors = k8s::ValidateDriverName(options.driver_name, "driver_name"); !errors.empty()) {
     return invalid(errors.front().ToString());
   }
-  if (options.node_name.empty()) return invalid("node_name: Required value");
+  if (options.scope == BindingScope::kThisNode && options.node_name.empty()) {
+    return invalid("node_name: Required value");
+  }
+  if (options.scope == BindingScope::kAllNodes && !options.node_name.empty()) {
+    return invalid(
+        absl::StrCat("node_name: Invalid value: \"", options.node_name, "\": must be empty with scope kAllNodes"));
+  }
   if (options.binding_timeout <= absl::ZeroDuration())
     return invalid("binding_timeout: Invalid value: must be positive");
   if (options.workers < 1)

@@ -19,7 +19,9 @@ using Outcome = rc::BindingResult::Outcome;
 dra::k8s::ResourceClaim Claim(const std::string& uid, const std::string& allocated_at) {
   dra::k8s::ResourceClaim claim;
   claim.metadata.uid = uid;
-  claim.status.allocation.emplace().allocation_timestamp = allocated_at;
+  dra::k8s::AllocationResult& allocation = claim.status.allocation.emplace();
+  allocation.allocation_timestamp = allocated_at;
+  allocation.node_selector = dra::k8s::NodeSelectorForName("node-1");
   return claim;
 }
 
@@ -31,7 +33,7 @@ dra::k8s::DeviceRequestAllocationResult Device(const std::string& name) {
 
 // The outcomes of `n` attaches of fresh allocations, without delay.
 std::vector<Outcome> Attaches(double failure_rate, int n) {
-  gpu::FabricAttach attach("node-1", absl::ZeroDuration(), failure_rate, absl::Minutes(10));
+  gpu::FabricAttach attach(absl::ZeroDuration(), failure_rate, absl::Minutes(10));
   std::vector<Outcome> outcomes;
   for (int i = 0; i < n; ++i) {
     outcomes.push_back(
@@ -55,14 +57,14 @@ TEST_CASE("FabricAttach fails an evenly spread share of attaches, from the first
 
 TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the same claim is a new attach",
           "[examples][gpu]") {
-  gpu::FabricAttach attach("node-1", absl::Hours(1), 0.5, absl::Hours(2));
+  gpu::FabricAttach attach(absl::Hours(1), 0.5, absl::Hours(2));
   const dra::CallContext ctx = dra::CallContext::Background();
   const rc::BindingResult pending = attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
   CHECK(pending.outcome() == Outcome::kPending);
   CHECK(pending.retry_after() <= absl::Seconds(1));
   CHECK(attach.PrepareForBinding(ctx, Claim("u", "t1"), Device("g")).outcome() == Outcome::kPending);
 
-  gpu::FabricAttach quick("node-1", absl::ZeroDuration(), 0.5, absl::Hours(2));
+  gpu::FabricAttach quick(absl::ZeroDuration(), 0.5, absl::Hours(2));
   const rc::BindingResult failed = quick.PrepareForBinding(ctx, Claim("u", "t1"), Device("g"));
   CHECK(failed.outcome() == Outcome::kFailed);
   CHECK(failed.reason() == "AttachFailed");
@@ -73,8 +75,8 @@ TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the sa
 }
 
 TEST_CASE("GpuBinding: the node's own GPUs are ready at once - fabric GPUs are attached first", "[examples][gpu]") {
-  gpu::FabricAttach attach("node-1", absl::Hours(1), 0, absl::Hours(2));
-  gpu::GpuBinding binding("node-1", attach);
+  gpu::FabricAttach attach(absl::Hours(1), 0, absl::Hours(2));
+  gpu::GpuBinding binding("fabric-0", attach);
   dra::k8s::DeviceRequestAllocationResult own = Device("gpu-0");
   own.pool = "node-1";
   dra::k8s::DeviceRequestAllocationResult fabric = Device("fabric-gpu-0");

@@ -354,6 +354,60 @@ TEST_CASE("claims of other nodes, of nodes selected by other labels and without 
   }
 }
 
+TEST_CASE("a central reconciler (kAllNodes) handles the driver's allocations on every node and no other driver's",
+          "[binding]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  const k8s::ClaimRef a = CreateAllocated(*client, "on-a", Allocation({{"gpu-0"}}, ByName("node-a")));
+  const k8s::ClaimRef b = CreateAllocated(*client, "on-b", Allocation({{"gpu-1"}}, ByName("node-b")));
+  const k8s::ClaimRef label =
+      CreateAllocated(*client, "by-label", Allocation({{"gpu-2"}}, ByLabel("accelerator-type", "high-performance")));
+  const k8s::ClaimRef everywhere = CreateAllocated(*client, "no-selector", Allocation({{"gpu-3"}}, std::nullopt));
+  const k8s::ClaimRef other_driver = CreateAllocated(
+      *client, "other-driver", Allocation({{"nic-0", {kPrepared}, "nic.example.com"}}, ByName("node-a")));
+
+  BindingConditionReconcilerOptions options = Options();
+  options.scope = resourceclaim::BindingScope::kAllNodes;
+  options.node_name = "";
+  ScriptedHandler handler;
+  auto reconciler = StartReconciler(client, handler, options);
+  REQUIRE(PollUntil(
+      [&] {
+        return ConditionTrue(*client, a, "gpu-0", kPrepared) && ConditionTrue(*client, b, "gpu-1", kPrepared) &&
+               ConditionTrue(*client, label, "gpu-2", kPrepared) &&
+               ConditionTrue(*client, everywhere, "gpu-3", kPrepared);
+      },
+      absl::Seconds(20), absl::Milliseconds(50)));
+  WaitIdle(*reconciler);
+  CHECK(handler.calls().size() == 4);
+  CHECK(Get(*client, other_driver).status.devices.empty());
+  // The server was never asked for a node: a central reconciler has none.
+  absl::StatusOr<std::string> requests = server->Admin("GET", "/fake/requests");
+  REQUIRE(requests.ok());
+  CHECK(json::parse(*requests)["counts"].value("GET nodes", 0) == 0);
+}
+
+TEST_CASE("a central reconciler takes no node name; SelectedNodeName finds a bindsToNode allocation's node",
+          "[binding]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  ScriptedHandler handler;
+  BindingConditionReconcilerOptions options = Options();
+  options.scope = resourceclaim::BindingScope::kAllNodes;
+  CHECK(BindingConditionReconciler::Start(client, options, handler).status().message() ==
+        "BindingConditionReconcilerOptions: node_name: Invalid value: \"node-a\": must be empty with scope kAllNodes");
+
+  CHECK(resourceclaim::SelectedNodeName(ByName("node-b")) == "node-b");
+  CHECK(resourceclaim::SelectedNodeName(ByLabel("accelerator-type", "high-performance")) == std::nullopt);
+  k8s::NodeSelector two = ByName("node-a");
+  two.node_selector_terms.push_back(ByName("node-b").node_selector_terms.front());
+  CHECK(resourceclaim::SelectedNodeName(two) == std::nullopt);
+  k8s::NodeSelector not_in = ByName("node-a");
+  not_in.node_selector_terms.front().match_fields.front().operator_ = "NotIn";
+  CHECK(resourceclaim::SelectedNodeName(not_in) == std::nullopt);
+  CHECK(resourceclaim::SelectedNodeName(k8s::NodeSelector{}) == std::nullopt);
+}
+
 TEST_CASE(
     "a restarted reconciler does not repeat finished work, and a write it could not make is retried without "
     "asking again",

@@ -25,7 +25,7 @@
 //   };
 //   BindingConditionReconcilerOptions options;
 //   options.driver_name = "gpu.example.com";
-//   options.node_name = node_name;
+//   options.node_name = node_name;  // or options.scope = BindingScope::kAllNodes, centrally
 //   auto reconciler = BindingConditionReconciler::Start(client, options, attacher);
 //
 // What it writes, with standard condition semantics (type, status, reason,
@@ -41,8 +41,9 @@
 // written by another ClaimStatusWriter) in the same entries is left alone.
 //
 // Guarantees:
-// - Claims of other drivers, devices without binding conditions, and
-//   allocations that select other nodes (or no node) are never touched.
+// - Claims of other drivers, devices without binding conditions, and (with
+//   kThisNode) allocations that select other nodes (or no node) are never
+//   touched.
 // - Restart-safe: a device whose binding conditions are already True, or one
 //   of whose failure conditions is, is finished and its handler is not
 //   called again, also by a reconciler started later. A handler that was
@@ -62,22 +63,41 @@
 // Authorization: list and watch resourceclaims in all namespaces; patch
 // resourceclaims/status, plus "associated-node:patch" or
 // "arbitrary-node:patch" on resourceclaims/driver with resourceNames [driver]
-// (see claim_status_writer.h); get nodes only if allocations select nodes by
-// label rather than by name (bindsToNode selects by name).
+// (see claim_status_writer.h; with kAllNodes "arbitrary-node:patch", as the
+// reconciler runs on no node of the claim); get nodes only if allocations
+// select nodes by label rather than by name (bindsToNode selects by name;
+// kAllNodes never reads nodes).
 //
-// Cost: the watch sees every ResourceClaim of the cluster (the API server
-// cannot filter claims by driver or node); each event is checked on its
-// allocation results before it is decoded further.
+// Where it runs (BindingScope), and what that costs the API server: the watch
+// sees every ResourceClaim of the cluster, because the API server cannot
+// filter claims by driver, node or allocation (ResourceClaims have no field
+// selectors but metadata.name and metadata.namespace, and the watch needs
+// status.allocation, so a metadata-only watch cannot do). Each event is
+// checked on its allocation results before it is decoded further.
+// - kThisNode (default), in the node plugin (a DaemonSet): every node holds
+//   a watch on all claims, so each claim change is sent to every node: N
+//   nodes cost the API server N watch events per claim change, and each
+//   node's share grows with the cluster's claim churn. Right when the work
+//   must happen on the node itself (a device that comes up there), on
+//   clusters of up to a few hundred nodes (docs/performance.md).
+// - kAllNodes, in one central instance (a Deployment, one replica or
+//   leader-elected): one watch for the cluster, one event per claim change,
+//   no claim watch on the nodes at all. For work that can be done away from
+//   the node (a fabric manager attaching devices), and for pools that select
+//   many nodes. The handler finds the node in the allocation's node selector
+//   (SelectedNodeName).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dra/call_context.h"
 #include "dra/k8s/client.h"
+#include "dra/k8s/node_selector.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/log.h"
 
@@ -126,10 +146,27 @@ class BindingHandler {
                                           const k8s::DeviceRequestAllocationResult& device) = 0;
 };
 
+// Which allocations a reconciler handles (see the cost above).
+enum class BindingScope {
+  // Those whose node selector selects BindingConditionReconcilerOptions::
+  // node_name: the node plugin's reconciler.
+  kThisNode,
+  // Every allocation of the driver with binding conditions, whichever
+  // node it selects (or none): one central reconciler for the cluster.
+  kAllNodes,
+};
+
+// The node an allocation is bound to when its node selector names exactly one
+// node by metadata.name (what bindsToNode makes the scheduler write); nullopt
+// for a selector by labels or of several nodes. For a kAllNodes handler.
+std::optional<std::string> SelectedNodeName(const k8s::NodeSelector& selector);
+
 struct BindingConditionReconcilerOptions {
   // Required: the driver whose allocation results are handled.
   std::string driver_name;
-  // Required: this node, as the allocation's node selector names it.
+  BindingScope scope = BindingScope::kThisNode;
+  // kThisNode: required, this node, as the allocation's node selector names
+  // it. kAllNodes: must be empty.
   std::string node_name;
   // Default "<driver_name>/binding".
   std::string field_manager;
