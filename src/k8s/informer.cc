@@ -113,10 +113,9 @@ class Informer::Impl {
     return stopping_;
   }
 
-  // Waits the backoff for failure `attempt` unless Stop() comes first;
-  // returns whether it did.
-  bool WaitForStop(int attempt) {
-    const absl::Time until = absl::Now() + base::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
+  // Waits `wait` unless Stop() comes first; returns whether it did.
+  bool WaitForStop(absl::Duration wait) {
+    const absl::Time until = absl::Now() + wait;
     dra::MutexLock lock(&mu_);
     while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
     }
@@ -131,12 +130,17 @@ class Informer::Impl {
     handler_.OnError(status, context);
   }
 
+  // The backoff after failure `attempt` (0-based).
+  absl::Duration Backoff(int attempt) const {
+    return base::Backoff(attempt, options_.backoff_initial, options_.backoff_max);
+  }
+
   void Run() {
     int failures = 0;
     while (!Stopping()) {
       std::optional<std::string> version = ListIntoStore();
       if (!version.has_value()) {
-        if (WaitForStop(failures++)) return;
+        if (WaitForStop(Backoff(failures++))) return;
         continue;
       }
       failures = 0;
@@ -149,13 +153,18 @@ class Informer::Impl {
           continue;
         }
         if (IsGone(ended)) {
-          // Gone at once after a list: the server is not well; do not hammer it.
-          if (*version == listed_at && WaitForStop(failures++)) return;
+          // Gone at once after a list: the server is not well; do not hammer
+          // it. Otherwise the list waits its spread: every node's watch
+          // expires at once when kube-apiserver restarts.
+          const absl::Duration wait = *version == listed_at
+                                          ? Backoff(failures++)
+                                          : base::Backoff(0, options_.relist_spread, options_.relist_spread);
+          if (wait > absl::ZeroDuration() && WaitForStop(wait)) return;
           break;
         }
         if (Stopping()) return;
         Failed(ended, absl::StrCat("watch ", What()));
-        if (WaitForStop(failures++)) return;
+        if (WaitForStop(Backoff(failures++))) return;
         if (!Transient(ended)) break;
       }
       dra::MutexLock lock(&mu_);
@@ -291,6 +300,9 @@ absl::StatusOr<std::unique_ptr<Informer>> Informer::Start(std::shared_ptr<Client
   if (!options.resource.namespaced && !options.namespace_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("InformerOptions: namespace_: Invalid value: \"", options.namespace_,
                                                    "\": ", options.resource.resource, " are cluster-scoped"));
+  }
+  if (options.relist_spread < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("InformerOptions: relist_spread: Invalid value: must not be negative");
   }
   if (options.backoff_initial <= absl::ZeroDuration() || options.backoff_max < options.backoff_initial) {
     return absl::InvalidArgumentError(

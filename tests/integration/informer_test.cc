@@ -293,6 +293,10 @@ TEST_CASE("informer: options are checked", "[informer]") {
   options.namespace_ = "ns";
   CHECK(absl::IsInvalidArgument(k8s::Informer::Start(client, options, recorder).status()));
   options.namespace_ = "";
+  options.relist_spread = absl::Milliseconds(-1);
+  CHECK(k8s::Informer::Start(client, options, recorder).status().message() ==
+        "InformerOptions: relist_spread: Invalid value: must not be negative");
+  options.relist_spread = absl::ZeroDuration();
   options.backoff_initial = absl::ZeroDuration();
   CHECK(absl::IsInvalidArgument(k8s::Informer::Start(client, options, recorder).status()));
   CHECK(absl::IsInvalidArgument(k8s::Informer::Start(nullptr, ClaimOptions(), recorder).status()));
