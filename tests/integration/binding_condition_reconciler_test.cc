@@ -387,7 +387,7 @@ TEST_CASE("a central reconciler (kAllNodes) handles the driver's allocations on 
   CHECK(json::parse(*requests)["counts"].value("GET nodes", 0) == 0);
 }
 
-TEST_CASE("a central reconciler takes no node name; SelectedNodeName finds a bindsToNode allocation's node",
+TEST_CASE("a central reconciler takes no node name and SelectedNodeName finds a bindsToNode allocation's node",
           "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
