@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The measurements of bench/gpu_driver.sh (see there) on a running cluster
-and node (tests/e2e/cluster.sh); prints the Markdown table on stdout."""
+and node (tests/e2e/cluster.sh): the example GPU driver and, with --reference,
+the Go dra-example-driver, alternated; prints the Markdown table on stdout."""
 import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import ssl
 import statistics
@@ -16,10 +18,6 @@ import urllib.request
 
 DRIVER = "gpu.example.com"
 NAMESPACE = "gpu-bench"
-# The Go dra-example-driver with 8 mock GPUs, started by the kubelet peer on
-# this kind of machine, as issue 13 states it (not measured here).
-GO_START_MS = (36, 43)
-GO_IDLE_RSS_MB = 44.9
 
 
 def log(*args):
@@ -127,30 +125,38 @@ def delete_slices(api, node):
         % (node, DRIVER))[1]["items"])
 
 
-def measure_starts(args, env, api):
-    """Starts under the kubelet peer: exec-to-registered, -to-published, idle RSS."""
+def driver_argv(binary, node, kubeconfig, cdi, registry, plugins, verbose):
+    """The flags both drivers take (the example keeps the reference's names)."""
+    return [binary, "--node-name=" + node, "--kubeconfig=" + kubeconfig, "--num-devices=8"] + \
+        (["-v=4"] if verbose else []) + \
+        ["--cdi-root=" + cdi, "--kubelet-registrar-directory-path=" + registry,
+         "--kubelet-plugins-directory-path=" + plugins]
+
+
+def one_start(args, env, api, side, binary, i):
+    """One start under the kubelet peer: exec-to-registered, -to-published
+    (gpu-driver: from its log), idle RSS."""
     node = env["DRA_E2E_NODE_NAME"]
     kubeconfig = os.path.join(args.cluster, "admin.kubeconfig")
-    results = []
-    for i in range(args.starts):
-        delete_slices(api, node)
-        d = os.path.join(args.work, "start-%d" % i)
-        for sub in ("registry", "plugins", "cdi"):
-            os.makedirs(os.path.join(d, sub), exist_ok=True)
-        driver_log = os.path.join(d, "driver.log")
-        cmd = [args.peer, "--registry-dir", os.path.join(d, "registry"), "--driver", DRIVER, "--timeout", "30s",
-               "--reconcile-period", "1ms", "--steps", "register,sleep,rss", "--sleep", "2s",
-               "--driver-log", driver_log, "--",
-               args.driver, "--node-name=" + node, "--kubeconfig=" + kubeconfig, "--num-devices=8", "-v=4",
-               "--cdi-root=" + os.path.join(d, "cdi"),
-               "--kubelet-registrar-directory-path=" + os.path.join(d, "registry"),
-               "--kubelet-plugins-directory-path=" + os.path.join(d, "plugins")]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-        if out.returncode != 0 or any("error" in e for e in events):
-            raise RuntimeError("peer run %d failed: %s\n%s" % (i, out.stdout, out.stderr[-2000:]))
-        reg = next(e for e in events if e.get("step") == "register" and "exec_to_registered_ms" in e)
-        rss = next(e for e in events if e.get("step") == "rss")
+    delete_slices(api, node)
+    d = os.path.join(args.work, "start-%s-%d" % (side, i))
+    for sub in ("registry", "plugins", "cdi"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    driver_log = os.path.join(d, "driver.log")
+    cmd = [args.peer, "--registry-dir", os.path.join(d, "registry"), "--driver", DRIVER, "--timeout", "30s",
+           "--reconcile-period", "1ms", "--steps", "register,sleep,rss", "--sleep", "2s",
+           "--driver-log", driver_log, "--"] + \
+        driver_argv(binary, node, kubeconfig, os.path.join(d, "cdi"), os.path.join(d, "registry"),
+                    os.path.join(d, "plugins"), verbose=side == "gpu-driver")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or any("error" in e for e in events):
+        raise RuntimeError("%s: peer run %d failed: %s\n%s" % (side, i, out.stdout, out.stderr[-2000:]))
+    reg = next(e for e in events if e.get("step") == "register" and "exec_to_registered_ms" in e)
+    rss = next(e for e in events if e.get("step") == "rss")
+    result = {"registered_ms": reg["exec_to_registered_ms"], "published_ms": None,
+              "idle_rss_kb": int(rss["vmrss_kb"]), "threads": int(rss["threads"])}
+    if side == "gpu-driver":
         registered_at = created_at = None
         with open(driver_log) as f:
             for line in f:
@@ -161,14 +167,10 @@ def measure_starts(args, env, api):
         if registered_at is None or created_at is None:
             raise RuntimeError("start %d: the driver's log lacks the registration or the slice:\n%s"
                                % (i, open(driver_log).read()[-2000:]))
-        results.append({"registered_ms": reg["exec_to_registered_ms"],
-                        "published_ms": reg["exec_to_registered_ms"] + (created_at - registered_at) * 1000,
-                        "idle_rss_kb": int(rss["vmrss_kb"]), "threads": int(rss["threads"])})
-        log("start %d/%d: registered %.1f ms, published %.1f ms, idle RSS %.1f MB"
-            % (i + 1, args.starts, results[-1]["registered_ms"], results[-1]["published_ms"],
-               results[-1]["idle_rss_kb"] / 1024))
-    delete_slices(api, node)
-    return results
+        result["published_ms"] = reg["exec_to_registered_ms"] + (created_at - registered_at) * 1000
+    log("%s start %d/%d: registered %.1f ms, idle RSS %.1f MB, %d threads"
+        % (side, i + 1, args.starts, result["registered_ms"], result["idle_rss_kb"] / 1024, result["threads"]))
+    return result
 
 
 def claim(name, count):
@@ -187,32 +189,37 @@ def pod(name, claim_name, node):
                      "resourceClaims": [{"name": "gpus", "resourceClaimName": claim_name}]}}
 
 
-def measure_pods(args, env, api):
-    """The node's driver on the real kubelet: prepare of 1- and 8-GPU pods; loaded RSS."""
+def registrations(cluster):
+    """How often the kubelet has logged registering the driver (its -v 3)."""
+    with open(os.path.join(cluster, "logs", "kubelet.log"), errors="replace") as f:
+        return sum(1 for line in f if "Registered DRA plugin" in line and '"%s"' % DRIVER in line)
+
+
+def measure_pods(args, env, api, side, binary, round_):
+    """One driver on the real kubelet: prepare of 1- and 8-GPU pods; loaded RSS."""
     node = env["DRA_E2E_NODE_NAME"]
     api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     api.create("/apis/resource.k8s.io/v1/deviceclasses", {
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "%s"' % DRIVER}}]}})
-    driver_log = open(os.path.join(args.work, "node-driver.log"), "w")
+    delete_slices(api, node)
+    registered_before = registrations(args.cluster)
+    driver_log = open(os.path.join(args.work, "node-%s-%d.log" % (side, round_)), "w")
     driver = subprocess.Popen(
-        [args.driver, "--node-name=" + node, "--kubeconfig=" + os.path.join(args.cluster, "admin.kubeconfig"),
-         "--num-devices=8", "--cdi-root=" + env["DRA_E2E_CDI_DIR"],
-         "--kubelet-registrar-directory-path=" + env["DRA_E2E_PLUGINS_REGISTRY"],
-         "--kubelet-plugins-directory-path=" + env["DRA_E2E_PLUGINS_DIR"]],
+        driver_argv(binary, node, os.path.join(args.cluster, "admin.kubeconfig"), env["DRA_E2E_CDI_DIR"],
+                    env["DRA_E2E_PLUGINS_REGISTRY"], env["DRA_E2E_PLUGINS_DIR"], verbose=False),
         stdout=driver_log, stderr=subprocess.STDOUT)
     try:
         slices = "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=%s,spec.driver=%s" % (node, DRIVER)
         wait("the driver's slices", lambda: api.call("GET", slices)[1]["items"])
-        wait("the kubelet to register the driver",
-             lambda: "Registered with the kubelet" in open(os.path.join(args.work, "node-driver.log")).read())
+        wait("the kubelet to register the driver", lambda: registrations(args.cluster) > registered_before)
         rows = {}
-        n = 0
         for count in (1, 8):
             kubelet_ms, grpc_ms, running_ms = [], [], []
             for i in range(args.pods):
-                n += 1
-                name = "gpu%d-%d" % (count, i)
+                # Names of their own: the kubelet may still hold the last
+                # side's pods of the same name.
+                name = "%s-r%d-gpu%d-%d" % ("cpp" if side == "gpu-driver" else "go", round_, count, i)
                 before = kubelet_metrics(env, args.cluster)
                 api.create("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % NAMESPACE, claim(name, count))
                 t0 = time.monotonic()
@@ -235,57 +242,109 @@ def measure_pods(args, env, api):
                 api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
                 wait("pod %s gone" % name, lambda: api.call(
                     "GET", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name), ok=(200, 404))[0] == 404)
+                # Unprepared too, before the next pod (or the other driver).
+                unprepared = metric(after, "dra_operations_duration_seconds_count", operation_name="UnprepareResources")
+                wait("pod %s unprepared" % name, lambda: metric(
+                    kubelet_metrics(env, args.cluster), "dra_operations_duration_seconds_count",
+                    operation_name="UnprepareResources") > unprepared)
                 api.call("DELETE", "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (NAMESPACE, name))
-                log("%d-GPU pod %d/%d: kubelet PrepareResources %.2f ms, NodePrepareResources %.2f ms, Running after %.0f ms"
-                    % (count, i + 1, args.pods, kubelet_ms[-1], grpc_ms[-1], running_ms[-1]))
+                log("%s: %d-GPU pod %d/%d: kubelet PrepareResources %.2f ms, NodePrepareResources %.2f ms, "
+                    "Running after %.0f ms" % (side, count, i + 1, args.pods, kubelet_ms[-1], grpc_ms[-1],
+                                               running_ms[-1]))
             rows[count] = (kubelet_ms, grpc_ms, running_ms)
         status = proc_status(driver.pid)
-        loaded = (int(status["VmRSS"]), int(status["VmHWM"]))
+        loaded = (int(status["VmRSS"]), int(status["VmHWM"]), int(status["Threads"]))
     finally:
         driver.send_signal(signal.SIGTERM)
         driver.wait(timeout=30)
         driver_log.close()
+        # The next driver starts on a clean plugin data dir: the two keep
+        # different checkpoints there (dra-example-driver v0.4.0 panics in
+        # NodeUnprepareResources on one it cannot read).
+        shutil.rmtree(os.path.join(env["DRA_E2E_PLUGINS_DIR"], DRIVER), ignore_errors=True)
     return rows, loaded
+
+
+def p99(values):
+    """Nearest rank: with fewer than 100 samples, the largest."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered) + 0.5) - 1 if len(ordered) >= 100 else len(ordered) - 1)]
 
 
 def main():
     p = argparse.ArgumentParser()
     for flag in ("cluster", "work", "driver", "peer", "link", "load-before"):
         p.add_argument("--" + flag, required=True)
+    p.add_argument("--reference", default="", help="the Go dra-example-driver's kubelet plugin, alternated")
+    p.add_argument("--reference-image", default="")
+    p.add_argument("--image", default="")
     p.add_argument("--starts", type=int, default=10)
     p.add_argument("--pods", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=1)
     args = p.parse_args()
     env = cluster_env(args.cluster)
     api = Api(env, args.cluster)
+    sides = [("gpu-driver", args.driver)] + ([("reference", args.reference)] if args.reference else [])
 
-    starts = measure_starts(args, env, api)
-    pods, loaded = measure_pods(args, env, api)
+    starts = {side: [] for side, _ in sides}
+    for i in range(args.starts):
+        for side, binary in sides if i % 2 == 0 else list(reversed(sides)):
+            starts[side].append(one_start(args, env, api, side, binary, i))
+    delete_slices(api, env["DRA_E2E_NODE_NAME"])
+    pods = {side: {1: ([], [], []), 8: ([], [], [])} for side, _ in sides}
+    loaded = {side: (0, 0, 0) for side, _ in sides}
+    for r in range(args.rounds):
+        for side, binary in sides if r % 2 == 0 else list(reversed(sides)):
+            rows, load = measure_pods(args, env, api, side, binary, r)
+            for count, lists in rows.items():
+                for into, values in zip(pods[side][count], lists):
+                    into.extend(values)
+            loaded[side] = (load[0], max(loaded[side][1], load[1]), load[2])
     load_after = " ".join(open("/proc/loadavg").read().split()[:3])
 
     med = statistics.median
-    reg = med(s["registered_ms"] for s in starts)
-    pub = med(s["published_ms"] for s in starts)
-    idle = med(s["idle_rss_kb"] for s in starts) / 1024
-    go_start = sum(GO_START_MS) / 2
-    print("GPU driver (examples/gpu, 8 mock GPUs, %s gRPC), %d starts, %d pods per size, on %d CPUs; "
-          "load average %s before, %s after\n" % (args.link, args.starts, args.pods, os.cpu_count(),
-                                                 args.load_before, load_after))
-    print("| metric | gpu-driver | Go dra-example-driver (reference) | ratio | target |")
-    print("|---|---|---|---|---|")
-    print("| start-to-registered, median (min-max) | %.1f ms (%.1f-%.1f) | %d-%d ms | %.2f | <= 0.5 |"
-          % (reg, min(s["registered_ms"] for s in starts), max(s["registered_ms"] for s in starts),
-             GO_START_MS[0], GO_START_MS[1], reg / go_start))
-    print("| start-to-published (slice created), median | %.1f ms | | | |" % pub)
-    print("| idle RSS, median | %.1f MB (%d threads) | %.1f MB | %.2f | <= 0.5 |"
-          % (idle, starts[0]["threads"], GO_IDLE_RSS_MB, idle / GO_IDLE_RSS_MB))
+    names = [side for side, _ in sides]
+    print("GPU driver (examples/gpu, 8 mock GPUs, %s gRPC)%s, %d starts and %d pods per size each%s, on %d CPUs; "
+          "load average %s before, %s after\n" % (
+              args.link, " beside the Go dra-example-driver (alternated)" if args.reference else "", args.starts,
+              args.pods * args.rounds, " in %d rounds" % args.rounds if args.rounds > 1 else "", os.cpu_count(),
+              args.load_before, load_after))
+    header = "| metric | gpu-driver |" + (" Go dra-example-driver | ratio |" if args.reference else "")
+    print(header)
+    print("|---|---|" + ("---|---|" if args.reference else ""))
+
+    def row(metric_name, values, fmt, ratio=True):
+        cells = [fmt(values[n]) for n in names]
+        line = "| %s | %s |" % (metric_name, " | ".join(cells))
+        if args.reference:
+            a, b = values["gpu-driver"], values["reference"]
+            a, b = (a[0], b[0]) if isinstance(a, tuple) else (a, b)
+            line += " %s |" % ("%.2f" % (a / b) if ratio and a is not None and b else "")
+        print(line)
+    row("start to registered, median (min-max)",
+        {n: (med(s["registered_ms"] for s in starts[n]), min(s["registered_ms"] for s in starts[n]),
+             max(s["registered_ms"] for s in starts[n])) for n in names},
+        lambda v: "%.1f ms (%.1f-%.1f)" % v)
+    row("start to slice created, median", {n: (med(s["published_ms"] for s in starts[n])
+                                              if starts[n][0]["published_ms"] is not None else None,) for n in names},
+        lambda v: "%.1f ms" % v[0] if v[0] is not None else "not logged", ratio=False)
+    row("idle RSS, median", {n: (med(s["idle_rss_kb"] for s in starts[n]) / 1024, starts[n][0]["threads"])
+                             for n in names}, lambda v: "%.1f MB (%d threads)" % v)
     for count in (1, 8):
-        kubelet_ms, grpc_ms, running_ms = pods[count]
-        print("| %d-GPU pod: kubelet PrepareResources, mean (max) | %.2f ms (%.2f) | | | |"
-              % (count, statistics.mean(kubelet_ms), max(kubelet_ms)))
-        print("| %d-GPU pod: NodePrepareResources gRPC, mean (max) | %.2f ms (%.2f) | | | |"
-              % (count, statistics.mean(grpc_ms), max(grpc_ms)))
-        print("| %d-GPU pod: created to Running, median | %.0f ms | | | |" % (count, med(running_ms)))
-    print("| loaded RSS (peak) | %.1f MB (%.1f) | | | |" % (loaded[0] / 1024, loaded[1] / 1024))
+        for label, k in (("kubelet PrepareResources", 0), ("NodePrepareResources gRPC", 1)):
+            row("%d-GPU pod: %s, median" % (count, label), {n: med(pods[n][count][k]) for n in names},
+                lambda v: "%.2f ms" % v)
+            row("%d-GPU pod: %s, p99" % (count, label), {n: p99(pods[n][count][k]) for n in names},
+                lambda v: "%.2f ms" % v)
+        row("%d-GPU pod: created to Running, median" % count, {n: med(pods[n][count][2]) for n in names},
+            lambda v: "%.0f ms" % v)
+    row("loaded RSS (peak)", {n: (loaded[n][0] / 1024, loaded[n][1] / 1024) for n in names},
+        lambda v: "%.1f MB (%.1f)" % v)
+    binaries = dict(sides)
+    row("binary", {n: os.path.getsize(binaries[n]) / 1e6 for n in names}, lambda v: "%.1f MB" % v)
+    images = {"gpu-driver": args.image, "reference": args.reference_image}
+    if all(images[n] for n in names):
+        row("image (OCI archive)", {n: os.path.getsize(images[n]) / 1e6 for n in names}, lambda v: "%.1f MB" % v)
 
 
 if __name__ == "__main__":
