@@ -31,6 +31,7 @@ import time
 import urllib.parse
 
 DEVICES_PER_SLICE = 128  # SplitIntoSlices for these devices; the Go side cuts the same way
+HARNESS_AGENT = "dra-bench-harness"  # the user agent of the harness's own requests
 
 
 def log(msg):
@@ -111,7 +112,7 @@ class Api:
     def request(self, method, path, body=None):
         conn = self.connect()
         try:
-            headers = {"Accept": "application/json"}
+            headers = {"Accept": "application/json", "User-Agent": HARNESS_AGENT}
             if body is not None:
                 body = json.dumps(body)
                 headers["Content-Type"] = "application/json"
@@ -295,25 +296,8 @@ class Watcher(threading.Thread):
             resp = conn.getresponse()
             if resp.status != 200:
                 raise RuntimeError("watch: HTTP %d: %s" % (resp.status, resp.read(300)))
-            decoder = json.JSONDecoder()
-            buf = ""
-            while True:
-                chunk = resp.read1(1 << 20)
-                if not chunk:
-                    raise RuntimeError("the watch ended")
+            for _, events in watch_stream(resp):
                 now_ns = time.time_ns()
-                buf += chunk.decode()
-                events = []
-                while True:
-                    buf = buf.lstrip()
-                    if not buf:
-                        break
-                    try:
-                        event, end = decoder.raw_decode(buf)
-                    except json.JSONDecodeError:
-                        break  # incomplete
-                    events.append(event)
-                    buf = buf[end:]
                 if not events:
                     continue
                 with self.cond:
@@ -332,10 +316,35 @@ class Watcher(threading.Thread):
                             self._put(obj)
                     if changed:
                         self._evaluate(now_ns)
+            raise RuntimeError("the watch ended")
         except Exception as e:  # noqa: BLE001 - reported to the main thread
             with self.cond:
                 self.error = str(e)
                 self.cond.notify_all()
+
+
+def watch_stream(resp):
+    """The events of a JSON watch response as they come: yields (bytes read,
+    [complete events]) for every chunk, until the stream ends."""
+    decoder = json.JSONDecoder()
+    buf = ""
+    while True:
+        chunk = resp.read1(1 << 20)
+        if not chunk:
+            return
+        buf += chunk.decode()
+        events = []
+        while True:
+            buf = buf.lstrip()
+            if not buf:
+                break
+            try:
+                event, end = decoder.raw_decode(buf)
+            except json.JSONDecodeError:
+                break  # incomplete
+            events.append(event)
+            buf = buf[end:]
+        yield len(chunk), events
 
 
 # --- one publisher process -----------------------------------------------------

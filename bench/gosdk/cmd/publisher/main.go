@@ -5,8 +5,25 @@
 // commands, so the script drives them alike. Benchmark tooling only; built by
 // tests/e2e/build-k8s.sh gosdk-publisher.
 //
-//	gosdk-publisher --kubeconfig FILE --node NAME [--driver NAME] [--devices N]
-//	  [--qps Q --burst B] [--v LEVEL]
+//	gosdk-publisher --kubeconfig FILE --node NAME [--nodes N] [--driver NAME]
+//	  [--devices N | --slices FILE] [--publish-at-start] [--qps Q --burst B]
+//	  [--v LEVEL]
+//
+// --nodes N (bench/scale): N simulated nodes NAME-0..NAME-<N-1> instead of
+// the one node NAME, each with a client of its own (its own connection, as
+// client-go shares one transport between clients of equal config only when
+// it may cache it, which a custom dialer prevents; its own rate limiter), a
+// controller and watches of its own, as N real nodes' drivers would have.
+// Every command applies to all of them.
+//
+// --slices FILE: the pool's slices are the spec.devices and
+// spec.sharedCounters of the items of FILE (a ResourceSliceList as JSON,
+// bench/scale's gpu_slices prints the example GPU driver's), the same on
+// every node, instead of the --devices devices below.
+//
+// --publish-at-start: the controllers start with the devices (Options.Resources),
+// as a driver restarted by a rollout does; "ready" then waits until they are
+// idle.
 //
 // The devices: "gpu-00000".."gpu-<N-1>", each with the attributes model
 // (string "a100"), index (int), driverVersion (version "1.2.3") and healthy
@@ -17,8 +34,9 @@
 // Commands on stdin, one per line; one JSON line on stdout answers each:
 //
 //	publish    give the controller all devices (Update)
-//	change K   toggle the model ("a100" <-> "h100") of K devices: device
-//	           N/K/2 + i*N/K for i < K (K=1: the middle device; K=100: every
+//	change K   toggle the model of K devices ("h100" -> "a100", anything
+//	           else -> "h100"): device N/K/2 + i*N/K for i < K of the N
+//	           devices in slice order (K=1: the middle device; K=100: every
 //	           100th device from the 50th), then Update
 //	idle       wait until the controller has had nothing to do for 500 ms:
 //	           its work queue empty, no item being synced, no delayed add
@@ -29,7 +47,8 @@
 //
 // publish and change answer {"update_ns": <CLOCK_REALTIME just before Update>};
 // idle answers {"idle_ns": ..., "creates", "updates", "deletes", "errors"}.
-// "ready" is printed once StartController returned (its informer has synced).
+// "ready" is printed once StartController returned (its informer has synced)
+// for every node.
 //
 // Everything is the controller's default (SyncDelay 30 s, MutationCacheTTL
 // 1 min, the default rate limiter of its queue, utilruntime's error logging)
@@ -44,6 +63,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -54,6 +74,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
@@ -67,11 +88,11 @@ const (
 
 func ptrTo[T any](v T) *T { return &v }
 
-func device(i int, model string) resourceapi.Device {
+func device(i int) resourceapi.Device {
 	return resourceapi.Device{
 		Name: fmt.Sprintf("gpu-%05d", i),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-			"model":         {StringValue: ptrTo(model)},
+			"model":         {StringValue: ptrTo("a100")},
 			"index":         {IntValue: ptrTo(int64(i))},
 			"driverVersion": {VersionValue: ptrTo("1.2.3")},
 			"healthy":       {BoolValue: ptrTo(true)},
@@ -201,18 +222,83 @@ func (q *idleQueue) Idle() bool {
 	return len(q.queued) == 0 && q.active == 0 && len(q.waiting) == 0
 }
 
+// syntheticSlices: n devices in slices of at most devicesPerSlice.
+func syntheticSlices(n int) []resourceslice.Slice {
+	var slices []resourceslice.Slice
+	for start := 0; start < n; start += devicesPerSlice {
+		end := min(start+devicesPerSlice, n)
+		devices := make([]resourceapi.Device, 0, end-start)
+		for i := start; i < end; i++ {
+			devices = append(devices, device(i))
+		}
+		slices = append(slices, resourceslice.Slice{Devices: devices})
+	}
+	return slices
+}
+
+func slicesFromFile(path string) ([]resourceslice.Slice, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var list resourceapi.ResourceSliceList
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var slices []resourceslice.Slice
+	for _, item := range list.Items {
+		slices = append(slices, resourceslice.Slice{Devices: item.Spec.Devices, SharedCounters: item.Spec.SharedCounters})
+	}
+	if len(slices) == 0 {
+		return nil, fmt.Errorf("%s: no items", path)
+	}
+	return slices, nil
+}
+
+// node is one simulated node's controller.
+type node struct {
+	name       string
+	queue      *idleQueue
+	controller *resourceslice.Controller
+}
+
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server (required)")
-	nodeName := flag.String("node", "", "the Node the pool is local to (required; it must exist)")
+	nodeName := flag.String("node", "", "the Node the pool is local to (required; it must exist); with --nodes: the prefix of the nodes' names")
+	numNodes := flag.Int("nodes", 1, "simulated nodes, each with its own client and controller")
 	driverName := flag.String("driver", "gpu.example.com", "DRA driver name")
 	numDevices := flag.Int("devices", 10000, "number of devices")
+	slicesFile := flag.String("slices", "", "the pool's slices from this ResourceSliceList (JSON) instead of --devices")
+	publishAtStart := flag.Bool("publish-at-start", false, "start the controllers with the devices")
 	qps := flag.Float64("qps", 0, "client QPS (0: client-go's default 5; negative: no limit)")
 	burst := flag.Int("burst", 0, "client burst (0: client-go's default 10)")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if *kubeconfig == "" || *nodeName == "" || *numDevices <= 0 {
-		fmt.Fprintln(os.Stderr, "usage: gosdk-publisher --kubeconfig FILE --node NAME [--driver NAME] [--devices N] [--qps Q --burst B]")
+	if *kubeconfig == "" || *nodeName == "" || *numDevices <= 0 || *numNodes <= 0 {
+		fmt.Fprintln(os.Stderr, "usage: gosdk-publisher --kubeconfig FILE --node NAME [--nodes N] [--driver NAME] [--devices N | --slices FILE] [--qps Q --burst B]")
 		os.Exit(2)
+	}
+	template := syntheticSlices(*numDevices)
+	if *slicesFile != "" {
+		var err error
+		if template, err = slicesFromFile(*slicesFile); err != nil {
+			klog.Fatalf("--slices: %v", err)
+		}
+	}
+	var models []*string // the model attribute of every device of the template, in slice order
+	for _, slice := range template {
+		for d := range slice.Devices {
+			device := &slice.Devices[d]
+			if device.Attributes == nil {
+				device.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+			}
+			model := device.Attributes["model"]
+			if model.StringValue == nil {
+				model = resourceapi.DeviceAttribute{StringValue: ptrTo("")}
+				device.Attributes["model"] = model
+			}
+			models = append(models, model.StringValue)
+		}
 	}
 
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -221,44 +307,87 @@ func main() {
 	}
 	config.QPS = float32(*qps)
 	config.Burst = *burst
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		klog.Fatalf("client: %v", err)
+
+	resources := func(name string) *resourceslice.DriverResources {
+		slices := make([]resourceslice.Slice, len(template))
+		for i := range template {
+			slices[i] = *template[i].DeepCopy()
+		}
+		return &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{name: {Slices: slices}}}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	queue := newIdleQueue()
 	var errorCount atomic.Int64
-	controller, err := resourceslice.StartController(ctx, resourceslice.Options{
-		DriverName: *driverName,
-		KubeClient: client,
-		Owner:      &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: *nodeName},
-		Queue:      queue,
-		ErrorHandler: func(ctx context.Context, err error, msg string) {
-			errorCount.Add(1)
-			klog.FromContext(ctx).Error(err, msg)
-		},
-	})
-	if err != nil {
-		klog.Fatalf("start the controller: %v", err)
-	}
-
-	models := make([]string, *numDevices)
-	for i := range models {
-		models[i] = "a100"
-	}
-	resources := func() *resourceslice.DriverResources {
-		var slices []resourceslice.Slice
-		for start := 0; start < *numDevices; start += devicesPerSlice {
-			end := min(start+devicesPerSlice, *numDevices)
-			devices := make([]resourceapi.Device, 0, end-start)
-			for i := start; i < end; i++ {
-				devices = append(devices, device(i, models[i]))
-			}
-			slices = append(slices, resourceslice.Slice{Devices: devices})
+	nodes := make([]*node, *numNodes)
+	var started sync.WaitGroup
+	for i := range nodes {
+		n := &node{name: *nodeName, queue: newIdleQueue()}
+		if *numNodes > 1 {
+			n.name = fmt.Sprintf("%s-%d", *nodeName, i)
 		}
-		return &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{*nodeName: {Slices: slices}}}
+		nodes[i] = n
+		nodeConfig := rest.CopyConfig(config)
+		if *numNodes > 1 {
+			nodeConfig.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		}
+		client, err := kubernetes.NewForConfig(nodeConfig)
+		if err != nil {
+			klog.Fatalf("client: %v", err)
+		}
+		var initial *resourceslice.DriverResources
+		if *publishAtStart {
+			initial = resources(n.name)
+		}
+		started.Add(1)
+		go func() {
+			defer started.Done()
+			controller, err := resourceslice.StartController(ctx, resourceslice.Options{
+				DriverName: *driverName,
+				KubeClient: client,
+				Owner:      &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: n.name},
+				Resources:  initial,
+				Queue:      n.queue,
+				ErrorHandler: func(ctx context.Context, err error, msg string) {
+					errorCount.Add(1)
+					klog.FromContext(ctx).Error(err, msg)
+				},
+			})
+			if err != nil {
+				klog.Fatalf("start the controller of %s: %v", n.name, err)
+			}
+			n.controller = controller
+		}()
+	}
+	started.Wait()
+
+	update := func() int64 {
+		now := time.Now().UnixNano()
+		for _, n := range nodes {
+			n.controller.Update(resources(n.name))
+		}
+		return now
+	}
+	idle := func() bool {
+		for _, n := range nodes {
+			if !n.queue.Idle() {
+				return false
+			}
+		}
+		return true
+	}
+	waitIdle := func() {
+		for since := time.Now(); time.Since(since) < quietPeriod; {
+			time.Sleep(5 * time.Millisecond)
+			if !idle() {
+				since = time.Now()
+			}
+		}
+	}
+	stop := func() {
+		for _, n := range nodes {
+			n.controller.Stop()
+		}
 	}
 
 	out := json.NewEncoder(os.Stdout)
@@ -266,6 +395,9 @@ func main() {
 		if err := out.Encode(v); err != nil {
 			klog.Fatalf("stdout: %v", err)
 		}
+	}
+	if *publishAtStart {
+		waitIdle()
 	}
 	reply(map[string]any{"ready": true, "pid": os.Getpid()})
 
@@ -277,49 +409,44 @@ func main() {
 		}
 		switch fields[0] {
 		case "publish":
-			desired := resources()
-			now := time.Now().UnixNano()
-			controller.Update(desired)
-			reply(map[string]any{"update_ns": now})
+			reply(map[string]any{"update_ns": update()})
 		case "change":
 			k := 0
 			if len(fields) == 2 {
 				k, _ = strconv.Atoi(fields[1])
 			}
-			if k <= 0 || k > *numDevices {
+			if k <= 0 || k > len(models) {
 				reply(map[string]any{"error": "change K: K from 1 to the number of devices"})
 				continue
 			}
-			step := *numDevices / k
+			step := len(models) / k
 			for i := 0; i < k; i++ {
-				d := step/2 + i*step
-				if models[d] == "a100" {
-					models[d] = "h100"
+				model := models[step/2+i*step]
+				if *model == "h100" {
+					*model = "a100"
 				} else {
-					models[d] = "a100"
+					*model = "h100"
 				}
 			}
-			desired := resources()
-			now := time.Now().UnixNano()
-			controller.Update(desired)
-			reply(map[string]any{"update_ns": now})
+			reply(map[string]any{"update_ns": update()})
 		case "idle":
-			for since := time.Now(); time.Since(since) < quietPeriod; {
-				time.Sleep(5 * time.Millisecond)
-				if !queue.Idle() {
-					since = time.Now()
-				}
+			waitIdle()
+			var creates, updates, deletes int64
+			for _, n := range nodes {
+				stats := n.controller.GetStats()
+				creates += stats.NumCreates
+				updates += stats.NumUpdates
+				deletes += stats.NumDeletes
 			}
-			stats := controller.GetStats()
-			reply(map[string]any{"idle_ns": time.Now().UnixNano(), "creates": stats.NumCreates,
-				"updates": stats.NumUpdates, "deletes": stats.NumDeletes, "errors": errorCount.Load()})
+			reply(map[string]any{"idle_ns": time.Now().UnixNano(), "creates": creates,
+				"updates": updates, "deletes": deletes, "errors": errorCount.Load()})
 		case "quit":
-			controller.Stop()
+			stop()
 			reply(map[string]any{"quit": true})
 			return
 		default:
 			reply(map[string]any{"error": "unknown command " + strconv.Quote(fields[0])})
 		}
 	}
-	controller.Stop()
+	stop()
 }

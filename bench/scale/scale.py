@@ -1,0 +1,716 @@
+#!/usr/bin/env python3
+"""The harness of bench/scale/scale.sh (read its header first).
+
+  scale.py run --cluster DIR --impl go|cpp --bin BIN --nodes N --slices FILE
+               --out RESULT.json [--steady S] [--disruptions LIST] [--claims M]
+  scale.py report RESULT.json... [--plots DIR]
+
+run: one implementation at one N against the running cluster of DIR
+(tests/e2e/cluster.sh): creates the N Nodes, starts BIN (a publisher taking
+--nodes, bench/slice_publisher.cc or bench/gosdk/cmd/publisher) for all of
+them, publishes, holds still for S seconds, then runs the disruptions one after
+the other, measuring each; writes RESULT.json. Progress on stderr.
+
+report: the Markdown tables of docs/performance.md from RESULT files (any
+mix of implementations and N) on stdout, and SVG plots into DIR.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from publisher_go_vs_cpp import (HARNESS_AGENT, Api, Side, proc_cpu_s, proc_status_kb, read_json_line,  # noqa: E402
+                                 watch_stream)
+
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+# rollout before change-one: a restarted publisher starts from the pool as
+# bench_gpu_slices printed it.
+DISRUPTIONS = ("apiserver-restart", "etcd-compaction", "wipe", "rollout", "change-one")
+
+
+def log(msg):
+    print("scale: %s" % msg, file=sys.stderr, flush=True)
+
+
+# --- kube-apiserver's /metrics ----------------------------------------------
+
+def parse_labels(text):
+    labels = {}
+    for part in text.split('",'):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            labels[k.strip()] = v.strip().strip('"')
+    return labels
+
+
+def scrape(api):
+    """The counters and gauges this harness reads, or None while the
+    kube-apiserver does not answer."""
+    try:
+        status, data = api.request("GET", "/metrics")
+    except OSError:
+        return None
+    if status != 200:
+        return None
+    m = {"slices": {}, "claims": {}, "open_watches_slices": 0.0, "open_watches_claims": 0.0,
+         "watch_events_slices": 0.0, "watch_events_claims": 0.0, "watch_bytes_slices": 0.0,
+         "watch_bytes_claims": 0.0, "response_bytes_slices": 0.0, "body_bytes_slices": 0.0}
+    for line in data.decode().splitlines():
+        if line.startswith("#") or "{" not in line:
+            continue
+        name, rest = line.split("{", 1)
+        labels_text, value = rest.rsplit("} ", 1)
+        if name not in ("apiserver_request_total", "apiserver_longrunning_requests", "apiserver_watch_events_total",
+                        "apiserver_watch_events_sizes_sum", "apiserver_response_sizes_sum",
+                        "apiserver_request_body_size_bytes_sum"):
+            continue
+        labels = parse_labels(labels_text)
+        value = float(value)
+        what = set(labels.values())
+        kind = "slices" if ({"resourceslices", "ResourceSlice"} & what) else \
+            "claims" if ({"resourceclaims", "ResourceClaim"} & what) else None
+        if kind is None or labels.get("subresource", ""):
+            continue
+        if name == "apiserver_request_total":
+            verb = labels.get("verb", "")
+            if verb == "DELETE" and labels.get("scope") == "cluster":
+                verb = "DELETECOLLECTION"
+            m[kind][verb] = m[kind].get(verb, 0) + value
+        elif name == "apiserver_longrunning_requests":
+            if labels.get("verb") == "WATCH":
+                m["open_watches_" + kind] += value
+        elif name == "apiserver_watch_events_total":
+            m["watch_events_" + kind] += value
+        elif name == "apiserver_watch_events_sizes_sum":
+            m["watch_bytes_" + kind] += value
+        elif kind == "slices" and name == "apiserver_response_sizes_sum":
+            m["response_bytes_slices"] += value
+        elif kind == "slices" and name == "apiserver_request_body_size_bytes_sum":
+            m["body_bytes_slices"] += value
+    return m
+
+
+COUNTERS = ("watch_events_slices", "watch_events_claims", "watch_bytes_slices", "watch_bytes_claims",
+            "response_bytes_slices", "body_bytes_slices")
+
+
+def increase(a, b):
+    """What happened between scrapes a and b: counter increases (a counter that
+    went down was reset by a kube-apiserver restart: its value is the
+    increase), watches opened (ended + open now - open before; after a reset,
+    open before counts as 0)."""
+    out = {}
+    reset = b["slices"].get("POST", 0) < a["slices"].get("POST", 0) or \
+        sum(b["slices"].values()) < sum(a["slices"].values())
+    for kind in ("slices", "claims"):
+        verbs = {}
+        for v in set(a[kind]) | set(b[kind]):
+            before = 0 if reset else a[kind].get(v, 0)
+            d = b[kind].get(v, 0) - before
+            if d > 0:
+                verbs[v] = d
+        ended = verbs.pop("WATCH", 0)
+        opened = ended + b["open_watches_" + kind] - (0 if reset else a["open_watches_" + kind])
+        if opened > 0:
+            verbs["WATCH"] = opened
+        out[kind] = verbs
+    for c in COUNTERS:
+        out[c] = b[c] - (0 if reset else a[c])
+    out["reset"] = reset
+    return out
+
+
+def add(total, inc):
+    for kind in ("slices", "claims"):
+        for v, n in inc[kind].items():
+            total[kind][v] = total[kind].get(v, 0) + n
+    for c in COUNTERS:
+        total[c] = total.get(c, 0) + inc[c]
+    return total
+
+
+def empty_total():
+    return {"slices": {}, "claims": {}, **{c: 0 for c in COUNTERS}}
+
+
+class Process:
+    """CPU seconds of a cluster process across restarts (its pid file is
+    re-read; each pid's last reading counts)."""
+
+    def __init__(self, pid_file):
+        self.pid_file = pid_file
+        self.cpu_by_pid = {}
+
+    def pid(self):
+        try:
+            with open(self.pid_file) as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def sample(self):
+        pid = self.pid()
+        if pid:
+            try:
+                self.cpu_by_pid[pid] = proc_cpu_s(pid)
+            except OSError:
+                pass
+        return sum(self.cpu_by_pid.values())
+
+    def peak_rss_mb(self):
+        pid = self.pid()
+        try:
+            return proc_status_kb(pid, "VmHWM") / 1024 if pid else 0
+        except OSError:
+            return 0
+
+
+class Sampler(threading.Thread):
+    """/metrics and the processes once a second, summed across kube-apiserver
+    restarts; when the watches were back after an outage."""
+
+    def __init__(self, api, apiserver, etcd, open_watches_before):
+        super().__init__(daemon=True)
+        self.api, self.apiserver, self.etcd = api, apiserver, etcd
+        self.stop_event = threading.Event()
+        self.series = []  # (t, increase since the previous sample; None: no answer)
+        self.total = empty_total()
+        self.watches_back_s = None
+        self.open_watches_before = open_watches_before
+        self.t0 = time.monotonic()
+        self.cpu0 = (apiserver.sample(), etcd.sample())
+        self.last = scrape(api)
+
+    def run(self):
+        while not self.stop_event.wait(1.0):
+            self.tick()
+        self.tick()
+
+    def tick(self):
+        m = scrape(self.api)
+        t = time.monotonic() - self.t0
+        self.apiserver.sample()
+        self.etcd.sample()
+        if m is None:
+            self.series.append((t, None))
+            return
+        inc = increase(self.last, m)
+        add(self.total, inc)
+        self.series.append((t, inc))
+        self.last = m
+        # After an outage: when as many watches are open as before it.
+        if self.watches_back_s is None and any(s is None for _, s in self.series) and \
+                m["open_watches_slices"] >= self.open_watches_before:
+            self.watches_back_s = t
+
+    def finish(self):
+        self.stop_event.set()
+        self.join()
+        cpu = (self.apiserver.sample() - self.cpu0[0], self.etcd.sample() - self.cpu0[1])
+        return {"requests": self.total, "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1],
+                "watches_back_s": self.watches_back_s}
+
+
+# --- kube-apiserver's audit log: every request with its time -----------------
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  resources:
+  - group: resource.k8s.io
+    resources: ["resourceslices", "resourceclaims"]
+- level: None
+"""
+
+
+def parse_time(text):
+    """RFC 3339 with microseconds -> seconds since the epoch."""
+    import datetime
+    return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+
+class AuditLog:
+    """The requests the publishers made, from the audit log (policy
+    AUDIT_POLICY), which survives kube-apiserver restarts and times every
+    request when it arrived: the harness's own (its user agent) and
+    kube-apiserver's own (its loopback client) are left out."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+
+    def skip_to_end(self):
+        self.offset = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+
+    def read(self):
+        """Requests since the last read: {auditID: (received, resource, verb, code)}."""
+        requests = {}
+        if not os.path.exists(self.path):
+            return requests
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            event = json.loads(line)
+            agent = event.get("userAgent", "")
+            if agent.startswith(HARNESS_AGENT) or agent.startswith("kube-apiserver"):
+                continue
+            ref = event.get("objectRef", {})
+            resource = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+            code = event.get("responseStatus", {}).get("code", 0)
+            previous = requests.get(event["auditID"])
+            verb = event["verb"].upper()
+            if verb == "WATCH" and "sendInitialEvents=true" in event.get("requestURI", ""):
+                verb = "WATCHLIST"  # client-go's list, streamed as a watch
+            requests[event["auditID"]] = (parse_time(event["requestReceivedTimestamp"]), resource, verb,
+                                          code or (previous[3] if previous else 0))
+        return requests
+
+
+def count_requests(requests, t0, resource):
+    """By verb, and per second from t0, of one resource: the requests that
+    arrived from t0 on (a watch that ended in the step but opened before it is
+    logged then too)."""
+    verbs, per_second = {}, {}
+    for received, res, verb, _ in requests.values():
+        if res != resource or received < t0:
+            continue
+        verbs[verb] = verbs.get(verb, 0) + 1
+        second = int(received - t0)
+        per_second[second] = per_second.get(second, 0) + 1
+    return verbs, [per_second.get(i, 0) for i in range(max(per_second) + 1)] if per_second else []
+
+
+# --- what the server holds -----------------------------------------------------
+
+def slice_canon(devices, counters):
+    return (tuple(sorted((d["name"], d.get("attributes", {}).get("model", {}).get("string")) for d in devices)),
+            tuple(sorted(c["name"] for c in counters)))
+
+
+class Watcher(threading.Thread):
+    """All slices of the driver, listed then watched (resumed after the watch
+    ends, relisted after 410), and whether every node's pool equals the
+    expected one."""
+
+    def __init__(self, api, driver, nodes):
+        super().__init__(daemon=True)
+        self.api, self.driver, self.nodes = api, driver, nodes
+        self.cond = threading.Condition()
+        self.by_name = {}  # slice name -> (node, generation, count, canon)
+        self.by_node = {}  # node -> set of slice names
+        self.ok_nodes = set()
+        self.expected = []
+        self.matched = False
+        self.transition_ns = 0
+        self.diverged_since_mark = False
+        self.rv = None
+        self.bytes = 0  # received: what kube-apiserver's size metrics count for this watcher too
+
+    def expect(self, canons):
+        with self.cond:
+            self.expected = sorted(canons)
+            self.ok_nodes = {n for n in self.by_node if self._node_ok(n)}
+            self._evaluate()
+
+    def _node_ok(self, node):
+        names = self.by_node.get(node, ())
+        if len(names) != len(self.expected):
+            return False
+        slices = [self.by_name[n] for n in names]
+        return len({s[1] for s in slices}) == 1 and all(s[2] == len(self.expected) for s in slices) and \
+            sorted(s[3] for s in slices) == self.expected
+
+    def _evaluate(self):
+        ok = len(self.ok_nodes) == self.nodes
+        if ok and not self.matched:
+            self.transition_ns = time.time_ns()
+        if not ok:
+            self.diverged_since_mark = True
+        self.matched = ok
+        self.cond.notify_all()
+
+    def _put(self, obj, deleted=False):
+        name = obj["metadata"]["name"]
+        old = self.by_name.pop(name, None)
+        if old:
+            self.by_node[old[0]].discard(name)
+        spec = obj.get("spec", {})
+        node = spec.get("nodeName", "")
+        if not deleted:
+            pool = spec.get("pool", {})
+            self.by_name[name] = (node, pool.get("generation"), pool.get("resourceSliceCount"),
+                                  slice_canon(spec.get("devices", []), spec.get("sharedCounters", [])))
+            self.by_node.setdefault(node, set()).add(name)
+        for n in {node, old[0] if old else node}:
+            if self._node_ok(n):
+                self.ok_nodes.add(n)
+            else:
+                self.ok_nodes.discard(n)
+
+    def list_all(self):
+        path = SLICES + "?" + urllib.parse.urlencode({"fieldSelector": "spec.driver=" + self.driver})
+        status, data = self.api.request("GET", path)
+        self.bytes += len(data)
+        if status != 200:
+            raise RuntimeError("list: HTTP %d" % status)
+        body = json.loads(data)
+        with self.cond:
+            self.by_name, self.by_node = {}, {}
+            for item in body["items"]:
+                self._put(item)
+            self.ok_nodes = {n for n in self.by_node if self._node_ok(n)}
+            self._evaluate()
+        self.rv = body["metadata"]["resourceVersion"]
+
+    def run(self):
+        while True:
+            try:
+                if self.rv is None:
+                    self.list_all()
+                self.watch()
+            except Exception as e:  # noqa: BLE001 - the server went away: resume
+                log("harness watch: %s; resuming" % e)
+                time.sleep(0.5)
+
+    def watch(self):
+        conn = self.api.connect(timeout=3700)
+        path = SLICES + "?" + urllib.parse.urlencode({
+            "watch": "1", "resourceVersion": self.rv, "allowWatchBookmarks": "true", "timeoutSeconds": "3600",
+            "fieldSelector": "spec.driver=" + self.driver})
+        conn.request("GET", path, headers={"Accept": "application/json", "User-Agent": HARNESS_AGENT})
+        resp = conn.getresponse()
+        if resp.status == 410:
+            self.rv = None
+            return
+        if resp.status != 200:
+            raise RuntimeError("watch: HTTP %d" % resp.status)
+        for size, events in watch_stream(resp):
+            self.bytes += size
+            with self.cond:
+                for event in events:
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        if obj.get("code") == 410:
+                            self.rv = None
+                        return
+                    self.rv = obj["metadata"]["resourceVersion"]
+                    if kind != "BOOKMARK":
+                        self._put(obj, deleted=kind == "DELETED")
+                self._evaluate()
+
+    def mark(self):
+        with self.cond:
+            self.diverged_since_mark = not self.matched
+
+    def wait_matched(self, timeout, what):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not self.matched:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    sys.exit("timed out after %.0f s waiting for %s (%d of %d pools as expected)"
+                             % (timeout, what, len(self.ok_nodes), self.nodes))
+                self.cond.wait(min(left, 1.0))
+
+
+# --- one run -------------------------------------------------------------------
+
+def parallel(items, request, ok_status):
+    """request(item) for every item, 8 at a time; exits on a status other than
+    ok_status (or 409 Conflict: it exists)."""
+    failures = []
+
+    def work(part):
+        for item in part:
+            status, data = request(item)
+            if status not in (ok_status, 409):
+                failures.append("%s: HTTP %d: %s" % (item, status, data[:200]))
+    threads = [threading.Thread(target=work, args=(items[k::8],)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        sys.exit("; ".join(failures[:3]))
+
+
+def create_nodes(api, prefix, n):
+    parallel(["%s-%d" % (prefix, i) for i in range(n)], lambda name: api.request("POST", "/api/v1/nodes", {
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}), 201)
+
+
+class ScaleSide(Side):
+    """A publisher process for all nodes; N nodes take longer to start."""
+
+    def __init__(self, name, argv, log_path, timeout):
+        super().__init__(name, argv, log_path)
+        self.timeout = timeout
+
+    def start(self):
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log_file,
+                                     text=True, bufsize=1)
+        ready = read_json_line(self.proc.stdout, self.timeout, "%s to start" % self.name)
+        if not ready.get("ready"):
+            sys.exit("%s: unexpected first line %s" % (self.name, ready))
+
+
+def cluster_sh(args, *cmd):
+    subprocess.run([os.path.join(args.repo, "tests/e2e/cluster.sh"), *cmd, args.cluster], check=True,
+                   stdout=sys.stderr, env=dict(os.environ, DRA_K8S_BIN=args.k8s_bin))
+
+
+def run(args):
+    api = Api(args.cluster)
+    audit = AuditLog(args.audit_log)
+    apiserver = Process(os.path.join(args.cluster, "pids/kube-apiserver.pid"))
+    etcd = Process(os.path.join(args.cluster, "pids/etcd.pid"))
+    with open(args.slices) as f:
+        template = json.load(f)["items"]
+    models = []
+    for item in template:
+        for d in item["spec"].get("devices", []):
+            models.append(d.get("attributes", {}).get("model", {}).get("string", ""))
+
+    def expected():
+        canons, i = [], 0
+        for item in template:
+            devices = []
+            for d in item["spec"].get("devices", []):
+                devices.append({"name": d["name"], "attributes": {"model": {"string": models[i]}}})
+                i += 1
+            canons.append(slice_canon(devices, item["spec"].get("sharedCounters", [])))
+        return canons
+
+    def toggle(k):
+        step = len(models) // k
+        for i in range(k):
+            d = step // 2 + i * step
+            models[d] = "a100" if models[d] == "h100" else "h100"
+
+    n = args.nodes
+    log("%s, %d nodes: creating the Nodes" % (args.impl, n))
+    create_nodes(api, args.prefix, n)
+    watcher = Watcher(api, args.driver, n)
+    watcher.list_all()
+    watcher.start()
+    watcher.expect(expected())
+
+    argv = [args.bin, "--kubeconfig", os.path.join(args.cluster, "admin.kubeconfig"), "--node", args.prefix,
+            "--nodes", str(n), "--driver", args.driver, "--slices", args.slices]
+    if args.binding_reconciler != "none":
+        argv += ["--binding-reconciler", args.binding_reconciler]
+    result = {"impl": args.impl, "nodes": n, "binding_reconciler": args.binding_reconciler, "slices_per_pool": len(template), "devices_per_pool": len(models),
+              "steps": {}, "cmdline": args.cmdline, "loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    side = ScaleSide(args.impl, argv, os.path.join(args.work, "%s-%d.log" % (args.impl, n)), args.timeout)
+
+    def step(name, action, wait=True):
+        """Runs `action`, waits until the server holds the expected pools and
+        the publishers are idle, and measures."""
+        open_before = (scrape(api) or {}).get("open_watches_slices", 0)
+        audit.skip_to_end()
+        sampler = Sampler(api, apiserver, etcd, open_before)
+        running = side.proc is not None and side.proc.poll() is None
+        pid0 = side.proc.pid if running else None
+        sim_cpu0 = proc_cpu_s(pid0) if running else None
+        harness_bytes0 = watcher.bytes
+        sampler.start()
+        watcher.mark()
+        t0_ns = time.time_ns()
+        action()
+        if wait:
+            watcher.wait_matched(args.timeout, "%s: every pool as expected" % name)
+        # After an outage, until every watch is back.
+        deadline = time.monotonic() + args.timeout
+        while (sampler.last or {}).get("open_watches_slices", 0) < open_before or \
+                any(p is None for _, p in sampler.series[-1:]):
+            if time.monotonic() > deadline:
+                sys.exit("%s: timed out waiting for %d watches to be open again" % (name, open_before))
+            time.sleep(0.5)
+        idle = side.command("idle", timeout=args.timeout)
+        r = sampler.finish()
+        r["wall_s"] = (time.time_ns() - t0_ns) / 1e9
+        # Requests from the audit log; /metrics keeps the watch events and bytes.
+        requests = audit.read()
+        r["metrics_requests"] = {k: r["requests"].pop(k) for k in ("slices", "claims")}
+        r["requests"]["slices"], r["per_second_slices"] = count_requests(requests, t0_ns / 1e9, "resourceslices")
+        r["requests"]["claims"], r["per_second_claims"] = count_requests(requests, t0_ns / 1e9, "resourceclaims")
+        r["requests"]["watch_gone"] = sum(1 for received, res, verb, code in requests.values()
+                                          if res == "resourceslices" and code == 410 and received >= t0_ns / 1e9)
+        r["converge_s"] = (watcher.transition_ns - t0_ns) / 1e9 if wait and watcher.diverged_since_mark else None
+        r["idle_s"] = (idle["idle_ns"] - t0_ns) / 1e9 - 0.5
+        r["publisher_stats"] = idle
+        # Payload bytes by kube-apiserver's size metrics, the harness's own taken off.
+        m = r["requests"]
+        r["bytes_to_nodes"] = max(0, m["response_bytes_slices"] + m["watch_bytes_slices"] -
+                                  (watcher.bytes - harness_bytes0))
+        r["bytes_from_nodes"] = m["body_bytes_slices"]
+        if running:
+            # A rollout's new process: its own CPU, from its start.
+            r["sim_cpu_s"] = proc_cpu_s(side.proc.pid) - (sim_cpu0 if side.proc.pid == pid0 else 0)
+        r["apiserver_peak_rss_mb"] = apiserver.peak_rss_mb()
+        result["steps"][name] = r
+        s = r["requests"]["slices"]
+        log("%s: %s in %.1f s; apiserver %.1f CPU s; %s" % (
+            name, ", ".join("%s %d" % (v, c) for v, c in sorted(s.items())) or "no requests",
+            r["idle_s"], r["apiserver_cpu_s"],
+            "converged in %.2f s" % r["converge_s"] if r["converge_s"] is not None else "never diverged"))
+        return r
+
+    # Start: every node lists and watches its slices (none yet).
+    def start():
+        side.start()
+        result["pid"] = side.proc.pid
+    t_start = time.monotonic()
+    step("start", start, wait=False)
+    result["start_to_ready_s"] = time.monotonic() - t_start
+    watcher.expect(expected())
+    step("first publish", lambda: side.command("publish"))
+    result["sim_rss_mb"] = proc_status_kb(side.proc.pid, "VmRSS") / 1024
+    result["sim_threads"] = proc_status_kb(side.proc.pid, "Threads")
+    if args.steady:
+        log("steady state: %d s" % args.steady)
+        step("steady", lambda: time.sleep(args.steady))
+
+    if args.claims:
+        def churn():
+            names = ["scale-claim-%d" % i for i in range(args.claims)]
+            claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+            spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": args.driver}}]}}
+            parallel(names, lambda name: api.request("POST", claims, {
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+                "spec": spec}), 201)
+            parallel(names, lambda name: api.request("DELETE", claims + "/" + name), 200)
+        r = step("claim churn", churn, wait=False)
+        r["claim_changes"] = 2 * args.claims
+        log("claim churn: %d claim changes sent as %d watch events on resourceclaims (%.1f per change)" % (
+            2 * args.claims, r["requests"]["watch_events_claims"],
+            r["requests"]["watch_events_claims"] / (2 * args.claims)))
+
+    disruptions = [d for d in args.disruptions.split(",") if d]
+    for d in disruptions:
+        if d == "apiserver-restart":
+            step(d, lambda: (cluster_sh(args, "apiserver-stop"), cluster_sh(args, "apiserver-start")))
+        elif d == "etcd-compaction":
+            step(d, lambda: (cluster_sh(args, "etcd-compact"), cluster_sh(args, "apiserver-stop"),
+                             cluster_sh(args, "apiserver-start")))
+        elif d == "wipe":
+            def wipe():
+                status, data = api.request("DELETE", SLICES + "?" + urllib.parse.urlencode(
+                    {"fieldSelector": "spec.driver=" + args.driver}))
+                if status != 200:
+                    sys.exit("delete collection: HTTP %d: %s" % (status, data[:300]))
+            step(d, wipe)
+        elif d == "change-one":
+            def change():
+                toggle(1)
+                watcher.expect(expected())
+                side.command("change 1")
+            step(d, change)
+        elif d == "rollout":
+            if "change-one" in disruptions[:disruptions.index(d)]:
+                sys.exit("rollout must come before change-one (the restarted publisher starts from the template)")
+            def rollout():
+                side.quit()
+                side.log_path += ".rollout"
+                side.argv.append("--publish-at-start")
+                side.start()
+            step(d, rollout)
+        else:
+            sys.exit("unknown disruption %s" % d)
+    side.quit()
+    result["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    errors = sum(s["publisher_stats"].get("errors", 0) for s in result["steps"].values())
+    if errors:
+        log("the publishers reported %d errors, outages included (see %s)" % (errors, side.log_path))
+    if args.check:
+        failed = check(result)
+        for f in failed:
+            log("target missed: %s" % f)
+        if failed:
+            return 1
+        log("every target met")
+    return 0
+
+
+# Writes each step may make: (verb, how many per pool); every other write is
+# a miss.
+EXPECTED_WRITES = {"first publish": ("CREATE", "slices"), "wipe": ("CREATE", "slices"), "change-one": ("UPDATE", 1)}
+WRITE_VERBS = ("CREATE", "UPDATE", "PATCH", "DELETE")
+
+
+def check(result):
+    """The targets that do not depend on time: exactly the writes a step
+    needs, nothing in steady state, at most one list per node after any
+    disruption, every pool right again (the step waited for it)."""
+    n, failed = result["nodes"], []
+    for name, step in result["steps"].items():
+        verbs = step["requests"]["slices"]
+        want_verb, per_pool = EXPECTED_WRITES.get(name, (None, 0))
+        want = n * (result["slices_per_pool"] if per_pool == "slices" else per_pool)
+        for verb in WRITE_VERBS:
+            expected = want if verb == want_verb else 0
+            if verbs.get(verb, 0) != expected:
+                failed.append("%s: %d %s, want %d" % (name, verbs.get(verb, 0), verb.lower(), expected))
+        lists = verbs.get("LIST", 0) + verbs.get("WATCHLIST", 0)
+        if lists > n:
+            failed.append("%s: %d lists for %d nodes, want at most one each" % (name, lists, n))
+        if name == "steady" and sum(verbs.values()):
+            failed.append("steady: %d requests, want none" % sum(verbs.values()))
+    return failed
+
+
+# --- report --------------------------------------------------------------------
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--cluster", required=True)
+    r.add_argument("--work", required=True)
+    r.add_argument("--repo", required=True)
+    r.add_argument("--k8s-bin", required=True)
+    r.add_argument("--impl", required=True)
+    r.add_argument("--bin", required=True)
+    r.add_argument("--nodes", type=int, required=True)
+    r.add_argument("--slices", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--prefix", default="scale")
+    r.add_argument("--driver", default="gpu.example.com")
+    r.add_argument("--steady", type=float, default=60)
+    r.add_argument("--disruptions", default=",".join(DISRUPTIONS))
+    r.add_argument("--timeout", type=float, default=900)
+    r.add_argument("--binding-reconciler", default="none", choices=("none", "node", "central"))
+    r.add_argument("--claims", type=int, default=0)
+    r.add_argument("--check", action="store_true", help="exit 1 when a target that does not depend on time is missed")
+    r.add_argument("--audit-log", required=True, help="kube-apiserver's --audit-log-path (policy: scale.py policy)")
+    r.add_argument("--cmdline", default="")
+    sub.add_parser("policy", help="print the audit policy kube-apiserver needs")
+    rep = sub.add_parser("report")
+    rep.add_argument("results", nargs="+")
+    rep.add_argument("--plots", default="")
+    args = p.parse_args()
+    if args.cmd == "run":
+        return run(args)
+    if args.cmd == "policy":
+        print(AUDIT_POLICY, end="")
+        return 0
+    import report
+    return report.report(args.results, args.plots)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
