@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [--gpus N] [--partitions P] [--node NAME] [--driver NAME]\n", argv[0]);
     return 2;
   }
-  const dra::resourceslice::Pool pool =
-      gpu::NodePool(*gpu::MockGpus(options.node_name, gpus, "").Discover(), options);
-  nlohmann::json list = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSliceList"}, {"items", nlohmann::json::array()}};
+  const dra::resourceslice::Pool pool = gpu::NodePool(*gpu::MockGpus(options.node_name, gpus, "").Discover(), options);
+  nlohmann::json list = {
+      {"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSliceList"}, {"items", nlohmann::json::array()}};
   for (const dra::resourceslice::Slice& slice : pool.slices) {
     dra::k8s::ResourceSlice object;
     object.metadata.name = options.node_name;
