@@ -7,8 +7,7 @@
 // controller's central one (--fabric-controller --fabric-attach).
 #pragma once
 
-#include <string>
-#include <utility>
+#include <optional>
 
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "fabric_attach.h"
@@ -17,18 +16,21 @@ namespace gpu {
 
 class GpuBinding : public dra::resourceclaim::BindingHandler {
  public:
-  // `fabric_pool`: the pool of the fabric GPUs (--fabric-pool; may be empty);
-  // every other pool is a node's own.
-  GpuBinding(std::string fabric_pool, FabricAttach& fabric) : fabric_pool_(std::move(fabric_pool)), fabric_(fabric) {}
+  explicit GpuBinding(FabricAttach& fabric) : fabric_(fabric) {}
 
+  // A node's own pool is named after the node, which the allocation selects
+  // (SelectedNodeName): any other pool's device is a fabric GPU. This holds
+  // in the node plugin and centrally, with or without --fabric-pool.
   dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override {
-    if (!fabric_pool_.empty() && device.pool == fabric_pool_) return fabric_.PrepareForBinding(ctx, claim, device);
-    return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + device.pool);
+    const std::optional<dra::k8s::NodeSelector>& selector = claim.status.allocation->node_selector;
+    if (selector.has_value() && dra::resourceclaim::SelectedNodeName(*selector) == device.pool) {
+      return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + device.pool);
+    }
+    return fabric_.PrepareForBinding(ctx, claim, device);
   }
 
  private:
-  const std::string fabric_pool_;
   FabricAttach& fabric_;
 };
 

@@ -254,7 +254,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
   // --fabric-attach here: one reconciler for the whole cluster, so that no
   // node plugin watches claims (binding_condition_reconciler.h, BindingScope).
   gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
-  gpu::GpuBinding binding(gpu_flags.fabric_pool, attach);
+  gpu::GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
   if (gpu_flags.fabric_attach) {
     rc::BindingConditionReconcilerOptions reconciler_options;
@@ -407,7 +407,7 @@ int main(int argc, char** argv) {
   health.Start();
 
   gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
-  gpu::GpuBinding binding(gpu_flags.fabric_pool, attach);
+  gpu::GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
   if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
     rc::BindingConditionReconcilerOptions reconciler_options;

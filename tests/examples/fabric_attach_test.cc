@@ -76,13 +76,18 @@ TEST_CASE("FabricAttach is pending for its delay, and a new allocation of the sa
 
 TEST_CASE("GpuBinding: the node's own GPUs are ready at once - fabric GPUs are attached first", "[examples][gpu]") {
   gpu::FabricAttach attach(absl::Hours(1), 0, absl::Hours(2));
-  gpu::GpuBinding binding("fabric-0", attach);
+  gpu::GpuBinding binding(attach);
   dra::k8s::DeviceRequestAllocationResult own = Device("gpu-0");
-  own.pool = "node-1";
+  own.pool = "node-1";  // the node the allocation selects
   dra::k8s::DeviceRequestAllocationResult fabric = Device("fabric-gpu-0");
   fabric.pool = "fabric-0";
   CHECK(binding.PrepareForBinding(dra::CallContext::Background(), Claim("u1", "t"), own).outcome() == Outcome::kReady);
   CHECK(binding.PrepareForBinding(dra::CallContext::Background(), Claim("u1", "t"), fabric).outcome() ==
+        Outcome::kPending);
+  // Another node's pool is not this allocation's node: not its own GPU.
+  dra::k8s::DeviceRequestAllocationResult elsewhere = Device("gpu-1");
+  elsewhere.pool = "node-2";
+  CHECK(binding.PrepareForBinding(dra::CallContext::Background(), Claim("u2", "t"), elsewhere).outcome() ==
         Outcome::kPending);
 }
 
