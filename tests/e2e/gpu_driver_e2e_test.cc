@@ -27,6 +27,7 @@
 #include "e2e/node_driver.h"
 #include "kubeletplugin/checkpoint.h"
 #include "support/http_get.h"
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
 
 namespace dra::e2e {
@@ -382,6 +383,46 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   CHECK(Has(gpu.ContainerEnv(pod), absl::StrCat("GPU_DEVICE_FABRIC_GPU_", index, "=fabric-gpu-", index)));
   CHECK_THAT(gpu.driver.Log(), Catch::Contains("Attaching fabric GPU"));
   gpu.DeletePod("app");
+}
+
+TEST_CASE(
+    "the GPU driver: the fabric controller attaches a fabric GPU for the node the scheduler picked and no node "
+    "plugin watches claims (the central reconciler)",
+    "[e2e][node][gpu][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  LabelTheNode(*admin, Node());
+  const std::string pool = UniqueName("fabric");
+  // The node plugin knows the fabric GPUs, to prepare them, but neither
+  // publishes nor attaches them: the controller does both.
+  GpuDriver gpu({"--num-devices=0"});
+  testing::TempDir dir;
+  absl::StatusOr<testing::ChildProcess> controller =
+      testing::ChildProcess::Spawn({DRA_GPU_DRIVER, "--fabric-controller", "--driver-name=" + gpu.driver.name(),
+                                    "--fabric-pool=" + pool, "--fabric-num-devices=2", "--fabric-attach",
+                                    "--fabric-attach-delay=1s", "--kubeconfig=" + DriverKubeconfig(), "-v=2"},
+                                   dir.Join("controller.log"));
+  REQUIRE(controller.ok());
+  const std::string device_class = gpu.DeviceClass();
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(device_class));
+  gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  const std::string log = testing::ReadFile(dir.Join("controller.log"));
+  INFO("the controller's log:\n" << log);
+  const json claim = gpu.Claim("gpu");
+  INFO("the claim: " << claim.dump(1));
+  CHECK(claim["status"]["allocation"]["devices"]["results"][0]["pool"] == pool);
+  CHECK_THAT(log, Catch::Contains("Attaching fabric GPU"));
+  CHECK_THAT(log, Catch::Contains("Device ready for binding"));
+  CHECK_THAT(gpu.driver.Log(), !Catch::Contains("BindingConditionReconciler"));
+  gpu.DeletePod("app");
+  CHECK(controller->Stop() == "exited with status 0");
+  // The pool stays, as it should for the next controller; not for the next test.
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.driver=", gpu.driver.name(), ",spec.pool.name=", pool);
+  absl::StatusOr<k8s::ListResult> slices = admin->List(k8s::kResourceSlices, "", options);
+  REQUIRE(slices.ok());
+  for (const json& slice : slices->items) {
+    REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
+  }
 }
 
 TEST_CASE("the GPU driver: a failed fabric attach makes the scheduler allocate again, and the pod runs",
