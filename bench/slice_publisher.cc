@@ -202,8 +202,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<dra::resourceslice::Slice> slices = SyntheticSlices(devices);
-  if (!slices_file.empty()) {
+  std::vector<dra::resourceslice::Slice> slices;
+  if (slices_file.empty()) {
+    slices = SyntheticSlices(devices);
+  } else {
     absl::StatusOr<std::vector<dra::resourceslice::Slice>> from_file = SlicesFromFile(slices_file);
     if (!from_file.ok()) Die("--slices", from_file.status());
     slices = *std::move(from_file);
