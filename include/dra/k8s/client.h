@@ -122,8 +122,10 @@ struct WatchOptions {
   std::string field_selector;
   bool allow_bookmarks = true;
   // Ask the server to end the stream after this many seconds; 0 means the
-  // server's default (5 to 10 minutes). The client gives up if nothing ends
-  // the stream for timeout_seconds + 60 s.
+  // server's default (kube-apiserver: 30 to 60 minutes, its
+  // --min-request-timeout of 1800 s times 1 to 2; client-go asks for 5 to
+  // 10). With a timeout, the client gives up if nothing ends the stream for
+  // timeout_seconds + 60 s.
   int64_t timeout_seconds = 0;
   // Events carry only the objects' metadata (kind PartialObjectMetadata,
   // apiVersion meta.k8s.io/v1), as client-go's metadata informers ask: a
