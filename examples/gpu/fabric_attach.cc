@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "dra/k8s/node_selector.h"
 #include "dra/mutex.h"
 
 namespace gpu {
@@ -15,7 +16,7 @@ rc::BindingResult FabricAttach::PrepareForBinding(const dra::CallContext& ctx, c
                                                   const dra::k8s::DeviceRequestAllocationResult& device) {
   const std::optional<dra::k8s::NodeSelector>& selector = claim.status.allocation->node_selector;
   std::optional<std::string> selected;
-  if (selector.has_value()) selected = rc::SelectedNodeName(*selector);
+  if (selector.has_value()) selected = dra::k8s::SelectedNodeName(*selector);
   const std::string node = selected.value_or("the selected nodes");
   const std::string key = absl::StrCat(claim.metadata.uid, "/",
                                        claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);

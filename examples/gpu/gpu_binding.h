@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "dra/k8s/node_selector.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "fabric_attach.h"
 
@@ -24,7 +25,7 @@ class GpuBinding : public dra::resourceclaim::BindingHandler {
   dra::resourceclaim::BindingResult PrepareForBinding(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim,
                                                       const dra::k8s::DeviceRequestAllocationResult& device) override {
     const std::optional<dra::k8s::NodeSelector>& selector = claim.status.allocation->node_selector;
-    if (selector.has_value() && dra::resourceclaim::SelectedNodeName(*selector) == device.pool) {
+    if (selector.has_value() && dra::k8s::SelectedNodeName(*selector) == device.pool) {
       return dra::resourceclaim::BindingResult::Ready("OnNode", device.device + " is on node " + device.pool);
     }
     return fabric_.PrepareForBinding(ctx, claim, device);

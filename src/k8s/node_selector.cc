@@ -92,6 +92,15 @@ NodeSelector NodeSelectorForLabel(std::string key, std::vector<std::string> valu
   return selector;
 }
 
+std::optional<std::string> SelectedNodeName(const NodeSelector& selector) {
+  if (selector.node_selector_terms.size() != 1) return std::nullopt;
+  const NodeSelectorTerm& term = selector.node_selector_terms.front();
+  if (!term.match_expressions.empty() || term.match_fields.size() != 1) return std::nullopt;
+  const NodeSelectorRequirement& field = term.match_fields.front();
+  if (field.key != "metadata.name" || field.operator_ != "In" || field.values.size() != 1) return std::nullopt;
+  return field.values.front();
+}
+
 NodeSelector NodeSelectorForName(std::string node_name) {
   NodeSelector selector;
   NodeSelectorRequirement& requirement = selector.node_selector_terms.emplace_back().match_fields.emplace_back();

@@ -84,15 +84,6 @@ std::string ClaimName(const k8s::ResourceClaim& claim) {
 
 }  // namespace
 
-std::optional<std::string> SelectedNodeName(const k8s::NodeSelector& selector) {
-  if (selector.node_selector_terms.size() != 1) return std::nullopt;
-  const k8s::NodeSelectorTerm& term = selector.node_selector_terms.front();
-  if (!term.match_expressions.empty() || term.match_fields.size() != 1) return std::nullopt;
-  const k8s::NodeSelectorRequirement& field = term.match_fields.front();
-  if (field.key != "metadata.name" || field.operator_ != "In" || field.values.size() != 1) return std::nullopt;
-  return field.values.front();
-}
-
 BindingResult BindingResult::Ready(std::string reason, std::string message) {
   return BindingResult(Outcome::kReady, std::move(reason), std::move(message), absl::ZeroDuration());
 }

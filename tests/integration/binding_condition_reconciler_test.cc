@@ -387,8 +387,7 @@ TEST_CASE("a central reconciler (kAllNodes) handles the driver's allocations on 
   CHECK(json::parse(*requests)["counts"].value("GET nodes", 0) == 0);
 }
 
-TEST_CASE("a central reconciler takes no node name and SelectedNodeName finds a bindsToNode allocation's node",
-          "[binding]") {
+TEST_CASE("a central reconciler takes no node name", "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
   ScriptedHandler handler;
@@ -396,16 +395,6 @@ TEST_CASE("a central reconciler takes no node name and SelectedNodeName finds a 
   options.scope = resourceclaim::BindingScope::kAllNodes;
   CHECK(BindingConditionReconciler::Start(client, options, handler).status().message() ==
         "BindingConditionReconcilerOptions: node_name: Invalid value: \"node-a\": must be empty with scope kAllNodes");
-
-  CHECK(resourceclaim::SelectedNodeName(ByName("node-b")) == "node-b");
-  CHECK(resourceclaim::SelectedNodeName(ByLabel("accelerator-type", "high-performance")) == std::nullopt);
-  k8s::NodeSelector two = ByName("node-a");
-  two.node_selector_terms.push_back(ByName("node-b").node_selector_terms.front());
-  CHECK(resourceclaim::SelectedNodeName(two) == std::nullopt);
-  k8s::NodeSelector not_in = ByName("node-a");
-  not_in.node_selector_terms.front().match_fields.front().operator_ = "NotIn";
-  CHECK(resourceclaim::SelectedNodeName(not_in) == std::nullopt);
-  CHECK(resourceclaim::SelectedNodeName(k8s::NodeSelector{}) == std::nullopt);
 }
 
 TEST_CASE(

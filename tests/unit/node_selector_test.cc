@@ -84,5 +84,20 @@ TEST_CASE("match fields: metadata.name with In and NotIn, one value", "[node_sel
   CHECK_FALSE(NodeSelectorMatches(selector, "node-1", {{"zone", "b"}}));
 }
 
+TEST_CASE("SelectedNodeName: the one node a selector names, the reverse of NodeSelectorForName", "[node_selector]") {
+  CHECK(SelectedNodeName(NodeSelectorForName("node-b")) == "node-b");
+  CHECK(SelectedNodeName(NodeSelectorForLabel("accelerator-type", {"high-performance"})) == std::nullopt);
+  NodeSelector two = NodeSelectorForName("node-a");
+  two.node_selector_terms.push_back(NodeSelectorForName("node-b").node_selector_terms.front());
+  CHECK(SelectedNodeName(two) == std::nullopt);
+  NodeSelector not_in = NodeSelectorForName("node-a");
+  not_in.node_selector_terms.front().match_fields.front().operator_ = "NotIn";
+  CHECK(SelectedNodeName(not_in) == std::nullopt);
+  NodeSelector with_label = NodeSelectorForName("node-a");
+  with_label.node_selector_terms.front().match_expressions = {Req("zone", "In", {"a"})};
+  CHECK(SelectedNodeName(with_label) == std::nullopt);
+  CHECK(SelectedNodeName(NodeSelector{}) == std::nullopt);
+}
+
 }  // namespace
 }  // namespace dra::k8s

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,9 @@ NodeSelector NodeSelectorForLabel(std::string key, std::vector<std::string> valu
 // The node named `node_name` (matchFields metadata.name In), as the
 // scheduler writes into the allocation of a node-local or bindsToNode device.
 NodeSelector NodeSelectorForName(std::string node_name);
+// The reverse: the one node `selector` names when it is a single term with
+// only matchFields metadata.name In one value (what bindsToNode makes the
+// scheduler write); nullopt for a selector by labels or of several nodes.
+std::optional<std::string> SelectedNodeName(const NodeSelector& selector);
 
 }  // namespace dra::k8s

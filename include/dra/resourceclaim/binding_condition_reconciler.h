@@ -85,19 +85,17 @@
 //   no claim watch on the nodes at all. For work that can be done away from
 //   the node (a fabric manager attaching devices), and for pools that select
 //   many nodes. The handler finds the node in the allocation's node selector
-//   (SelectedNodeName).
+//   (k8s::SelectedNodeName, node_selector.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "dra/call_context.h"
 #include "dra/k8s/client.h"
-#include "dra/k8s/node_selector.h"
 #include "dra/k8s/resource_claim.h"
 #include "dra/log.h"
 
@@ -155,11 +153,6 @@ enum class BindingScope {
   // node it selects (or none): one central reconciler for the cluster.
   kAllNodes,
 };
-
-// The node an allocation is bound to when its node selector names exactly one
-// node by metadata.name (what bindsToNode makes the scheduler write); nullopt
-// for a selector by labels or of several nodes. For a kAllNodes handler.
-std::optional<std::string> SelectedNodeName(const k8s::NodeSelector& selector);
 
 struct BindingConditionReconcilerOptions {
   // Required: the driver whose allocation results are handled.
