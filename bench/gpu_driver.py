@@ -4,6 +4,7 @@ and node (tests/e2e/cluster.sh): the example GPU driver and, with --reference,
 the Go dra-example-driver, alternated; prints the Markdown table on stdout."""
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -268,7 +269,7 @@ def measure_pods(args, env, api, side, binary, round_):
 def p99(values):
     """Nearest rank: with fewer than 100 samples, the largest."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered) + 0.5) - 1 if len(ordered) >= 100 else len(ordered) - 1)]
+    return ordered[math.ceil(0.99 * len(ordered)) - 1]
 
 
 def main():

@@ -400,11 +400,11 @@ class Side:
         self.name, self.argv, self.log_path = name, argv, log_path
         self.proc = None
 
-    def start(self):
+    def start(self, timeout=120):
         self.log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log_file,
                                      text=True, bufsize=1)
-        ready = read_json_line(self.proc.stdout, 120, "%s to start" % self.name)
+        ready = read_json_line(self.proc.stdout, timeout, "%s to start" % self.name)
         if not ready.get("ready"):
             sys.exit("%s: unexpected first line %s" % (self.name, ready))
 

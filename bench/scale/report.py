@@ -1,6 +1,7 @@
 """Tables and plots of bench/scale/scale.py results (scale.py report)."""
 
 import json
+import math
 import os
 
 IMPL_NAMES = {"go": "Go controller", "cpp": "dra-cpp"}
@@ -41,7 +42,6 @@ def cpu_above_idle(result, *names):
 
 def svg_plot(title, xlabel, ylabel, series, path, logx=False):
     """A line plot: series is {name: (color, [(x, y)])}."""
-    import math
     w, h, left, bottom, top, right = 640, 360, 70, 50, 40, 150
     xs = [x for _, pts in series.values() for x, _ in pts]
     ys = [y for _, pts in series.values() for _, y in pts]

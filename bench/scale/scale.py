@@ -16,6 +16,7 @@ mix of implementations and N) on stdout, and SVG plots into DIR.
 """
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -25,8 +26,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from publisher_go_vs_cpp import (HARNESS_AGENT, Api, Side, proc_cpu_s, proc_status_kb, read_json_line,  # noqa: E402
-                                 watch_stream)
+from publisher_go_vs_cpp import HARNESS_AGENT, Api, Side, proc_cpu_s, proc_status_kb, watch_stream  # noqa: E402
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 # rollout before change-one: a restarted publisher starts from the pool as
@@ -49,6 +49,11 @@ def parse_labels(text):
     return labels
 
 
+# What /metrics adds to a step (the requests themselves come from the audit log).
+COUNTERS = ("watch_events_slices", "watch_events_claims", "watch_bytes_slices", "watch_bytes_claims",
+            "response_bytes_slices", "body_bytes_slices")
+
+
 def scrape(api):
     """The counters and gauges this harness reads, or None while the
     kube-apiserver does not answer."""
@@ -58,9 +63,7 @@ def scrape(api):
         return None
     if status != 200:
         return None
-    m = {"slices": {}, "claims": {}, "open_watches_slices": 0.0, "open_watches_claims": 0.0,
-         "watch_events_slices": 0.0, "watch_events_claims": 0.0, "watch_bytes_slices": 0.0,
-         "watch_bytes_claims": 0.0, "response_bytes_slices": 0.0, "body_bytes_slices": 0.0}
+    m = {"requests_slices": 0.0, "open_watches_slices": 0.0, **{c: 0.0 for c in COUNTERS}}
     for line in data.decode().splitlines():
         if line.startswith("#") or "{" not in line:
             continue
@@ -77,14 +80,11 @@ def scrape(api):
             "claims" if ({"resourceclaims", "ResourceClaim"} & what) else None
         if kind is None or labels.get("subresource", ""):
             continue
-        if name == "apiserver_request_total":
-            verb = labels.get("verb", "")
-            if verb == "DELETE" and labels.get("scope") == "cluster":
-                verb = "DELETECOLLECTION"
-            m[kind][verb] = m[kind].get(verb, 0) + value
-        elif name == "apiserver_longrunning_requests":
+        if kind == "slices" and name == "apiserver_request_total":
+            m["requests_slices"] += value
+        elif kind == "slices" and name == "apiserver_longrunning_requests":
             if labels.get("verb") == "WATCH":
-                m["open_watches_" + kind] += value
+                m["open_watches_slices"] += value
         elif name == "apiserver_watch_events_total":
             m["watch_events_" + kind] += value
         elif name == "apiserver_watch_events_sizes_sum":
@@ -96,47 +96,13 @@ def scrape(api):
     return m
 
 
-COUNTERS = ("watch_events_slices", "watch_events_claims", "watch_bytes_slices", "watch_bytes_claims",
-            "response_bytes_slices", "body_bytes_slices")
-
-
-def increase(a, b):
-    """What happened between scrapes a and b: counter increases (a counter that
-    went down was reset by a kube-apiserver restart: its value is the
-    increase), watches opened (ended + open now - open before; after a reset,
-    open before counts as 0)."""
-    out = {}
-    reset = b["slices"].get("POST", 0) < a["slices"].get("POST", 0) or \
-        sum(b["slices"].values()) < sum(a["slices"].values())
-    for kind in ("slices", "claims"):
-        verbs = {}
-        for v in set(a[kind]) | set(b[kind]):
-            before = 0 if reset else a[kind].get(v, 0)
-            d = b[kind].get(v, 0) - before
-            if d > 0:
-                verbs[v] = d
-        ended = verbs.pop("WATCH", 0)
-        opened = ended + b["open_watches_" + kind] - (0 if reset else a["open_watches_" + kind])
-        if opened > 0:
-            verbs["WATCH"] = opened
-        out[kind] = verbs
+def add_increase(total, a, b):
+    """Adds to `total` what the counters grew by between scrapes a and b: a
+    kube-apiserver restart resets them (fewer requests than before), and then
+    b's value is the increase."""
+    reset = b["requests_slices"] < a["requests_slices"]
     for c in COUNTERS:
-        out[c] = b[c] - (0 if reset else a[c])
-    out["reset"] = reset
-    return out
-
-
-def add(total, inc):
-    for kind in ("slices", "claims"):
-        for v, n in inc[kind].items():
-            total[kind][v] = total[kind].get(v, 0) + n
-    for c in COUNTERS:
-        total[c] = total.get(c, 0) + inc[c]
-    return total
-
-
-def empty_total():
-    return {"slices": {}, "claims": {}, **{c: 0 for c in COUNTERS}}
+        total[c] += b[c] - (0 if reset else a[c])
 
 
 class Process:
@@ -172,20 +138,17 @@ class Process:
 
 
 class Sampler(threading.Thread):
-    """/metrics and the processes once a second, summed across kube-apiserver
-    restarts; when the watches were back after an outage."""
+    """/metrics and the processes once a second, the counters summed across
+    kube-apiserver restarts."""
 
-    def __init__(self, api, apiserver, etcd, open_watches_before):
+    def __init__(self, api, apiserver, etcd):
         super().__init__(daemon=True)
         self.api, self.apiserver, self.etcd = api, apiserver, etcd
         self.stop_event = threading.Event()
-        self.series = []  # (t, increase since the previous sample; None: no answer)
-        self.total = empty_total()
-        self.watches_back_s = None
-        self.open_watches_before = open_watches_before
-        self.t0 = time.monotonic()
+        self.total = {c: 0.0 for c in COUNTERS}
         self.cpu0 = (apiserver.sample(), etcd.sample())
         self.last = scrape(api)
+        self.answered = True  # the last scrape had an answer
 
     def run(self):
         while not self.stop_event.wait(1.0):
@@ -194,27 +157,19 @@ class Sampler(threading.Thread):
 
     def tick(self):
         m = scrape(self.api)
-        t = time.monotonic() - self.t0
         self.apiserver.sample()
         self.etcd.sample()
-        if m is None:
-            self.series.append((t, None))
-            return
-        inc = increase(self.last, m)
-        add(self.total, inc)
-        self.series.append((t, inc))
-        self.last = m
-        # After an outage: when as many watches are open as before it.
-        if self.watches_back_s is None and any(s is None for _, s in self.series) and \
-                m["open_watches_slices"] >= self.open_watches_before:
-            self.watches_back_s = t
+        self.answered = m is not None
+        if m is not None:
+            if self.last is not None:
+                add_increase(self.total, self.last, m)
+            self.last = m
 
     def finish(self):
         self.stop_event.set()
         self.join()
         cpu = (self.apiserver.sample() - self.cpu0[0], self.etcd.sample() - self.cpu0[1])
-        return {"requests": self.total, "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1],
-                "watches_back_s": self.watches_back_s}
+        return {"requests": self.total, "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1]}
 
 
 # --- kube-apiserver's audit log: every request with its time -----------------
@@ -233,7 +188,6 @@ rules:
 
 def parse_time(text):
     """RFC 3339 with microseconds -> seconds since the epoch."""
-    import datetime
     return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
@@ -452,22 +406,6 @@ def create_nodes(api, prefix, n):
         "apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}), 201)
 
 
-class ScaleSide(Side):
-    """A publisher process for all nodes; N nodes take longer to start."""
-
-    def __init__(self, name, argv, log_path, timeout):
-        super().__init__(name, argv, log_path)
-        self.timeout = timeout
-
-    def start(self):
-        self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log_file,
-                                     text=True, bufsize=1)
-        ready = read_json_line(self.proc.stdout, self.timeout, "%s to start" % self.name)
-        if not ready.get("ready"):
-            sys.exit("%s: unexpected first line %s" % (self.name, ready))
-
-
 def cluster_sh(args, *cmd):
     subprocess.run([os.path.join(args.repo, "tests/e2e/cluster.sh"), *cmd, args.cluster], check=True,
                    stdout=sys.stderr, env=dict(os.environ, DRA_K8S_BIN=args.k8s_bin))
@@ -513,16 +451,16 @@ def run(args):
             "--nodes", str(n), "--driver", args.driver, "--slices", args.slices]
     if args.binding_reconciler != "none":
         argv += ["--binding-reconciler", args.binding_reconciler]
-    result = {"impl": args.impl, "nodes": n, "binding_reconciler": args.binding_reconciler, "slices_per_pool": len(template), "devices_per_pool": len(models),
-              "steps": {}, "cmdline": args.cmdline, "loadavg_before": open("/proc/loadavg").read().split()[:3]}
-    side = ScaleSide(args.impl, argv, os.path.join(args.work, "%s-%d.log" % (args.impl, n)), args.timeout)
+    result = {"impl": args.impl, "nodes": n, "binding_reconciler": args.binding_reconciler,
+              "slices_per_pool": len(template), "devices_per_pool": len(models), "steps": {}, "cmdline": args.cmdline, "loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    side = Side(args.impl, argv, os.path.join(args.work, "%s-%d.log" % (args.impl, n)))
 
     def step(name, action, wait=True):
         """Runs `action`, waits until the server holds the expected pools and
         the publishers are idle, and measures."""
         open_before = (scrape(api) or {}).get("open_watches_slices", 0)
         audit.skip_to_end()
-        sampler = Sampler(api, apiserver, etcd, open_before)
+        sampler = Sampler(api, apiserver, etcd)
         running = side.proc is not None and side.proc.poll() is None
         pid0 = side.proc.pid if running else None
         sim_cpu0 = proc_cpu_s(pid0) if running else None
@@ -535,8 +473,7 @@ def run(args):
             watcher.wait_matched(args.timeout, "%s: every pool as expected" % name)
         # After an outage, until every watch is back.
         deadline = time.monotonic() + args.timeout
-        while (sampler.last or {}).get("open_watches_slices", 0) < open_before or \
-                any(p is None for _, p in sampler.series[-1:]):
+        while not sampler.answered or (sampler.last or {}).get("open_watches_slices", 0) < open_before:
             if time.monotonic() > deadline:
                 sys.exit("%s: timed out waiting for %d watches to be open again" % (name, open_before))
             time.sleep(0.5)
@@ -545,12 +482,9 @@ def run(args):
         r["wall_s"] = (time.time_ns() - t0_ns) / 1e9
         # Requests from the audit log; /metrics keeps the watch events and bytes.
         requests = audit.read()
-        r["metrics_requests"] = {k: r["requests"].pop(k) for k in ("slices", "claims")}
         r["requests"]["slices"], r["requests"]["slices_succeeded"], r["per_second_slices"] = count_requests(
             requests, t0_ns / 1e9, "resourceslices")
         r["requests"]["claims"], _, r["per_second_claims"] = count_requests(requests, t0_ns / 1e9, "resourceclaims")
-        r["requests"]["watch_gone"] = sum(1 for received, res, verb, code in requests.values()
-                                          if res == "resourceslices" and code == 410 and received >= t0_ns / 1e9)
         r["converge_s"] = (watcher.transition_ns - t0_ns) / 1e9 if wait and watcher.diverged_since_mark else None
         r["idle_s"] = (idle["idle_ns"] - t0_ns) / 1e9 - 0.5
         r["publisher_stats"] = idle
@@ -573,7 +507,7 @@ def run(args):
 
     # Start: every node lists and watches its slices (none yet).
     def start():
-        side.start()
+        side.start(args.timeout)
         result["pid"] = side.proc.pid
     t_start = time.monotonic()
     step("start", start, wait=False)
@@ -628,7 +562,7 @@ def run(args):
                 side.quit()
                 side.log_path += ".rollout"
                 side.argv.append("--publish-at-start")
-                side.start()
+                side.start(args.timeout)
             step(d, rollout)
         else:
             sys.exit("unknown disruption %s" % d)
