@@ -21,7 +21,7 @@ struct GpuInfo {
   std::string pcie_root;                           // "pci0000:3a" (resource.kubernetes.io/pcieRoot); empty if unknown
   std::optional<int> numa_node;                    // resource.kubernetes.io/numaNode; none without NUMA affinity
   int64_t memory_bytes = 0;                        // total framebuffer memory
-  int64_t compute_units = 0;                       // streaming multiprocessors (or equivalent)
+  std::optional<int64_t> compute_units;            // streaming multiprocessors (or equivalent); none if unknown
   bool mig_enabled = false;                        // MIG mode on: the GPU is partitioned by its own hardware
   std::vector<dra::cdi::DeviceNode> device_nodes;  // what a container needs, e.g. /dev/nvidia0
 

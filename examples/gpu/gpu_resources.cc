@@ -1,6 +1,7 @@
 #include "gpu_resources.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "dra/k8s/device_attributes.h"
@@ -31,6 +32,13 @@ void SetAttributes(const GpuInfo& gpu, k8s::Device& device) {
 }
 
 k8s::Quantity Bytes(int64_t bytes) { return k8s::Quantity::FromInt(bytes, k8s::Quantity::Format::kBinarySI); }
+
+// A device's share of the GPU's multiprocessors, split `parts` ways; none
+// when the count is unknown.
+std::optional<k8s::Quantity> Compute(const std::optional<int64_t>& multiprocessors, int parts) {
+  if (!multiprocessors.has_value()) return std::nullopt;
+  return k8s::Quantity::FromInt(*multiprocessors / parts);
+}
 
 void SetHealth(int index, const PublishOptions& options, k8s::Device& device) {
   if (!options.unhealthy.contains(index)) return;
@@ -64,16 +72,17 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
   std::vector<k8s::CounterSet> counter_sets;
   for (const GpuInfo& gpu : gpus) {
     const k8s::Quantity memory = Bytes(gpu.memory_bytes);
-    const k8s::Quantity compute = k8s::Quantity::FromInt(gpu.compute_units);
+    // Without a known multiprocessor count the devices have no compute
+    // capacity (a 0 would fit no request for compute).
+    const std::optional<k8s::Quantity> compute = Compute(gpu.compute_units, 1);
     const int partitions = std::max(options.partitions, 0);
     const int64_t part_memory = partitions > 0 ? gpu.memory_bytes / partitions : 0;
-    const int64_t part_compute = partitions > 0 ? gpu.compute_units / partitions : 0;
     const std::string counter_set = CounterSetName(gpu.index);
     // The whole GPU, then its partitions: each draws its memory and compute
     // from the GPU's counter set, so the scheduler never hands out more than
     // the GPU has.
     auto add = [&](std::string name, const k8s::Quantity& device_memory,
-                   const k8s::Quantity& device_compute) -> k8s::Device& {
+                   const std::optional<k8s::Quantity>& device_compute) -> k8s::Device& {
       k8s::Device& device = devices.emplace_back();
       device.name = std::move(name);
       SetAttributes(gpu, device);
@@ -81,10 +90,12 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
       if (options.allow_multiple_allocations) {
         device.allow_multiple_allocations = true;
         device.capacity[kMemory] = k8s::ShareableCapacity(device_memory, Bytes(1LL << 30));
-        device.capacity[kCompute] = k8s::ShareableCapacity(device_compute, k8s::Quantity::FromInt(1));
+        if (device_compute) {
+          device.capacity[kCompute] = k8s::ShareableCapacity(*device_compute, k8s::Quantity::FromInt(1));
+        }
       } else {
         device.capacity[kMemory] = k8s::Capacity(device_memory);
-        device.capacity[kCompute] = k8s::Capacity(device_compute);
+        if (device_compute) device.capacity[kCompute] = k8s::Capacity(*device_compute);
       }
       if (options.host_memory_overhead.has_value()) {
         device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
@@ -98,7 +109,7 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
         k8s::DeviceCounterConsumption& consumption = device.consumes_counters.emplace_back();
         consumption.counter_set = counter_set;
         consumption.counters[kMemory].value = device_memory;
-        consumption.counters[kCompute].value = device_compute;
+        if (device_compute) consumption.counters[kCompute].value = *device_compute;
       }
       return device;
     };
@@ -109,11 +120,11 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
     k8s::CounterSet& counters = counter_sets.emplace_back();
     counters.name = counter_set;
     counters.counters[kMemory].value = memory;
-    counters.counters[kCompute].value = compute;
+    if (compute) counters.counters[kCompute].value = *compute;
     add(FullDeviceName(gpu.index), memory, compute).attributes["full"] = k8s::BoolAttribute(true);
     for (int p = 0; p < partitions; ++p) {
       k8s::Device& part =
-          add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), k8s::Quantity::FromInt(part_compute));
+          add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), Compute(gpu.compute_units, partitions));
       part.attributes["partition"] = k8s::IntAttribute(p);
     }
   }
@@ -130,7 +141,9 @@ dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std:
     device.name = FabricDeviceName(gpu.index);
     SetAttributes(gpu, device);
     device.capacity[kMemory] = k8s::Capacity(Bytes(gpu.memory_bytes));
-    device.capacity[kCompute] = k8s::Capacity(k8s::Quantity::FromInt(gpu.compute_units));
+    if (std::optional<k8s::Quantity> compute = Compute(gpu.compute_units, 1)) {
+      device.capacity[kCompute] = k8s::Capacity(*compute);
+    }
     device.attributes["fabricAttached"] = k8s::BoolAttribute(true);
     device.binds_to_node = true;
     device.binding_conditions = {IsPreparedCondition(driver_name)};

@@ -80,6 +80,27 @@ TEST_CASE("partitioned GPUs: partitions and the whole draw from one counter set 
   CHECK(std::vector<std::string>(names.begin(), names.begin() + 5) == gpu::DeviceNames(0, 4));
 }
 
+TEST_CASE("a GPU whose multiprocessor count is unknown has no compute capacity or counter", "[gpu][resources]") {
+  std::vector<gpu::GpuInfo> gpus = Gpus(1);
+  gpus[0].compute_units = std::nullopt;
+  const Pool whole = gpu::NodePool(gpus, Options());
+  CheckValid(whole);
+  CHECK_FALSE(whole.slices[0].devices[0].capacity.contains("compute"));
+  CHECK(whole.slices[0].devices[0].capacity.contains("memory"));
+
+  gpu::PublishOptions options = Options();
+  options.partitions = 2;
+  options.allow_multiple_allocations = true;
+  const Pool parts = gpu::NodePool(gpus, options);
+  CheckValid(parts);
+  CHECK_FALSE(parts.slices[0].shared_counters[0].counters.contains("compute"));
+  CHECK(parts.slices[0].shared_counters[0].counters.contains("memory"));
+  for (const k8s::Device& device : parts.slices[1].devices) {
+    CHECK_FALSE(device.capacity.contains("compute"));
+    CHECK_FALSE(device.consumes_counters[0].counters.contains("compute"));
+  }
+}
+
 TEST_CASE("partitions shared by several claims each take memory and compute by request", "[gpu][resources]") {
   gpu::PublishOptions options = Options();
   options.partitions = 2;

@@ -23,7 +23,8 @@ constexpr char kTwoGpus[] = R"({
      "memory": 85899345920, "pciBusId": "00000000:3B:00.0", "minor": 0, "migMode": 0,
      "multiprocessors": 108},
     {"uuid": "GPU-1a2b3c4d-6666-7777-8888-9999aaaabbbb", "name": "NVIDIA H100 80GB HBM3",
-     "memory": 85520809984, "pciBusId": "00000000:86:00.0", "minor": 3, "migMode": 1}
+     "memory": 85520809984, "pciBusId": "00000000:86:00.0", "minor": 3, "migMode": 1,
+     "cores": 16896, "computeCapability": [9, 0]}
   ]})";
 
 // A fake NVML with `config` and an events file, and a sysfs tree in which
@@ -102,7 +103,7 @@ TEST_CASE("NVML discovery reports every GPU field", "[gpu_nvml]") {
   h100.pcie_root = "";  // no sysfs entry
   h100.numa_node = std::nullopt;
   h100.memory_bytes = 85520809984;
-  h100.compute_units = 0;  // nvmlDeviceGetAttributes_v2: NOT_SUPPORTED
+  h100.compute_units = 132;  // nvmlDeviceGetAttributes_v2: NOT_SUPPORTED; 16896 cores / 128 per SM
   h100.mig_enabled = true;
   h100.device_nodes = {CharNode("/dev/nvidia3", 195, 3), CharNode("/dev/nvidiactl", 195, 255)};
   CHECK((*gpus)[1] == h100);
@@ -111,6 +112,27 @@ TEST_CASE("NVML discovery reports every GPU field", "[gpu_nvml]") {
   absl::StatusOr<std::vector<GpuInfo>> again = source->Discover();
   REQUIRE(again.ok());
   CHECK(*again == *gpus);
+}
+
+TEST_CASE("a GPU whose multiprocessors NVML cannot count has none", "[gpu_nvml]") {
+  // No attributes, and cores of an architecture the table does not know.
+  FakeNode node(R"({"devices": [
+    {"uuid": "GPU-1", "name": "NVIDIA H200", "memory": 1, "pciBusId": "00000000:01:00.0", "minor": 0,
+     "cores": 16896, "computeCapability": [99, 0]},
+    {"uuid": "GPU-2", "name": "NVIDIA H200", "memory": 1, "pciBusId": "00000000:02:00.0", "minor": 1}]})");
+  absl::StatusOr<std::vector<GpuInfo>> gpus = node.Open()->Discover();
+  REQUIRE(gpus.ok());
+  REQUIRE(gpus->size() == 2);
+  CHECK_FALSE((*gpus)[0].compute_units.has_value());
+  CHECK_FALSE((*gpus)[1].compute_units.has_value());
+}
+
+TEST_CASE("CUDA cores per multiprocessor by compute capability", "[gpu_nvml]") {
+  CHECK(nvml_internal::CoresPerMultiprocessor(9, 0) == 128);  // H100, H200
+  CHECK(nvml_internal::CoresPerMultiprocessor(8, 0) == 64);   // A100: 6912 cores, 108 SMs
+  CHECK(nvml_internal::CoresPerMultiprocessor(8, 6) == 128);
+  CHECK(nvml_internal::CoresPerMultiprocessor(7, 0) == 64);
+  CHECK_FALSE(nvml_internal::CoresPerMultiprocessor(99, 0).has_value());
 }
 
 TEST_CASE("NVML without a GPU discovers nothing", "[gpu_nvml]") {

@@ -76,8 +76,10 @@ struct NvmlApi {
   nvmlReturn_t (*nvmlDeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*nvmlEventSetWait_v2)(nvmlEventSet_t, nvmlEventData_t*, unsigned int) = nullptr;
   nvmlReturn_t (*nvmlEventSetFree)(nvmlEventSet_t) = nullptr;
-  // Optional (older drivers lack it): without it compute_units is 0.
+  // Optional (older drivers lack them): what tells the multiprocessor count.
   nvmlReturn_t (*nvmlDeviceGetAttributes_v2)(nvmlDevice_t, nvmlDeviceAttributes_t*) = nullptr;
+  nvmlReturn_t (*nvmlDeviceGetNumGpuCores)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability)(nvmlDevice_t, int*, int*) = nullptr;
 };
 
 template <typename Fn>
@@ -116,9 +118,12 @@ absl::StatusOr<NvmlApi> ResolveApi(void* library, const std::string& library_nam
   DRA_NVML_RESOLVE(nvmlEventSetWait_v2)
   DRA_NVML_RESOLVE(nvmlEventSetFree)
 #undef DRA_NVML_RESOLVE
-  if (!Resolve(library, library_name, "nvmlDeviceGetAttributes_v2", api.nvmlDeviceGetAttributes_v2).ok()) {
-    api.nvmlDeviceGetAttributes_v2 = nullptr;
-  }
+  auto resolve_optional = [&](const char* symbol, auto*& fn) {
+    if (!Resolve(library, library_name, symbol, fn).ok()) fn = nullptr;
+  };
+  resolve_optional("nvmlDeviceGetAttributes_v2", api.nvmlDeviceGetAttributes_v2);
+  resolve_optional("nvmlDeviceGetNumGpuCores", api.nvmlDeviceGetNumGpuCores);
+  resolve_optional("nvmlDeviceGetCudaComputeCapability", api.nvmlDeviceGetCudaComputeCapability);
   return api;
 }
 
@@ -148,6 +153,7 @@ class NvmlGpus final : public DeviceSource {
   absl::Status Check(nvmlReturn_t result, absl::string_view call) const;
   absl::StatusOr<std::vector<nvmlDevice_t>> Devices() const;
   absl::StatusOr<GpuInfo> Describe(int index, nvmlDevice_t device, const std::string& driver_version) const;
+  absl::StatusOr<std::optional<int64_t>> Multiprocessors(nvmlDevice_t device, const std::string& where) const;
   absl::Status RegisterForEvents();
   // Appends the events for one NVML event, if any.
   void AddEvents(const nvmlEventData_t& data, std::vector<HealthEvent>& events) const;
@@ -254,15 +260,9 @@ absl::StatusOr<GpuInfo> NvmlGpus::Describe(int index, nvmlDevice_t device, const
   gpu.pcie_root = nvml_internal::PcieRootFromSysfs(sysfs_root_, gpu.pci_bus_id);
   gpu.numa_node = nvml_internal::NumaNodeFromSysfs(sysfs_root_, gpu.pci_bus_id);
 
-  if (api_.nvmlDeviceGetAttributes_v2 != nullptr) {
-    nvmlDeviceAttributes_t attributes = {};
-    nvmlReturn_t result = api_.nvmlDeviceGetAttributes_v2(device, &attributes);
-    if (result == NVML_SUCCESS) {
-      gpu.compute_units = attributes.multiprocessorCount;
-    } else if (result != NVML_ERROR_NOT_SUPPORTED) {
-      return Check(result, "nvmlDeviceGetAttributes_v2" + where);
-    }
-  }
+  absl::StatusOr<std::optional<int64_t>> multiprocessors = Multiprocessors(device, where);
+  if (!multiprocessors.ok()) return multiprocessors.status();
+  gpu.compute_units = *multiprocessors;
 
   // GPUs without MIG support answer NOT_SUPPORTED.
   unsigned int current_mig = 0, pending_mig = 0;
@@ -322,6 +322,34 @@ void NvmlGpus::AddEvents(const nvmlEventData_t& data, std::vector<HealthEvent>& 
     event.index = static_cast<int>(i);
     events.push_back(event);
   }
+}
+
+// nvmlDeviceGetAttributes_v2 answers for MIG devices; a whole GPU answers
+// NOT_SUPPORTED (an H200 on driver 580 does), so its count comes from its
+// CUDA cores and the cores per multiprocessor of its architecture.
+absl::StatusOr<std::optional<int64_t>> NvmlGpus::Multiprocessors(nvmlDevice_t device, const std::string& where) const {
+  if (api_.nvmlDeviceGetAttributes_v2 != nullptr) {
+    nvmlDeviceAttributes_t attributes = {};
+    nvmlReturn_t result = api_.nvmlDeviceGetAttributes_v2(device, &attributes);
+    if (result == NVML_SUCCESS && attributes.multiprocessorCount > 0) return attributes.multiprocessorCount;
+    if (result != NVML_SUCCESS && result != NVML_ERROR_NOT_SUPPORTED) {
+      return Check(result, "nvmlDeviceGetAttributes_v2" + where);
+    }
+  }
+  if (api_.nvmlDeviceGetNumGpuCores == nullptr || api_.nvmlDeviceGetCudaComputeCapability == nullptr) {
+    return std::nullopt;
+  }
+  unsigned int cores = 0;
+  nvmlReturn_t result = api_.nvmlDeviceGetNumGpuCores(device, &cores);
+  if (result == NVML_ERROR_NOT_SUPPORTED) return std::nullopt;
+  if (result != NVML_SUCCESS) return Check(result, "nvmlDeviceGetNumGpuCores" + where);
+  int major = 0, minor = 0;
+  result = api_.nvmlDeviceGetCudaComputeCapability(device, &major, &minor);
+  if (result == NVML_ERROR_NOT_SUPPORTED) return std::nullopt;
+  if (result != NVML_SUCCESS) return Check(result, "nvmlDeviceGetCudaComputeCapability" + where);
+  std::optional<int> per_multiprocessor = nvml_internal::CoresPerMultiprocessor(major, minor);
+  if (!per_multiprocessor.has_value() || cores == 0 || cores % *per_multiprocessor != 0) return std::nullopt;
+  return static_cast<int64_t>(cores / *per_multiprocessor);
 }
 
 absl::StatusOr<std::vector<HealthEvent>> NvmlGpus::WaitForHealthEvents(absl::Duration timeout) {
@@ -456,6 +484,23 @@ std::string ModelFromProductName(std::string_view product_name) {
     }
   }
   return std::string(name);
+}
+
+std::optional<int> CoresPerMultiprocessor(int major, int minor) {
+  // As the CUDA samples' _ConvertSMVer2Cores lists them: Kepler, Maxwell,
+  // Pascal, Volta, Turing, Ampere, Ada, Hopper.
+  struct Architecture {
+    int major, minor, cores;
+  };
+  static constexpr Architecture kArchitectures[] = {
+      {3, 0, 192}, {3, 2, 192}, {3, 5, 192}, {3, 7, 192}, {5, 0, 128}, {5, 2, 128},
+      {5, 3, 128}, {6, 0, 64},  {6, 1, 128}, {6, 2, 128}, {7, 0, 64},  {7, 2, 64},
+      {7, 5, 64},  {8, 0, 64},  {8, 6, 128}, {8, 7, 128}, {8, 9, 128}, {9, 0, 128},
+  };
+  for (const Architecture& a : kArchitectures) {
+    if (a.major == major && a.minor == minor) return a.cores;
+  }
+  return std::nullopt;
 }
 
 XidSeverity ClassifyXid(uint64_t xid) {

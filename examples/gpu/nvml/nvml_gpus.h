@@ -59,6 +59,10 @@ std::optional<int> NumaNodeFromSysfs(const std::string& sysfs_root, const std::s
 // "NVIDIA GeForce RTX 4090" -> "GeForce RTX 4090").
 std::string ModelFromProductName(std::string_view product_name);
 
+// CUDA cores per streaming multiprocessor for a compute capability
+// (9.0 -> 128); none for one not listed.
+std::optional<int> CoresPerMultiprocessor(int major, int minor);
+
 enum class XidSeverity {
   kIgnored,    // caused by the application (e.g. 13, 31, 43): the GPU is fine
   kUnhealthy,  // stop scheduling onto the GPU

@@ -10,7 +10,10 @@
 //                 "memory": 85899345920, "pciBusId": "00000000:3B:00.0",
 //                 "minor": 0,
 //                 "migMode": 0,          // optional: absent = NOT_SUPPORTED
-//                 "multiprocessors": 108  // optional: absent = NOT_SUPPORTED
+//                 "multiprocessors": 108, // optional: absent = NOT_SUPPORTED, as
+//                                         // real GPUs (not MIG devices) answer
+//                 "cores": 16896,         // optional: absent = NOT_SUPPORTED
+//                 "computeCapability": [9, 0]  // optional: absent = NOT_SUPPORTED
 //                }]}
 // XID events are lines "<device index> <xid>" appended to the file named by
 // $FAKE_NVML_EVENTS. Every event set reads that file from its start, so a
@@ -43,8 +46,10 @@ struct gpu::nvml_abi::nvmlDevice_st {
   unsigned long long memory = 0;
   std::string pci_bus_id;
   unsigned int minor = 0;
-  int mig_mode = -1;         // -1: not supported
-  int multiprocessors = -1;  // -1: not supported
+  int mig_mode = -1;                    // -1: not supported
+  int multiprocessors = -1;             // -1: not supported
+  int cores = -1;                       // -1: not supported
+  std::vector<int> compute_capability;  // empty: not supported
 };
 
 struct gpu::nvml_abi::nvmlEventSet_st {
@@ -109,6 +114,8 @@ nvmlReturn_t LoadConfig(State& s) {
       device->minor = d.at("minor").get<unsigned int>();
       device->mig_mode = d.value("migMode", -1);
       device->multiprocessors = d.value("multiprocessors", -1);
+      device->cores = d.value("cores", -1);
+      device->compute_capability = d.value("computeCapability", std::vector<int>{});
       s.devices.push_back(std::move(device));
     }
   } catch (const std::exception& e) {
@@ -301,6 +308,23 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nv
   *attributes = {};
   attributes->multiprocessorCount = static_cast<unsigned int>(device->multiprocessors);
   attributes->memorySizeMB = device->memory >> 20;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* cores) {
+  FAKE_NVML_DEVICE_CALL(device);
+  if (cores == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->cores < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *cores = static_cast<unsigned int>(device->cores);
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  FAKE_NVML_DEVICE_CALL(device);
+  if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->compute_capability.size() != 2) return NVML_ERROR_NOT_SUPPORTED;
+  *major = device->compute_capability[0];
+  *minor = device->compute_capability[1];
   return NVML_SUCCESS;
 }
 
