@@ -261,6 +261,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     }
     if (multi != nullptr) internal::Curl().multi_cleanup(multi);
     for (CURL* handle : pool) internal::Curl().easy_cleanup(handle);
+    if (tls_sessions != nullptr) internal::Curl().share_cleanup(tls_sessions);
   }
 
   absl::Status Init();
@@ -392,6 +393,20 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   dra::Mutex counts_mu;
   std::map<std::pair<std::string, std::string>, uint64_t> counts ABSL_GUARDED_BY(counts_mu);  // by verb and code
 
+  // TLS sessions, shared by every handle of the client: each watch has a
+  // connection of its own, and resuming the session spares kube-apiserver a
+  // full handshake (its certificate signature) for each. bench/scale
+  // measured full handshakes as most of what a node cost it beyond a Go
+  // node, whose watches are streams on its one HTTP/2 connection.
+  CURLSH* tls_sessions = nullptr;
+  dra::Mutex tls_sessions_mu;
+  static void LockShare(CURL*, curl_lock_data, curl_lock_access, void* impl) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    static_cast<Impl*>(impl)->tls_sessions_mu.Lock();
+  }
+  static void UnlockShare(CURL*, curl_lock_data, void* impl) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    static_cast<Impl*>(impl)->tls_sessions_mu.Unlock();
+  }
+
   // Every request but watches runs on `multi`, driven by `io_thread` alone,
   // so that concurrent requests share connections: as HTTP/2 streams on one
   // TLS connection when the server speaks h2, else over HTTP/1.1 connections.
@@ -403,6 +418,12 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 };
 
 absl::Status Client::Impl::StartIo() {
+  tls_sessions = internal::Curl().share_init();
+  if (tls_sessions == nullptr) return absl::ResourceExhaustedError("client: cannot allocate a curl share handle");
+  internal::Curl().share_setopt(tls_sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  internal::Curl().share_setopt(tls_sessions, CURLSHOPT_LOCKFUNC, &Impl::LockShare);
+  internal::Curl().share_setopt(tls_sessions, CURLSHOPT_UNLOCKFUNC, &Impl::UnlockShare);
+  internal::Curl().share_setopt(tls_sessions, CURLSHOPT_USERDATA, this);
   multi = internal::Curl().multi_init();
   if (multi == nullptr) return absl::ResourceExhaustedError("client: cannot allocate a curl multi handle");
   internal::Curl().multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
@@ -565,6 +586,7 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   internal::Curl().easy_setopt(h, CURLOPT_URL, url.c_str());  // curl copies strings
   internal::Curl().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   internal::Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  internal::Curl().easy_setopt(h, CURLOPT_SHARE, tls_sessions);
   internal::Curl().easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
   if (!request.stream) internal::Curl().easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   internal::Curl().easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -1191,12 +1213,19 @@ absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const
 absl::StatusOr<HttpRequest> Client::Impl::WatchRequest(const ResourceRef& ref, const std::string& ns,
                                                        const WatchOptions& options) const {
   if (absl::Status s = CheckScope(ref, ns, true); !s.ok()) return s;
+  if (options.send_initial_events && !options.allow_bookmarks) {
+    return absl::InvalidArgumentError(
+        "WatchOptions: send_initial_events: Invalid value: true: needs allow_bookmarks (a bookmark ends the initial "
+        "events)");
+  }
   std::string query = internal::Query({
       {"watch", "true"},
       {"resourceVersion", options.resource_version},
       {"labelSelector", options.label_selector},
       {"fieldSelector", options.field_selector},
       {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+      {"sendInitialEvents", options.send_initial_events ? "true" : ""},
+      {"resourceVersionMatch", options.send_initial_events ? "NotOlderThan" : ""},
       {"timeoutSeconds", options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
   });
   HttpRequest request = Request(ref, "GET", internal::ResourcePath(ref, ns), query);

@@ -51,7 +51,10 @@ absl::Status Load() {
       Bind(handle, "curl_multi_poll", c.multi_poll, missing) &&
       Bind(handle, "curl_multi_wakeup", c.multi_wakeup, missing) &&
       Bind(handle, "curl_multi_info_read", c.multi_info_read, missing) &&
-      Bind(handle, "curl_multi_cleanup", c.multi_cleanup, missing) && Bind(handle, "curl_url", c.url, missing) &&
+      Bind(handle, "curl_multi_cleanup", c.multi_cleanup, missing) &&
+      Bind(handle, "curl_share_init", c.share_init, missing) &&
+      Bind(handle, "curl_share_setopt", c.share_setopt, missing) &&
+      Bind(handle, "curl_share_cleanup", c.share_cleanup, missing) && Bind(handle, "curl_url", c.url, missing) &&
       Bind(handle, "curl_url_set", c.url_set, missing) && Bind(handle, "curl_url_get", c.url_get, missing) &&
       Bind(handle, "curl_url_cleanup", c.url_cleanup, missing) && Bind(handle, "curl_free", c.free, missing);
   if (!all) {

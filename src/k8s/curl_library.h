@@ -32,6 +32,9 @@ struct CurlLibrary {
   decltype(&::curl_multi_wakeup) multi_wakeup;
   decltype(&::curl_multi_info_read) multi_info_read;
   decltype(&::curl_multi_cleanup) multi_cleanup;
+  decltype(&::curl_share_init) share_init;
+  decltype(&::curl_share_setopt) share_setopt;
+  decltype(&::curl_share_cleanup) share_cleanup;
   decltype(&::curl_url) url;
   decltype(&::curl_url_set) url_set;
   decltype(&::curl_url_get) url_get;

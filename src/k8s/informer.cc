@@ -35,6 +35,12 @@ bool IsUnsupportedFieldSelector(const absl::Status& status) {
   return absl::IsInvalidArgument(status) && absl::StrContains(status.message(), "field label not supported");
 }
 
+// The bookmark after a watch-list's initial events.
+bool EndsInitialEvents(const json& bookmark) {
+  const json::json_pointer at = json::json_pointer("/metadata/annotations") / kInitialEventsEnd;
+  return bookmark.contains(at) && bookmark.at(at) == "true";
+}
+
 std::string FieldSelectorOf(const InformerOptions& options, bool fell_back) {
   return fell_back ? options.field_selector_fallback->field_selector : options.field_selector;
 }
@@ -138,7 +144,9 @@ class Informer::Impl {
   void Run() {
     int failures = 0;
     while (!Stopping()) {
-      std::optional<std::string> version = ListIntoStore();
+      // How the watch-list stream that listed ended, if the list was one.
+      std::optional<absl::Status> stream_ended;
+      std::optional<std::string> version = UseWatchList() ? WatchListIntoStore(stream_ended) : ListIntoStore();
       if (!version.has_value()) {
         if (WaitForStop(Backoff(failures++))) return;
         continue;
@@ -147,7 +155,8 @@ class Informer::Impl {
       const std::string listed_at = *version;
       // Watches until a list is needed again.
       while (!Stopping()) {
-        const absl::Status ended = Watch(*version);
+        const absl::Status ended =
+            stream_ended.has_value() ? *std::exchange(stream_ended, std::nullopt) : Watch(*version);
         if (ended.ok()) {
           failures = 0;
           continue;
@@ -172,14 +181,21 @@ class Informer::Impl {
     }
   }
 
+  // A metadata-only watch cannot list whole objects: its lists are LISTs.
+  bool UseWatchList() const {
+    return options_.watch_list && !watch_list_refused_ && (!options_.watch_metadata_only || fallback_);
+  }
+
+  void NoteFallback() {
+    dra::MutexLock lock(&mu_);
+    stats_.field_selector_fallback = fallback_;
+  }
+
   // Lists, and hands what differs from the store on; the list's version,
   // or nullopt after a failure (reported).
   std::optional<std::string> ListIntoStore() {
     absl::StatusOr<ListResult> list = ListAsInformer(*client_, options_, fallback_);
-    if (fallback_) {
-      dra::MutexLock lock(&mu_);
-      stats_.field_selector_fallback = true;
-    }
+    NoteFallback();
     if (!list.ok()) {
       Failed(list.status(), absl::StrCat("list ", What()));
       return std::nullopt;
@@ -190,12 +206,83 @@ class Informer::Impl {
       std::string key = Key(item);
       listed.emplace(std::move(key), std::move(item));
     }
+    ApplyList(std::move(listed), /*streamed=*/false);
+    return list->resource_version;
+  }
+
+  // Lists through a watch-list stream, which goes on as the watch: its
+  // initial events are collected and applied as a list once the bookmark
+  // that ends them comes. Returns the last version seen, with `ended` saying
+  // how the stream ended, or nullopt when it failed before its initial
+  // events ended (reported). A server with the WatchList feature off refuses
+  // the stream, and a LIST follows at once, as every list from then on.
+  std::optional<std::string> WatchListIntoStore(std::optional<absl::Status>& ended) {
+    WatchOptions watch_options = WatchOptionsOf("");
+    watch_options.send_initial_events = true;
+    watch_options.metadata_only = false;
+    std::map<std::string, json> initial;
+    bool listed = false;
+    std::string version;
+    {
+      dra::MutexLock lock(&mu_);
+      ++stats_.watches;
+    }
+    absl::Status status = client_->RunWatch(
+        options_.resource, options_.namespace_, watch_options,
+        [&](const WatchEvent& event) {
+          std::string event_version = StringAt(event.object, "/metadata/resourceVersion");
+          if (!listed) {
+            if (event.type == "BOOKMARK") {
+              if (!EndsInitialEvents(event.object)) return;
+              listed = true;
+              version = std::move(event_version);
+              ApplyList(std::move(initial), /*streamed=*/true);
+              return;
+            }
+            json object = event.object;
+            if (!Selected(object)) return;
+            if (options_.transform) options_.transform(object);
+            std::string key = Key(object);
+            if (event.type == "DELETED") {
+              initial.erase(key);
+            } else {
+              initial.insert_or_assign(std::move(key), std::move(object));
+            }
+            return;
+          }
+          if (!event_version.empty()) version = std::move(event_version);
+          if (event.type != "BOOKMARK") Apply(event);
+        },
+        watch_stop_);
+    if (listed) {
+      ended = status;
+      return version;
+    }
+    if (Stopping()) return std::nullopt;
+    if (!fallback_ && options_.field_selector_fallback.has_value() && IsUnsupportedFieldSelector(status)) {
+      fallback_ = true;
+      NoteFallback();
+      return WatchListIntoStore(ended);
+    }
+    if (absl::IsInvalidArgument(status)) {
+      watch_list_refused_ = true;
+      return ListIntoStore();
+    }
+    if (status.ok()) status = absl::UnavailableError("the stream ended before its initial events did");
+    Failed(status, absl::StrCat("watch-list ", What()));
+    return std::nullopt;
+  }
+
+  // Makes the store `listed`, handing the differences on as events, then
+  // OnSynced().
+  void ApplyList(std::map<std::string, json> listed, bool streamed) {
     std::map<std::string, json> before;
     {
       dra::MutexLock lock(&mu_);
       before = std::move(store_);
       store_ = listed;
       ++stats_.lists;
+      if (streamed) ++stats_.watch_lists;
     }
     for (const auto& [key, object] : before) {
       if (!listed.contains(key)) handler_.OnEvent({InformerEvent::Type::kDeleted, object, &object, true});
@@ -213,17 +300,21 @@ class Informer::Impl {
       synced_ = true;
     }
     handler_.OnSynced();
-    return list->resource_version;
   }
 
-  // One watch from `version`, which follows the events; returns why it ended.
-  absl::Status Watch(std::string& version) {
+  WatchOptions WatchOptionsOf(const std::string& version) const {
     WatchOptions watch_options;
     watch_options.resource_version = version;
     watch_options.label_selector = options_.label_selector;
     watch_options.field_selector = FieldSelectorOf(options_, fallback_);
     watch_options.allow_bookmarks = true;
     watch_options.metadata_only = options_.watch_metadata_only && !fallback_;
+    return watch_options;
+  }
+
+  // One watch from `version`, which follows the events; returns why it ended.
+  absl::Status Watch(std::string& version) {
+    const WatchOptions watch_options = WatchOptionsOf(version);
     {
       dra::MutexLock lock(&mu_);
       ++stats_.watches;
@@ -280,6 +371,8 @@ class Informer::Impl {
   const WatchStop watch_stop_;
   // The server refused options_.field_selector (informer thread only).
   bool fallback_ = false;
+  // The server refused a watch-list: lists are LISTs (informer thread only).
+  bool watch_list_refused_ = false;
 
   mutable dra::Mutex mu_;
   dra::CondVar cv_;

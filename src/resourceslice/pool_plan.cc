@@ -98,7 +98,7 @@ PoolPlan PlanPool(const Publishing& publishing, const std::string& pool_name, co
   if (desired.generation > generation) {
     plan.generation = desired.generation;
     rewrite_all = true;
-  } else if (!unfinished && (missing > 0 || num_changed > 1)) {
+  } else if (!unfinished && (missing + num_changed > 1 || missing == count)) {
     plan.generation = generation + 1;
     rewrite_all = true;
   }

@@ -151,9 +151,9 @@ class Publisher::Impl {
     for (const auto& [pool, drift] : drift_) {
       if (!drift.names.empty()) return false;
     }
-    if (node_scope_ && (!node_scope_->Synced() || !CacheOf(*node_scope_).to_fetch.empty())) return false;
+    if (node_scope_ && !node_scope_->Synced()) return false;
     for (const auto& [name, scope] : pool_scopes_) {
-      if (!scope->Synced() || !CacheOf(*scope).to_fetch.empty()) return false;
+      if (!scope->Synced()) return false;
     }
     return true;
   }
@@ -176,8 +176,7 @@ class Publisher::Impl {
 
  private:
   // The slices one field selector selects, as this publisher knows them:
-  // from its informer (a list, then a metadata-only watch, whose changes by
-  // someone else are read whole) and from its own writes.
+  // from its informer and from its own writes.
   struct Scope final : k8s::InformerHandler {
     Scope(Impl* impl, std::string selector) : owner(impl), field_selector(std::move(selector)) {}
 
@@ -195,13 +194,7 @@ class Publisher::Impl {
     // Reached only through Impl::CacheOf(), which requires Impl::mu_.
     struct Cache {
       std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
-      // Slices the watch showed changed by someone else, to be read whole
-      // by the worker, with the resource version the event showed.
-      std::map<std::string, int64_t> to_fetch;
     } cache;
-    // Worker thread only.
-    int fetch_failures = 0;
-    absl::Time fetch_at = absl::InfinitePast();
     // Set once after construction; last: its thread ends before the rest goes.
     std::unique_ptr<k8s::Informer> informer;
   };
@@ -213,9 +206,12 @@ class Publisher::Impl {
     options.resource = k8s::kResourceSlices;
     options.field_selector = scope.field_selector;
     options.field_selector_fallback = scope.fallback;
-    // Most events are this publisher's own writes, which it knows already:
-    // their metadata says so, and saves receiving every slice twice.
-    options.watch_metadata_only = true;
+    // Whole objects, listed through a watch-list stream (one request), as
+    // the Go controller's informer does. A metadata-only watch would save
+    // receiving this publisher's own writes a second time, but needs a LIST
+    // and a WATCH and a GET for each change by someone else: bench/scale
+    // measured its kube-apiserver CPU no lower, with a request more per
+    // node and relist.
     options.backoff_initial = options_.backoff_initial;
     options.backoff_max = options_.backoff_max;
     return options;
@@ -308,21 +304,6 @@ class Publisher::Impl {
     while (!stopped_) {
       const absl::Time now = absl::Now();
       absl::Time wake = absl::InfiniteFuture();
-      bool worked = false;
-
-      for (Scope* scope : ScopesLocked()) {
-        if (!scope->Synced() || CacheOf(*scope).to_fetch.empty()) continue;
-        if (scope->fetch_at <= now) {
-          std::map<std::string, int64_t> names = std::exchange(CacheOf(*scope).to_fetch, {});
-          mu_.Unlock();
-          FetchChanged(*scope, std::move(names));
-          mu_.Lock();
-          worked = true;
-        } else {
-          wake = std::min(wake, scope->fetch_at);
-        }
-      }
-      if (worked) continue;
 
       // Drift checks whose time has come become syncs, unless the
       // publisher's own writes explained every change.
@@ -406,14 +387,6 @@ class Publisher::Impl {
     }
     // Already cached at this version or later: this publisher wrote it.
     if (it != CacheOf(scope).slices.end() && it->second->resource_version >= version) return;
-    if (!event.object.contains("spec")) {
-      // Metadata only: the worker reads it, unless the write that caused it
-      // (its response still on the way) explains it by then.
-      int64_t& wanted = CacheOf(scope).to_fetch[name];
-      wanted = std::max(wanted, version);
-      cv_.SignalAll();
-      return;
-    }
     CacheForeignLocked(scope, name, event.object);
   }
 
@@ -427,36 +400,6 @@ class Publisher::Impl {
     if (it != CacheOf(scope).slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
     NoteDriftLocked(slice->pool, name);
     CacheOf(scope).slices[name] = std::move(slice);
-  }
-
-  // Reads the slices the metadata-only watch showed changed by someone else.
-  // One that is gone by now has its DELETED event on the way.
-  void FetchChanged(Scope& scope, std::map<std::string, int64_t> names) {
-    while (!names.empty()) {
-      const auto [name, version] = *names.begin();
-      {
-        dra::MutexLock lock(&mu_);
-        auto cached = CacheOf(scope).slices.find(name);
-        if (cached != CacheOf(scope).slices.end() && cached->second->resource_version >= version) {
-          names.erase(names.begin());  // this publisher's own write, cached since
-          continue;
-        }
-      }
-      absl::StatusOr<json> object = client_->Get(k8s::kResourceSlices, "", name);
-      if (!object.ok() && !absl::IsNotFound(object.status())) {
-        {
-          dra::MutexLock lock(&mu_);
-          CacheOf(scope).to_fetch.merge(names);
-          scope.fetch_at = absl::Now() + Backoff(options_, ++scope.fetch_failures);
-        }
-        Report(object.status(), absl::StrCat("read changed ResourceSlice ", k8s::GoQuote(name)));
-        return;
-      }
-      names.erase(names.begin());
-      dra::MutexLock lock(&mu_);
-      scope.fetch_failures = 0;
-      if (object.ok()) CacheForeignLocked(scope, name, *object);
-    }
   }
 
   // The publisher's own write of `name` explains a watch event about it that

@@ -433,7 +433,8 @@ TEST_CASE(
 TEST_CASE("a broken watch and an expired resource version are survived by watching again and relisting", "[binding]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"LIST","resource":"resourceclaims","count":2,"status":503})")
+  // Its list is a watch-list stream: a WATCH.
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"WATCH","resource":"resourceclaims","count":2,"status":503})")
               .ok());
   ScriptedHandler handler;
   auto reconciler = StartReconciler(client, handler);

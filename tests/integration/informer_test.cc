@@ -141,6 +141,57 @@ TEST_CASE("informer: the list becomes events, then the watch's changes, and the 
   CHECK(recorder.errors().empty());
 }
 
+int RequestCount(const testing::FakeApiServer& server, const std::string& key) {
+  absl::StatusOr<std::string> requests = server.Admin("GET", "/fake/requests");
+  REQUIRE(requests.ok());
+  return json::parse(*requests)["counts"].value(key, 0);
+}
+
+TEST_CASE("informer: the list is a watch-list stream that goes on as the watch: one request", "[informer]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server);
+  CreateLabelled(*client, "a", "x");
+  CreateLabelled(*client, "b", "x");
+  REQUIRE(client->Delete(k8s::kResourceClaims, kClaimNamespace, "b").ok());
+  Recorder recorder;
+  auto informer = Start(client, ClaimOptions(), recorder);
+  REQUIRE(PollUntil([&] { return recorder.synced() == 1; }, absl::Seconds(20)));
+  CHECK(recorder.events() == std::vector<std::string>{"ADDED list " + Key("a")});
+  CreateLabelled(*client, "c", "x");
+  REQUIRE(PollUntil([&] { return recorder.Saw("ADDED " + Key("c")); }, absl::Seconds(20)));
+  CHECK(RequestCount(*server, "LIST resourceclaims") == 0);
+  CHECK(RequestCount(*server, "WATCH resourceclaims") == 1);
+  const k8s::InformerStats stats = informer->Stats();
+  CHECK(stats.lists == 1);
+  CHECK(stats.watch_lists == 1);
+  CHECK(stats.watches == 1);
+  CHECK(recorder.errors().empty());
+}
+
+TEST_CASE("informer: a server with the WatchList feature off gets a LIST and a WATCH, from then on", "[informer]") {
+  testing::FakeApiServer::Options server_options;
+  server_options.extra_args = {"--quiet", "--watch-list=false"};
+  absl::StatusOr<std::unique_ptr<testing::FakeApiServer>> server = testing::FakeApiServer::Start(server_options);
+  REQUIRE(server.ok());
+  auto client = testing::MakeClient(**server);
+  CreateLabelled(*client, "a", "x");
+  Recorder recorder;
+  auto informer = Start(client, ClaimOptions(), recorder);
+  REQUIRE(PollUntil([&] { return recorder.synced() == 1; }, absl::Seconds(20)));
+  CHECK(recorder.events() == std::vector<std::string>{"ADDED list " + Key("a")});
+  // A 410 lists again: with a LIST, not another refused watch-list.
+  REQUIRE((*server)
+              ->Admin("POST", "/fake/fail", R"({"verb":"WATCH","resource":"resourceclaims","count":1,"status":410})")
+              .ok());
+  REQUIRE(PollUntil([&] { return CloseWatches(**server) == 1; }, absl::Seconds(20)));
+  REQUIRE(PollUntil([&] { return recorder.synced() == 2; }, absl::Seconds(20)));
+  CHECK(RequestCount(**server, "LIST resourceclaims") == 2);
+  const k8s::InformerStats stats = informer->Stats();
+  CHECK(stats.lists == 2);
+  CHECK(stats.watch_lists == 0);
+  CHECK(recorder.errors().empty());
+}
+
 TEST_CASE("informer: a watch the server ends is resumed from its version, without a list", "[informer]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);
@@ -168,12 +219,14 @@ TEST_CASE(
   CreateLabelled(*client, "stays", "x");
   CreateLabelled(*client, "goes", "x");
   CreateLabelled(*client, "changes", "x");
-  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"LIST","resource":"resourceclaims","count":3,"status":503})")
+  // The list is a watch-list stream: a WATCH.
+  REQUIRE(server->Admin("POST", "/fake/fail", R"({"verb":"WATCH","resource":"resourceclaims","count":3,"status":503})")
               .ok());
   Recorder recorder;
   auto informer = Start(client, ClaimOptions(), recorder);
   REQUIRE(PollUntil([&] { return informer->Synced(); }, absl::Seconds(20)));
-  CHECK(recorder.errors().size() == 3);
+  REQUIRE(recorder.errors().size() == 3);
+  CHECK(recorder.errors()[0].rfind("watch-list resourceclaims: UNAVAILABLE: ", 0) == 0);
   CHECK(informer->Stats().lists == 1);
 
   // The watch fails (503, transient) until the faults are dropped; in the
@@ -192,6 +245,7 @@ TEST_CASE(
   REQUIRE(server->Admin("DELETE", "/fake/fail").ok());
   REQUIRE(PollUntil([&] { return recorder.synced() == 2; }, absl::Seconds(20)));
   CHECK(informer->Stats().lists == 2);
+  CHECK(informer->Stats().watch_lists == 2);
   const std::vector<std::string> events = recorder.events();
   const std::vector<std::string> after(events.begin() + 3, events.end());
   CHECK(after == std::vector<std::string>{"DELETED list " + Key("goes"), "MODIFIED list " + Key("changes"),
@@ -249,7 +303,9 @@ TEST_CASE("informer: a field selector the server does not know falls back to a c
   options.resource = k8s::kResourceSlices;
   // spec.unknown stands for spec.pool.name on a server before 1.37.
   options.field_selector = "spec.driver=d.example.com,spec.unknown=a";
-  options.watch_metadata_only = true;
+  // Metadata-only: a LIST is refused; whole objects: a watch-list stream.
+  const bool metadata_only = GENERATE(true, false);
+  options.watch_metadata_only = metadata_only;
   options.field_selector_fallback = k8s::InformerOptions::FieldSelectorFallback{
       "spec.driver=d.example.com", [](const json& slice) { return slice["spec"]["pool"]["name"] == "a"; }};
   Recorder recorder;
@@ -258,6 +314,7 @@ TEST_CASE("informer: a field selector the server does not know falls back to a c
   CHECK(recorder.errors().empty());
   CHECK(informer->Stats().field_selector_fallback);
   CHECK(informer->Stats().lists == 1);
+  CHECK(informer->Stats().watch_lists == (metadata_only ? 0 : 1));
   create("b-2", "d.example.com", "b");
   create("other-a-2", "other.example.com", "a");
   create("a-2", "d.example.com", "a");

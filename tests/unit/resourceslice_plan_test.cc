@@ -102,13 +102,40 @@ TEST_CASE("plan: skipNodeOperations goes on every slice, and changing it rewrite
   CHECK(plan.generation == 2);
 }
 
-TEST_CASE("plan: a missing slice (deleted by someone, a pool that grew) rewrites all at the next generation") {
+TEST_CASE(
+    "plan: one missing slice is created at the same generation, with another missing or changed all are rewritten") {
   const Pool pool = DesiredPool(3);
-  const std::vector<Stored> stored = {StoredSlice(pool, 0, 2), StoredSlice(pool, 2, 2)};
-  const PoolPlan plan = PlanPool(kPublishing, kPool, pool, View(stored), 2, {});
-  CHECK(plan.creates == Indexes{1});
-  CHECK(plan.updates == Updates{{0, 0}, {2, 1}});
-  CHECK(plan.generation == 3);
+  const std::vector<Stored> one_gone = {StoredSlice(pool, 0, 2), StoredSlice(pool, 2, 2)};
+  const PoolPlan one = PlanPool(kPublishing, kPool, pool, View(one_gone), 2, {});
+  CHECK(one.creates == Indexes{1});
+  CHECK(one.updates.empty());
+  CHECK(one.generation == 2);
+
+  const std::vector<Stored> two_gone = {StoredSlice(pool, 2, 2)};
+  const PoolPlan two = PlanPool(kPublishing, kPool, pool, View(two_gone), 2, {});
+  CHECK(two.creates == Indexes{0, 1});
+  CHECK(two.updates == Updates{{2, 0}});
+  CHECK(two.generation == 3);
+
+  Pool changed = pool;
+  changed.slices[0].devices[0].attributes["model"].string_value = "h100";
+  const PoolPlan gone_and_changed = PlanPool(kPublishing, kPool, changed, View(one_gone), 2, {});
+  CHECK(gone_and_changed.creates == Indexes{1});
+  CHECK(gone_and_changed.updates == Updates{{0, 0}, {2, 1}});
+  CHECK(gone_and_changed.generation == 3);
+
+  // A pool that grew: the slices it had say the old count, so they change.
+  const Pool grown = DesiredPool(4);
+  const std::vector<Stored> before = {StoredSlice(pool, 0, 2), StoredSlice(pool, 1, 2), StoredSlice(pool, 2, 2)};
+  const PoolPlan grew = PlanPool(kPublishing, kPool, grown, View(before), 2, {});
+  CHECK(grew.creates == Indexes{3});
+  CHECK(grew.updates.size() == 3);
+  CHECK(grew.generation == 3);
+
+  // Nothing left: a one-slice pool wiped starts again at the next generation.
+  const PoolPlan wiped = PlanPool(kPublishing, kPool, DesiredPool(1), {}, 2, {});
+  CHECK(wiped.creates == Indexes{0});
+  CHECK(wiped.generation == 3);
 }
 
 TEST_CASE("plan: obsolete slices: past the pool's end, unreadable, misplaced, badly named, the older of two") {

@@ -133,7 +133,18 @@ struct WatchOptions {
   // fraction of the bytes. A server without that transformation sends the
   // whole objects.
   bool metadata_only = false;
+  // A watch-list (WatchList, on by default since Kubernetes 1.34): the
+  // stream starts with an ADDED event per object at resource_version or
+  // later ("": the latest), then a BOOKMARK annotated
+  // k8s.io/initial-events-end: "true" (kInitialEventsEnd) whose version is
+  // the list's, then the changes, as a LIST and a WATCH would give them in
+  // one request. Needs allow_bookmarks. A server with the feature off
+  // refuses it (InvalidArgument, HTTP 422).
+  bool send_initial_events = false;
 };
+
+// The annotation of the bookmark that ends a watch-list's initial events.
+inline constexpr char kInitialEventsEnd[] = "k8s.io/initial-events-end";
 
 struct WatchEvent {
   std::string type;  // ADDED, MODIFIED, DELETED or BOOKMARK

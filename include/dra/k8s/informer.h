@@ -12,9 +12,13 @@
 //
 // How it keeps the store equal to the server, on one thread of its own
 // (named "dra-informer"), which also reads the watch:
-// - Lists (all pages), hands the differences to the store to the handler as
-//   events with from_list set, then OnSynced(), and watches from the list's
-//   resourceVersion with bookmarks.
+// - Lists, hands the differences to the store to the handler as events with
+//   from_list set, then OnSynced(), and watches from the list's
+//   resourceVersion with bookmarks. The list is a watch-list stream (one
+//   request, served from kube-apiserver's watch cache, which goes on as the
+//   watch), as client-go's reflector makes it; a LIST (all pages) and a
+//   WATCH where the server refuses that (the WatchList feature off, as by
+//   default before 1.34) or the watch is metadata-only.
 // - A watch the server ends is resumed from the last resourceVersion seen
 //   (events and bookmarks carry it): no list.
 // - 410 Gone (the version was compacted away) lists again after a random
@@ -25,7 +29,8 @@
 //   retried the same way. So an API server restart costs each informer one
 //   watch, and one list only if its version is gone by then.
 // - Field and label selectors are applied by the server; with
-//   watch_metadata_only the watch carries only metadata (lists stay whole).
+//   watch_metadata_only the watch carries only metadata (lists stay whole,
+//   and are LISTs).
 //   A field selector an older server does not know can fall back to a
 //   coarser one that the informer refines itself (field_selector_fallback).
 #pragma once
@@ -72,6 +77,9 @@ struct InformerOptions {
     std::function<bool(const nlohmann::json& object)> keep;
   };
   std::optional<FieldSelectorFallback> field_selector_fallback;
+  // List through a watch-list stream where the server allows it (and the
+  // watch is not metadata-only); false: LIST and WATCH always.
+  bool watch_list = true;
   // A list that a 410 made necessary first waits a random time in
   // [relist_spread/2, relist_spread], because a kube-apiserver restart
   // expires every node's watch at once and a thousand nodes listing in the
@@ -118,9 +126,10 @@ class InformerHandler {
 };
 
 struct InformerStats {
-  int64_t lists = 0;    // complete lists: the first, then one per 410
-  int64_t watches = 0;  // watches started
-  int64_t errors = 0;   // reports to OnError
+  int64_t lists = 0;        // complete lists: the first, then one per 410
+  int64_t watch_lists = 0;  // of those, the ones streamed as a watch-list
+  int64_t watches = 0;      // watches started, watch-list streams included
+  int64_t errors = 0;       // reports to OnError
   // The server refused the field selector and the fallback is in use.
   bool field_selector_fallback = false;
 };

@@ -8,10 +8,11 @@
 // thread per scope, and the work pool while it writes:
 // - Lists and watches only this driver's slices, with a k8s::Informer per
 //   scope: spec.driver and spec.nodeName for node-local pools, spec.driver
-//   and spec.pool.name for each other pool. Work is keyed by pool. The watch
-//   carries metadata only; a slice whose resource version is newer than this
-//   publisher's own write of it is read whole. A broken watch resumes from
-//   its version; only 410 lists again.
+//   and spec.pool.name for each other pool, listed through a watch-list
+//   stream (a LIST where the server refuses it). Work is keyed by pool. A
+//   slice whose resource version is newer than this publisher's own write
+//   of it was changed by someone else. A broken watch resumes from its
+//   version; only 410 lists again.
 // - Validates every pool before any request (ValidateResourceSlice on each
 //   slice, plus pool-wide rules: unique device and counter set names, counters
 //   that devices consume exist). An invalid pool is reported through the

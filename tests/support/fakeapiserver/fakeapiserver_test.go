@@ -1313,6 +1313,14 @@ func TestWatchListDefaultsAndListOptions(t *testing.T) {
 	}
 }
 
+func TestWatchListGateOff(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.NoWatchList = true })
+	st := statusOf(t, f.do("GET", slicesPath+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", nil), 422, "Invalid")
+	if want := `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`; gets(st, "message") != want {
+		t.Errorf("message %q, want %q", gets(st, "message"), want)
+	}
+}
+
 func TestDeviceRules(t *testing.T) {
 	f := newFixture(t)
 	s := slice("s", "gpu.example.com", "node1")

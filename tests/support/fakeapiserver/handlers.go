@@ -241,18 +241,21 @@ func (s *Server) buildFilter(req *apiRequest) (*objectFilter, *apiError) {
 }
 
 // checkWatchListOptions applies the real server's SetListOptionsDefaults to a
-// watch (the WatchList feature, on in 1.37: a watch from "" or "0" sends the
-// current objects and ends them with an initial-events-end bookmark) and
-// its ValidateListOptions rules.
-func checkWatchListOptions(q url.Values, o *watchOptions) *apiError {
+// watch (with the WatchList feature, on since 1.34: a watch from "" or "0"
+// sends the current objects and ends them with an initial-events-end
+// bookmark) and its ValidateListOptions rules.
+func checkWatchListOptions(q url.Values, o *watchOptions, watchList bool) *apiError {
 	match := q.Get("resourceVersionMatch")
-	if o.sendInitialEvents == nil && match == "" && (o.resourceVersion == "" || o.resourceVersion == "0") {
+	if watchList && o.sendInitialEvents == nil && match == "" && (o.resourceVersion == "" || o.resourceVersion == "0") {
 		t := true
 		o.sendInitialEvents, match = &t, "NotOlderThan"
 	}
 	var causes []statusCause
 	if o.sendInitialEvents != nil && match != "NotOlderThan" {
 		causes = append(causes, causeForbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+	}
+	if o.sendInitialEvents != nil && !watchList {
+		causes = append(causes, causeForbidden("sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
 	}
 	if match != "" {
 		if o.sendInitialEvents == nil {

@@ -36,6 +36,7 @@ func main() {
 	flag.StringVar(&forbidden, "forbidden-users", "", "comma-separated users that get 403 on every request")
 	flag.IntVar(&cfg.History, "history", 1000, "number of events kept for watch resumption and consistent paging")
 	flag.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", time.Second, "interval between BOOKMARK events on watches with allowWatchBookmarks=true")
+	watchList := flag.Bool("watch-list", true, "the WatchList feature (default on since 1.34); false refuses sendInitialEvents as a server with the gate off")
 	flag.StringVar(&drop, "drop-fields", "", "comma-separated field paths removed before storing, e.g. spec.devices[].taints")
 	flag.StringVar(&cfg.ClientCertUser, "client-cert-user", "cert-user", "CN (user name) of the generated client certificate")
 	flag.StringVar(&host, "address", "127.0.0.1", "address to listen on")
@@ -53,6 +54,7 @@ func main() {
 		cfg.Address = fmt.Sprintf("[%s]:%d", host, port)
 	}
 	cfg.LogRequests = !quiet
+	cfg.NoWatchList = !*watchList
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

@@ -28,6 +28,7 @@ type Config struct {
 	ForbiddenUsers   []string      // 403 on everything
 	History          int           // events kept for watch resumption and paging (default 1000)
 	BookmarkInterval time.Duration // for allowWatchBookmarks (default 1s)
+	NoWatchList      bool          // the WatchList feature gate off, as before 1.34: sendInitialEvents refused
 	DropFields       []string      // e.g. spec.devices[].taints
 	ClientCertUser   string        // CN of the generated client certificate (default "cert-user")
 	Address          string        // listen address (default 127.0.0.1:0)

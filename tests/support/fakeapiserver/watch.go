@@ -170,7 +170,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 		b := isTrue(v)
 		o.sendInitialEvents = &b
 	}
-	if aerr := checkWatchListOptions(q, &o); aerr != nil {
+	if aerr := checkWatchListOptions(q, &o, !s.cfg.NoWatchList); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
