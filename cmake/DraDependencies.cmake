@@ -8,6 +8,7 @@ find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+find_package(ZLIB REQUIRED)
 
 include(DraStaticGrpc)
 if(DRA_STATIC_GRPC)

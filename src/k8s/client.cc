@@ -23,6 +23,7 @@
 #include "dra/mutex.h"
 #include "k8s/auth.h"
 #include "k8s/curl_library.h"
+#include "k8s/gzip_members.h"
 #include "k8s/http_util.h"
 #include "k8s/protobuf_codec.h"
 
@@ -600,6 +601,9 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
                                              : (request.protobuf ? kAcceptProtobuf : kAcceptJson);
   *headers = internal::Curl().slist_append(*headers, accept);
   *headers = internal::Curl().slist_append(*headers, "Expect:");
+  // A watch-list stream comes gzipped, one member per flush, which libcurl
+  // cannot decode past the first: the watch decodes it (GzipMembers).
+  if (request.stream) *headers = internal::Curl().slist_append(*headers, "Accept-Encoding: gzip");
   if (!request.content_type.empty()) {
     *headers = internal::Curl().slist_append(*headers, absl::StrCat("Content-Type: ", request.content_type).c_str());
   }
@@ -859,7 +863,8 @@ struct WatchWriter {
   std::string context;
   long http_code = 0;
   std::string error_body;
-  std::optional<bool> protobuf;  // the stream's format, from its Content-Type
+  std::optional<bool> protobuf;                 // the stream's format, from its Content-Type
+  std::unique_ptr<internal::GzipMembers> gzip;  // Content-Encoding: gzip
   internal::LineDecoder lines;
   internal::FrameDecoder frames;
   std::optional<absl::Status> error;  // ends the watch with this
@@ -905,6 +910,10 @@ struct WatchWriter {
   static size_t Header(char* data, size_t size, size_t count, void* user) {
     auto* self = static_cast<WatchWriter*>(user);
     const std::string_view line(data, size * count);
+    const std::string lower = absl::AsciiStrToLower(absl::string_view(line.data(), line.size()));
+    if (absl::StartsWith(lower, "content-encoding:") && lower.find("gzip", 17) != std::string::npos) {
+      self->gzip = std::make_unique<internal::GzipMembers>();
+    }
     if (line == "\r\n" || line == "\n") {
       long code = 0;
       internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &code);
@@ -920,6 +929,16 @@ struct WatchWriter {
     auto* self = static_cast<WatchWriter*>(user);
     const size_t n = size * count;
     if (self->state->stop) return 0;
+    std::string_view body(data, n);
+    std::string inflated;
+    if (self->gzip != nullptr) {
+      if (absl::Status status = self->gzip->Inflate(body, inflated); !status.ok()) {
+        self->error = internal::Rewrap(status, absl::StatusCode::kInternal,
+                                       absl::StrCat("watch stream: ", status.message(), " [", self->context, "]"));
+        return 0;
+      }
+      body = inflated;
+    }
     if (self->http_code == 0) internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
     if (!self->protobuf.has_value()) {
       char* type = nullptr;
@@ -927,13 +946,12 @@ struct WatchWriter {
       self->protobuf = type != nullptr && internal::IsProtobufContentType(type);
     }
     if (self->http_code != 200) {
-      if (self->error_body.size() < kMaxErrorBody) self->error_body.append(data, n);
+      if (self->error_body.size() < kMaxErrorBody) self->error_body.append(body);
       return n;
     }
-    absl::Status status =
-        *self->protobuf
-            ? self->frames.Feed(std::string_view(data, n), [self](std::string_view f) { return self->OnFrame(f); })
-            : self->lines.Feed(std::string_view(data, n), [self](std::string_view l) { return self->OnLine(l); });
+    absl::Status status = *self->protobuf
+                              ? self->frames.Feed(body, [self](std::string_view f) { return self->OnFrame(f); })
+                              : self->lines.Feed(body, [self](std::string_view l) { return self->OnLine(l); });
     if (!status.ok()) {
       self->error = std::move(status);
       return 0;

@@ -500,7 +500,8 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
 
 // v1.37 gzips the watch-list stream (a watch without a resourceVersion)
 // for clients that accept gzip, one gzip member per flush, which libcurl
-// cannot follow: the client must not ask for compression on watches.
+// cannot follow: the client asks for gzip on watches itself and inflates
+// every member (GzipMembers).
 TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED events, then changes", "[e2e][watch]") {
   auto admin = MakeClient(AdminConfig());
   auto driver = MakeClient(DriverConfig());

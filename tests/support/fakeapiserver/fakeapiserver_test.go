@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -1352,4 +1353,39 @@ func TestDeviceRules(t *testing.T) {
 		gets(st, "details", "causes", 0, "message") != "Required value: required when validValues is defined" {
 		t.Errorf("causes %s", mustJSON(get(st, "details", "causes")))
 	}
+}
+
+func TestWatchListGzippedOneMemberPerFlush(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.do("POST", slicesPath, slice("a", "gpu.example.com", "node1")), 201)
+	req, err := http.NewRequest("GET", f.s.URL+slicesPath+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Accept-Encoding", "gzip") // set by hand: Go's transport then leaves the body as it came
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(zr)
+	var added, bookmark map[string]any
+	if err := dec.Decode(&added); err != nil || gets(added, "type") != "ADDED" {
+		t.Fatalf("first event %v: %v", added, err)
+	}
+	f.must(f.do("POST", slicesPath, slice("b", "gpu.example.com", "node1")), 201) // a later flush: a member of its own
+	for dec.Decode(&bookmark) == nil {
+		if gets(bookmark, "type") == "ADDED" && gets(bookmark, "object", "metadata", "name") == "b" {
+			return
+		}
+	}
+	t.Fatal("no ADDED b after the initial events")
 }

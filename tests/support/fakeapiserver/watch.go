@@ -1,9 +1,11 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -201,6 +203,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 		return
 	}
 	defer s.st.stopWatch(wt)
+	// As kube-apiserver with WatchListCompression (beta, on in 1.37): a
+	// watch-list stream is gzipped for a client that accepts it, one gzip
+	// member per flush.
+	gzipped := o.sendInitialEvents != nil && *o.sendInitialEvents && acceptsGzip(req.r)
+	if gzipped {
+		w.Header().Set("Content-Encoding", "gzip")
+	}
 	w.WriteHeader(http.StatusOK)
 	if flusher != nil {
 		flusher.Flush()
@@ -220,10 +229,21 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 	for {
 		select {
 		case <-wt.notify:
+			events := enc
+			var member *gzip.Writer
+			if gzipped {
+				member = gzip.NewWriter(w)
+				events = json.NewEncoder(member)
+			}
 			for _, it := range wt.drain() {
-				if err := enc.Encode(map[string]any{"type": it.typ, "object": it.obj}); err != nil {
+				if err := events.Encode(map[string]any{"type": it.typ, "object": it.obj}); err != nil {
 					return
 				}
+			}
+			// As the real server: a sync flush (the events decodable at once),
+			// then the member's end.
+			if member != nil && (member.Flush() != nil || member.Close() != nil) {
+				return
 			}
 			if flusher != nil {
 				flusher.Flush()
@@ -240,4 +260,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *apiRequest) {
 			return
 		}
 	}
+}
+
+// acceptsGzip: the request's Accept-Encoding names gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(strings.SplitN(coding, ";", 2)[0]), "gzip") {
+				return true
+			}
+		}
+	}
+	return false
 }
