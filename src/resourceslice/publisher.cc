@@ -142,6 +142,7 @@ class Publisher::Impl {
     stats.deletes = deletes_.load();
     stats.errors = errors_.load();
     stats.published_devices = published_devices_.load();
+    stats.lists = lists_.load();
     return stats;
   }
 
@@ -181,7 +182,10 @@ class Publisher::Impl {
     Scope(Impl* impl, std::string selector) : owner(impl), field_selector(std::move(selector)) {}
 
     void OnEvent(const k8s::InformerEvent& event) override { owner->OnScopeEvent(*this, event); }
-    void OnSynced() override { owner->Wake(); }
+    void OnSynced() override {
+      owner->lists_.fetch_add(1);
+      owner->Wake();
+    }
     void OnError(const absl::Status& status, std::string_view context) override { owner->Report(status, context); }
     // Listed, and no relist due: the slices reflect the server.
     bool Synced() const { return informer != nullptr && informer->Synced(); }
@@ -827,6 +831,7 @@ class Publisher::Impl {
   std::atomic<int64_t> deletes_{0};
   std::atomic<int64_t> errors_{0};
   std::atomic<int64_t> published_devices_{0};
+  std::atomic<int64_t> lists_{0};
 
   std::thread worker_;  // last: starts after everything above exists
 };

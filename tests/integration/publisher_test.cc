@@ -347,6 +347,7 @@ TEST_CASE("a watch that ends or fails is resumed from its version, only 410 list
   REQUIRE(h.server().Admin("POST", "/fake/closewatches").ok());
   REQUIRE(Eventually([&] { return h.Count("WATCH resourceslices") == 1; }));
   CHECK(h.Count("LIST resourceslices") == 0);
+  CHECK(h.publisher().Stats().lists == 1);
   REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", h.Slices()[0].metadata.name).ok());
   REQUIRE(Eventually([&] { return h.Slices().size() == 2; }));
 
@@ -357,6 +358,7 @@ TEST_CASE("a watch that ends or fails is resumed from its version, only 410 list
   // The watch that got 410, then the list: a watch-list stream.
   REQUIRE(Eventually([&] { return h.Count("WATCH resourceslices") == 2; }));
   CHECK(h.Count("LIST resourceslices") == 0);
+  REQUIRE(Eventually([&] { return h.publisher().Stats().lists == 2; }));
 
   // Watches keep failing (reported, retried with backoff from the same
   // version); a slice deleted meanwhile is seen once a watch gets through,

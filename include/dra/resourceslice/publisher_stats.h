@@ -13,6 +13,9 @@ struct PublisherStats {
   // Devices in the server as last given to Update(), summed over the pools
   // whose last sync succeeded (a pool that failed validation counts 0).
   int64_t published_devices = 0;
+  // Lists of this driver's slices applied (a watch-list or a LIST): one per
+  // watched scope at start, then one per 410.
+  int64_t lists = 0;
 };
 
 }  // namespace dra::resourceslice
