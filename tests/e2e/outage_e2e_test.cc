@@ -218,7 +218,10 @@ TEST_CASE(
   CHECK(failed >= 3);
   CHECK(failed <= 200);
   CHECK_FALSE(w.sink->Matching("Binding condition reconciler failed").empty());
-  CHECK(w.reconciler->Stats().lists >= 2);  // relisted after its watch broke
+  // Its watch broke (the retries above) and was resumed from its version,
+  // or, if the restarted server's watch cache no longer had it, relisted
+  // once: never more.
+  CHECK(w.reconciler->Stats().lists <= 2);
 }
 
 TEST_CASE("etcd compacted under a kube-apiserver restart: the watches relist, and nothing is written twice",
