@@ -397,8 +397,8 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // TLS sessions, shared by every handle of the client: each watch has a
   // connection of its own, and resuming the session spares kube-apiserver a
   // full handshake (its certificate signature) for each. bench/scale
-  // measured full handshakes as most of what a node cost it beyond a Go
-  // node, whose watches are streams on its one HTTP/2 connection.
+  // measured them as most of what a node's start cost it beyond a Go
+  // node's, whose watches are streams on its one HTTP/2 connection.
   CURLSH* tls_sessions = nullptr;
   dra::Mutex tls_sessions_mu;
   static void LockShare(CURL*, curl_lock_data, curl_lock_access, void* impl) ABSL_NO_THREAD_SAFETY_ANALYSIS {

@@ -29,10 +29,12 @@ bool Transient(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status);
 }
 
-// The API server's answer to a field selector on a field that is no field
-// label of the resource there (HTTP 400 "field label not supported").
-bool IsUnsupportedFieldSelector(const absl::Status& status) {
-  return absl::IsInvalidArgument(status) && absl::StrContains(status.message(), "field label not supported");
+// Whether `failed`, a list or watch-list with options.field_selector, is the
+// server refusing a field of it that is no field label of the resource there
+// (HTTP 400 "field label not supported") and the fallback's selector is due.
+bool FallBackAfter(const absl::Status& failed, const InformerOptions& options, bool fell_back) {
+  return !fell_back && options.field_selector_fallback.has_value() && absl::IsInvalidArgument(failed) &&
+         absl::StrContains(failed.message(), "field label not supported");
 }
 
 // The bookmark after a watch-list's initial events.
@@ -52,8 +54,7 @@ absl::StatusOr<ListResult> ListAsInformer(Client& client, const InformerOptions&
   list_options.label_selector = options.label_selector;
   list_options.field_selector = FieldSelectorOf(options, fell_back);
   absl::StatusOr<ListResult> list = client.ListAll(options.resource, options.namespace_, list_options);
-  if (!list.ok() && !fell_back && options.field_selector_fallback.has_value() &&
-      IsUnsupportedFieldSelector(list.status())) {
+  if (!list.ok() && FallBackAfter(list.status(), options, fell_back)) {
     fell_back = true;
     list_options.field_selector = FieldSelectorOf(options, fell_back);
     list = client.ListAll(options.resource, options.namespace_, list_options);
@@ -219,7 +220,6 @@ class Informer::Impl {
   std::optional<std::string> WatchListIntoStore(std::optional<absl::Status>& ended) {
     WatchOptions watch_options = WatchOptionsOf("");
     watch_options.send_initial_events = true;
-    watch_options.metadata_only = false;
     std::map<std::string, json> initial;
     bool listed = false;
     std::string version;
@@ -259,7 +259,7 @@ class Informer::Impl {
       return version;
     }
     if (Stopping()) return std::nullopt;
-    if (!fallback_ && options_.field_selector_fallback.has_value() && IsUnsupportedFieldSelector(status)) {
+    if (FallBackAfter(status, options_, fallback_)) {
       fallback_ = true;
       NoteFallback();
       return WatchListIntoStore(ended);

@@ -212,10 +212,11 @@ class Publisher::Impl {
     options.field_selector_fallback = scope.fallback;
     // Whole objects, listed through a watch-list stream (one request), as
     // the Go controller's informer does. A metadata-only watch would save
-    // receiving this publisher's own writes a second time, but needs a LIST
-    // and a WATCH and a GET for each change by someone else: bench/scale
-    // measured its kube-apiserver CPU no lower, with a request more per
-    // node and relist.
+    // receiving this publisher's own writes a second time (on the wire the
+    // gzipped stream saves most of that), but needs a LIST and a WATCH and a
+    // GET for each change by someone else: a request more per node and
+    // relist, for kube-apiserver CPU that bench/scale could not tell apart
+    // from this within its noise.
     options.backoff_initial = options_.backoff_initial;
     options.backoff_max = options_.backoff_max;
     return options;
