@@ -143,6 +143,7 @@ class Publisher::Impl {
     stats.errors = errors_.load();
     stats.published_devices = published_devices_.load();
     stats.lists = lists_.load();
+    stats.watch_events = watch_events_.load();
     return stats;
   }
 
@@ -198,6 +199,10 @@ class Publisher::Impl {
     // Reached only through Impl::CacheOf(), which requires Impl::mu_.
     struct Cache {
       std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
+      // The newest resourceVersion the informer has shown: a slice this
+      // publisher wrote at or before it, and not cached, was deleted since
+      // (the watch told of the deletion before the write's response came).
+      int64_t observed_version = 0;
     } cache;
     // Set once after construction; last: its thread ends before the rest goes.
     std::unique_ptr<k8s::Informer> informer;
@@ -363,6 +368,8 @@ class Publisher::Impl {
     const std::string name = StringAt(event.object, json::json_pointer("/metadata/name"));
     const int64_t version = ResourceVersionOf(event.object);
     dra::MutexLock lock(&mu_);
+    if (!event.from_list) watch_events_.fetch_add(1);
+    CacheOf(scope).observed_version = std::max(CacheOf(scope).observed_version, version);
     auto it = CacheOf(scope).slices.find(name);
     if (event.from_list) {
       // A list (the first, or one after the watch's history was gone) shows
@@ -414,17 +421,26 @@ class Publisher::Impl {
     if (it != drift_.end()) it->second.names.erase(name);
   }
 
-  // What this publisher wrote or read itself, unless the watch brought
-  // something newer already.
+  // Caches what this publisher wrote or read itself, unless the watch
+  // brought something newer already: a later version, or the deletion.
+  bool CacheUnlessOutdatedLocked(Scope& scope, const std::string& name, std::shared_ptr<const CachedSlice> slice)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Scope::Cache& cache = CacheOf(scope);
+    auto it = cache.slices.find(name);
+    if (it == cache.slices.end() ? slice->resource_version <= cache.observed_version
+                                 : it->second->resource_version > slice->resource_version) {
+      return false;
+    }
+    cache.slices[name] = std::move(slice);
+    return true;
+  }
+
   void Remember(Scope& scope, json object) {
     std::shared_ptr<const CachedSlice> slice = MakeCached(std::move(object));
     const std::string name = StringAt(slice->object, json::json_pointer("/metadata/name"));
+    const std::string pool = slice->pool;
     dra::MutexLock lock(&mu_);
-    auto it = CacheOf(scope).slices.find(name);
-    // Newer in the cache: someone changed it after this write.
-    if (it != CacheOf(scope).slices.end() && it->second->resource_version > slice->resource_version) return;
-    ExplainedLocked(slice->pool, name);
-    CacheOf(scope).slices[name] = std::move(slice);
+    if (CacheUnlessOutdatedLocked(scope, name, std::move(slice))) ExplainedLocked(pool, name);
   }
 
   void Forget(Scope& scope, const std::string& name, const std::string& pool) {
@@ -440,7 +456,7 @@ class Publisher::Impl {
     if (fresh.ok()) {
       std::shared_ptr<const CachedSlice> slice = MakeCached(*std::move(fresh));
       dra::MutexLock lock(&mu_);
-      CacheOf(scope).slices[name] = std::move(slice);
+      CacheUnlessOutdatedLocked(scope, name, std::move(slice));
     } else if (absl::IsNotFound(fresh.status())) {
       dra::MutexLock lock(&mu_);
       CacheOf(scope).slices.erase(name);
@@ -833,6 +849,7 @@ class Publisher::Impl {
   std::atomic<int64_t> errors_{0};
   std::atomic<int64_t> published_devices_{0};
   std::atomic<int64_t> lists_{0};
+  std::atomic<int64_t> watch_events_{0};
 
   std::thread worker_;  // last: starts after everything above exists
 };

@@ -55,6 +55,15 @@ void RestartKubelet() {
   REQUIRE(run->exit_code == 0);
 }
 
+std::string KubeletLogLines(const std::string& text) {
+  std::istringstream log(testing::ReadFile(ClusterDir() + "/logs/kubelet.log"));
+  std::string lines;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find(text) != std::string::npos) absl::StrAppend(&lines, line, "\n");
+  }
+  return lines;
+}
+
 json DriverDeviceClass(const std::string& name, const std::string& driver, const std::string& run) {
   std::string expression = absl::StrCat("device.driver == \"", driver, "\"");
   if (!run.empty()) {

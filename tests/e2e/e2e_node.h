@@ -39,6 +39,10 @@ std::vector<nlohmann::json> CriContainers(const NodeEnv& node, const std::string
 // same root dir; returns once its /healthz answers.
 void RestartKubelet();
 
+// The lines of the kubelet's log (DIR/logs/kubelet.log, every start of it)
+// that contain `text`: what a failed test shows of the kubelet's side.
+std::string KubeletLogLines(const std::string& text);
+
 // A DeviceClass for the devices of `driver`; with `run`, only those whose
 // attribute "run" is `run` (a per-test attribute, so that pods other tests
 // left pending on the same cluster cannot take them).

@@ -337,6 +337,39 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
   CHECK(h.errors().empty());
 }
 
+TEST_CASE(
+    "a slice deleted by someone else before its create was answered: the watch's deletion wins over the response, "
+    "and the slice is created again",
+    "[publisher]") {
+  Harness h;
+  const DriverResources resources = testing::GpuPool(kNode, 8);
+  h.Publish(resources);
+  const std::string first = h.Slices().at(0).metadata.name;
+  const int64_t events = h.publisher().Stats().watch_events;
+
+  REQUIRE(h.server().Admin("POST", "/fake/hold", R"({"verb":"CREATE","resource":"resourceslices"})").ok());
+  REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", first).ok());
+  // The publisher creates the slice again; the server stores it and holds
+  // the answer while the test deletes the new slice too.
+  REQUIRE(Eventually([&] { return json::parse(*h.server().Admin("GET", "/fake/requests"))["held"] == 1; }));
+  const std::vector<k8s::ResourceSlice> held = h.Slices();
+  REQUIRE(held.size() == 1);
+  const std::string second = held[0].metadata.name;
+  REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", second).ok());
+  // Deleted (the first), added and deleted (the second): the publisher has
+  // seen the second slice go before the create's answer names it.
+  REQUIRE(Eventually([&] { return h.publisher().Stats().watch_events >= events + 3; }));
+  REQUIRE(h.server().Admin("DELETE", "/fake/hold").ok());
+
+  REQUIRE(Eventually([&] {
+    const std::vector<k8s::ResourceSlice> now = h.Slices();
+    return now.size() == 1 && now[0].metadata.name != first && now[0].metadata.name != second;
+  }));
+  h.WaitIdle();
+  CHECK(DeviceNames(h.Slices()) == DeviceNames(resources.pools.at(kNode)));
+  CHECK(h.errors().empty());
+}
+
 TEST_CASE("a watch that ends or fails is resumed from its version, only 410 lists, drift seen late is repaired",
           "[publisher]") {
   Harness h;

@@ -16,6 +16,10 @@ struct PublisherStats {
   // Lists of this driver's slices applied (a watch-list or a LIST): one per
   // watched scope at start, then one per 410.
   int64_t lists = 0;
+  // Watch events about this driver's slices received after those lists:
+  // the API server's fan-out to this publisher, its own writes echoed
+  // included.
+  int64_t watch_events = 0;
 };
 
 }  // namespace dra::resourceslice

@@ -22,6 +22,15 @@ type faultRule struct {
 	RetryAfterSeconds int    `json:"retryAfterSeconds"`
 }
 
+// holdRule holds the responses of the next Count requests matching Verb and
+// Resource: each is carried out at once, its response kept back until
+// DELETE /fake/hold, so that a test can act in between by events.
+type holdRule struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"`
+	Count    int    `json:"count"`
+}
+
 type requestLogEntry struct {
 	Verb      string `json:"verb"`
 	Resource  string `json:"resource,omitempty"`
@@ -40,6 +49,9 @@ const maxRequestLog = 1000
 type adminState struct {
 	mu        sync.Mutex
 	faults    []*faultRule
+	holds     []*holdRule
+	held      int           // responses being held now
+	release   chan struct{} // closed by DELETE /fake/hold
 	delay     time.Duration
 	counts    map[string]int
 	inFlight  map[string]int // requests being handled now, by count key
@@ -144,10 +156,7 @@ func (a *adminState) takeFault(verb, resource, subresource string) *apiError {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i, f := range a.faults {
-		if f.Verb != "" && f.Verb != "*" && !strings.EqualFold(f.Verb, verb) {
-			continue
-		}
-		if f.Resource != "" && f.Resource != "*" && f.Resource != resource && f.Resource != resource+"/"+subresource {
+		if !ruleMatches(f.Verb, f.Resource, verb, resource, subresource) {
 			continue
 		}
 		f.Count--
@@ -157,6 +166,41 @@ func (a *adminState) takeFault(verb, resource, subresource string) *apiError {
 		return errInjected(f.Status, f.RetryAfterSeconds)
 	}
 	return nil
+}
+
+// ruleMatches: an empty or "*" verb or resource of a rule matches any.
+func ruleMatches(ruleVerb, ruleResource, verb, resource, subresource string) bool {
+	if ruleVerb != "" && ruleVerb != "*" && !strings.EqualFold(ruleVerb, verb) {
+		return false
+	}
+	return ruleResource == "" || ruleResource == "*" || ruleResource == resource || ruleResource == resource+"/"+subresource
+}
+
+// takeHold returns what to wait for before responding, if a hold rule
+// matches the request; nil if none does.
+func (a *adminState) takeHold(verb, resource, subresource string) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, h := range a.holds {
+		if !ruleMatches(h.Verb, h.Resource, verb, resource, subresource) {
+			continue
+		}
+		h.Count--
+		if h.Count <= 0 {
+			a.holds = append(a.holds[:i:i], a.holds[i+1:]...)
+		}
+		if a.release == nil {
+			a.release = make(chan struct{})
+		}
+		return a.release
+	}
+	return nil
+}
+
+func (a *adminState) addHeld(delta int) {
+	a.mu.Lock()
+	a.held += delta
+	a.mu.Unlock()
 }
 
 func (a *adminState) currentDelay() time.Duration {
@@ -230,6 +274,34 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		a.faults = nil
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": 0})
+	case r.URL.Path == "/fake/hold" && r.Method == http.MethodPost:
+		var h holdRule
+		if aerr := decodeAdminBody(r, &h); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		if strings.EqualFold(h.Verb, "watch") || h.Verb == "" || h.Verb == "*" {
+			writeError(w, errBadRequest("verb must name one verb other than WATCH: a watch's response is a stream"))
+			return
+		}
+		if h.Count <= 0 {
+			h.Count = 1
+		}
+		a.mu.Lock()
+		a.holds = append(a.holds, &h)
+		n := len(a.holds)
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": n})
+	case r.URL.Path == "/fake/hold" && r.Method == http.MethodDelete:
+		a.mu.Lock()
+		released := a.held
+		a.holds = nil
+		if a.release != nil {
+			close(a.release)
+			a.release = nil
+		}
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"released": released})
 	case r.URL.Path == "/fake/delay" && r.Method == http.MethodPost:
 		var d struct {
 			Milliseconds int `json:"milliseconds"`
@@ -261,7 +333,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			log[i] = *e
 		}
 		out := map[string]any{"total": a.total, "bytesReceived": a.bytes, "counts": counts, "peakInFlight": peak,
-			"requests": log}
+			"held": a.held, "requests": log}
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, out)
 	case r.URL.Path == "/fake/reset" && r.Method == http.MethodPost:

@@ -1116,6 +1116,35 @@ func TestFaultInjectionCountersAndDelay(t *testing.T) {
 	statusOf(t, f.req("POST", "/fake/fail", adminToken, "", map[string]any{"status": 500, "typo": 1}), 400, "BadRequest")
 }
 
+// A held create is stored at once (a GET sees it) and answered only when
+// released; a WATCH cannot be held.
+func TestHoldResponses(t *testing.T) {
+	f := newFixture(t)
+	claimsPath := "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+	f.admin("/fake/hold", map[string]any{"verb": "CREATE", "resource": "resourceclaims"})
+	created := make(chan response, 1)
+	go func() { created <- f.do("POST", claimsPath, claim("c")) }()
+	for gets(f.admin("/fake/requests", nil), "held") != "1" {
+		time.Sleep(time.Millisecond)
+	}
+	f.must(f.do("GET", claimsPath+"/c", nil), 200)
+	select {
+	case r := <-created:
+		t.Fatalf("a held response came: %d %s", r.code, r.body)
+	default:
+	}
+	if got := gets(f.must(f.req("DELETE", "/fake/hold", adminToken, "", nil), 200), "released"); got != "1" {
+		t.Fatalf("released %s", got)
+	}
+	if r := <-created; r.code != 201 || gets(r.obj, "metadata", "name") != "c" {
+		t.Fatalf("create after release: %d %s", r.code, r.body)
+	}
+	// The rule was used up: the next create is answered at once.
+	f.must(f.do("POST", claimsPath, claim("d")), 201)
+	statusOf(t, f.req("POST", "/fake/hold", adminToken, "", map[string]any{"verb": "WATCH"}), 400, "BadRequest")
+	statusOf(t, f.req("POST", "/fake/hold", adminToken, "", map[string]any{"resource": "resourceclaims"}), 400, "BadRequest")
+}
+
 func TestDiscovery(t *testing.T) {
 	f := newFixture(t)
 	apis := f.must(f.do("GET", "/apis", nil), 200)

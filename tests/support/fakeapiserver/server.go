@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -273,7 +274,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rw, aerr)
 		return
 	}
-	s.serveAPI(rw, &apiRequest{pp: pp, verb: verb, user: user, body: body, r: r})
+	req := &apiRequest{pp: pp, verb: verb, user: user, body: body, r: r}
+	if release := s.admin.takeHold(verb, pp.ri.Resource, pp.subresource); release != nil {
+		held := &heldResponse{header: http.Header{}, code: http.StatusOK}
+		s.serveAPI(held, req)
+		s.admin.addHeld(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		s.admin.addHeld(-1)
+		held.writeTo(rw)
+		return
+	}
+	s.serveAPI(rw, req)
+}
+
+// heldResponse keeps a response until it may go (POST /fake/hold).
+type heldResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header         { return h.header }
+func (h *heldResponse) WriteHeader(code int)        { h.code = code }
+func (h *heldResponse) Write(b []byte) (int, error) { return h.body.Write(b) }
+
+func (h *heldResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range h.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(h.code)
+	_, _ = w.Write(h.body.Bytes())
 }
 
 // serveNonResource serves discovery and the OpenAPI document.
