@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -55,6 +56,10 @@ constexpr long kMaxHostConnections = 16;
 constexpr long kMaxIdleConnections = 16;
 // Error bodies beyond this are cut.
 constexpr size_t kMaxErrorBody = 1 << 20;
+// A watch's bytes received and not yet handled beyond this end the watch
+// (its informer starts another): a handler stuck that long must not hold
+// the stream's bytes in memory without end.
+constexpr size_t kMaxWatchBacklog = 64 << 20;
 
 struct HttpRequest {
   std::string method;  // GET, POST, PUT, PATCH, DELETE
@@ -176,13 +181,54 @@ absl::Status CheckName(const ResourceRef& ref, const std::string& name) {
 // ---------------------------------------------------------------------------
 // WatchHandle
 
+// One request's transfer on the client's multi handle: the requesting thread
+// submits it and waits; the I/O thread runs it and completes it.
+struct Transfer {
+  CURL* easy = nullptr;
+  bool stream = false;  // a watch: holds a connection of its own over HTTP/1.1
+  dra::Mutex mu;
+  dra::CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  CURLcode result ABSL_GUARDED_BY(mu) = CURLE_OK;
+
+  void Complete(CURLcode code) {
+    dra::MutexLock lock(&mu);
+    result = code;
+    done = true;
+    cv.Signal();  // under the lock: the waiter frees this right after
+  }
+};
+
+// A watch's transfer: the I/O thread appends what arrives, the watch's own
+// thread takes it and runs the handlers, which may make requests on the same
+// multi handle (so they must not run on the I/O thread).
+struct StreamTransfer : Transfer {
+  std::string received ABSL_GUARDED_BY(mu);
+  bool overrun ABSL_GUARDED_BY(mu) = false;  // the watch's thread fell kMaxWatchBacklog behind
+
+  static size_t Write(char* data, size_t size, size_t count, void* user) {
+    auto* self = static_cast<StreamTransfer*>(user);
+    const size_t n = size * count;
+    dra::MutexLock lock(&self->mu);
+    // No CURL_WRITEFUNC_PAUSE: libcurl 7.88 pauses an HTTP/2 stream by
+    // stopping the whole connection, the requests of the handlers included.
+    if (self->received.size() + n > kMaxWatchBacklog) {
+      self->overrun = true;
+      return 0;
+    }
+    self->received.append(data, n);
+    self->cv.Signal();
+    return n;
+  }
+};
+
 struct WatchHandle::State {
   std::atomic<bool> stop{false};
   mutable dra::Mutex mu;
   dra::CondVar cv;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
-  CURLM* multi ABSL_GUARDED_BY(mu) = nullptr;  // while a transfer runs
+  StreamTransfer* transfer ABSL_GUARDED_BY(mu) = nullptr;  // while one runs
 
   void Stop();
   void Finish(absl::Status s) {
@@ -210,7 +256,10 @@ WatchHandle::~WatchHandle() {
 void WatchHandle::State::Stop() {
   stop = true;
   dra::MutexLock lock(&mu);
-  if (multi != nullptr) internal::Curl().multi_wakeup(multi);
+  if (transfer != nullptr) {
+    dra::MutexLock transfer_lock(&transfer->mu);
+    transfer->cv.SignalAll();
+  }
   cv.SignalAll();
 }
 
@@ -231,23 +280,6 @@ bool WatchHandle::Stopped() const { return state_->stop; }
 
 // ---------------------------------------------------------------------------
 // Client::Impl
-
-// One request's transfer on the client's multi handle: the requesting thread
-// submits it and waits; the I/O thread runs it and completes it.
-struct Transfer {
-  CURL* easy = nullptr;
-  dra::Mutex mu;
-  dra::CondVar cv;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  CURLcode result ABSL_GUARDED_BY(mu) = CURLE_OK;
-
-  void Complete(CURLcode code) {
-    dra::MutexLock lock(&mu);
-    result = code;
-    done = true;
-    cv.Signal();  // under the lock: the waiter frees this right after
-  }
-};
 
 struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   explicit Impl(ClientConfig c) : config(std::move(c)), auth(config), limiter(config.qps, config.burst) {}
@@ -271,6 +303,12 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // The I/O thread: adds submitted transfers, drives the multi handle and
   // completes finished transfers.
   void IoLoop();
+  // Hands `transfer` (its handle fully configured) to the I/O thread, which
+  // completes it.
+  void Submit(Transfer& transfer);
+  // Ends a submitted transfer early: the I/O thread completes it with
+  // CURLE_ABORTED_BY_CALLBACK unless it completed already.
+  void Cancel(Transfer& transfer);
   // Runs `easy` (fully configured) on the multi handle; returns its result.
   CURLcode RunTransfer(CURL* easy);
   CURL* Acquire();
@@ -408,14 +446,15 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     static_cast<Impl*>(impl)->tls_sessions_mu.Unlock();
   }
 
-  // Every request but watches runs on `multi`, driven by `io_thread` alone,
-  // so that concurrent requests share connections: as HTTP/2 streams on one
-  // TLS connection when the server speaks h2, else over HTTP/1.1 connections.
+  // Every request and watch runs on `multi`, driven by `io_thread` alone, so
+  // that they share connections: as HTTP/2 streams on one TLS connection when
+  // the server speaks h2 (as client-go's do), else over HTTP/1.1 connections.
   CURLM* multi = nullptr;
   std::thread io_thread;
   dra::Mutex io_mu;
   bool io_stop ABSL_GUARDED_BY(io_mu) = false;
   std::vector<Transfer*> io_submitted ABSL_GUARDED_BY(io_mu);  // not yet on `multi`
+  std::vector<Transfer*> io_cancelled ABSL_GUARDED_BY(io_mu);
 };
 
 absl::Status Client::Impl::StartIo() {
@@ -441,7 +480,18 @@ absl::Status Client::Impl::StartIo() {
 
 void Client::Impl::IoLoop() {
   std::vector<Transfer*> adding;
-  size_t running_transfers = 0;
+  std::vector<Transfer*> cancelling;
+  std::set<Transfer*> running_transfers;
+  long streams = 0;
+  // Over HTTP/1.1 each watch holds a connection while it lasts: the bound
+  // is on the connections left for requests.
+  auto take = [&](Transfer* transfer) {
+    running_transfers.erase(transfer);
+    if (transfer->stream) {
+      --streams;
+      internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections + streams);
+    }
+  };
   while (true) {
     {
       dra::MutexLock lock(&io_mu);
@@ -449,15 +499,27 @@ void Client::Impl::IoLoop() {
       // when it is destroyed.
       if (io_stop) break;
       adding.swap(io_submitted);
+      cancelling.swap(io_cancelled);
     }
     for (Transfer* transfer : adding) {
       if (internal::Curl().multi_add_handle(multi, transfer->easy) != CURLM_OK) {
         transfer->Complete(CURLE_FAILED_INIT);
-      } else {
-        ++running_transfers;
+        continue;
+      }
+      running_transfers.insert(transfer);
+      if (transfer->stream) {
+        ++streams;
+        internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections + streams);
       }
     }
     adding.clear();
+    for (Transfer* transfer : cancelling) {
+      if (!running_transfers.contains(transfer)) continue;  // completed meanwhile
+      internal::Curl().multi_remove_handle(multi, transfer->easy);
+      take(transfer);
+      transfer->Complete(CURLE_ABORTED_BY_CALLBACK);
+    }
+    cancelling.clear();
     int running = 0;
     internal::Curl().multi_perform(multi, &running);
     int left = 0;
@@ -468,24 +530,37 @@ void Client::Impl::IoLoop() {
       Transfer* transfer = nullptr;
       internal::Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &transfer);
       internal::Curl().multi_remove_handle(multi, easy);
-      --running_transfers;
-      if (transfer != nullptr) transfer->Complete(result);
+      if (transfer == nullptr) continue;
+      take(transfer);
+      transfer->Complete(result);
     }
     // Sleeps until there is I/O, a curl timeout, or curl_multi_wakeup (a
-    // new transfer, or the destructor).
-    internal::Curl().multi_poll(multi, nullptr, 0, running_transfers > 0 ? 1000 : 60000, nullptr);
+    // new transfer, a cancelled one, or the destructor).
+    internal::Curl().multi_poll(multi, nullptr, 0, running_transfers.empty() ? 60000 : 1000, nullptr);
   }
 }
 
-CURLcode Client::Impl::RunTransfer(CURL* easy) {
-  Transfer transfer;
-  transfer.easy = easy;
-  internal::Curl().easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
+void Client::Impl::Submit(Transfer& transfer) {
+  internal::Curl().easy_setopt(transfer.easy, CURLOPT_PRIVATE, &transfer);
   {
     dra::MutexLock lock(&io_mu);
     io_submitted.push_back(&transfer);
   }
   internal::Curl().multi_wakeup(multi);
+}
+
+void Client::Impl::Cancel(Transfer& transfer) {
+  {
+    dra::MutexLock lock(&io_mu);
+    io_cancelled.push_back(&transfer);
+  }
+  internal::Curl().multi_wakeup(multi);
+}
+
+CURLcode Client::Impl::RunTransfer(CURL* easy) {
+  Transfer transfer;
+  transfer.easy = easy;
+  Submit(transfer);
   CURLcode result;
   {
     dra::MutexLock lock(&transfer.mu);
@@ -852,9 +927,13 @@ absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const st
   }
 }
 
-// Watch: one transfer on a multi handle, so that Stop() can wake it at once.
+// Watch: a stream transfer on the client's multi handle; the watch's thread
+// decodes what arrives and runs the handler.
 namespace {
 
+// Decodes one watch response. Header() runs on the I/O thread, before any of
+// the body reaches Consume() on the watch's thread through the transfer's
+// lock.
 struct WatchWriter {
   CURL* handle = nullptr;
   WatchHandle::State* state = nullptr;
@@ -863,7 +942,7 @@ struct WatchWriter {
   std::string context;
   long http_code = 0;
   std::string error_body;
-  std::optional<bool> protobuf;                 // the stream's format, from its Content-Type
+  bool protobuf = false;                        // the stream's format, from its Content-Type
   std::unique_ptr<internal::GzipMembers> gzip;  // Content-Encoding: gzip
   internal::LineDecoder lines;
   internal::FrameDecoder frames;
@@ -919,44 +998,37 @@ struct WatchWriter {
       internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &code);
       if (code >= 200) {
         self->http_code = code;
+        char* type = nullptr;
+        internal::Curl().easy_getinfo(self->handle, CURLINFO_CONTENT_TYPE, &type);
+        self->protobuf = type != nullptr && internal::IsProtobufContentType(type);
         self->Count();
       }
     }
     return size * count;
   }
 
-  static size_t Write(char* data, size_t size, size_t count, void* user) {
-    auto* self = static_cast<WatchWriter*>(user);
-    const size_t n = size * count;
-    if (self->state->stop) return 0;
-    std::string_view body(data, n);
+  // False once the watch is to end (an error, or Stop()).
+  bool Consume(std::string_view body) {
     std::string inflated;
-    if (self->gzip != nullptr) {
-      if (absl::Status status = self->gzip->Inflate(body, inflated); !status.ok()) {
-        self->error = internal::Rewrap(status, absl::StatusCode::kInternal,
-                                       absl::StrCat("watch stream: ", status.message(), " [", self->context, "]"));
-        return 0;
+    if (gzip != nullptr) {
+      if (absl::Status status = gzip->Inflate(body, inflated); !status.ok()) {
+        error = internal::Rewrap(status, absl::StatusCode::kInternal,
+                                 absl::StrCat("watch stream: ", status.message(), " [", context, "]"));
+        return false;
       }
       body = inflated;
     }
-    if (self->http_code == 0) internal::Curl().easy_getinfo(self->handle, CURLINFO_RESPONSE_CODE, &self->http_code);
-    if (!self->protobuf.has_value()) {
-      char* type = nullptr;
-      internal::Curl().easy_getinfo(self->handle, CURLINFO_CONTENT_TYPE, &type);
-      self->protobuf = type != nullptr && internal::IsProtobufContentType(type);
+    if (http_code != 200) {
+      if (error_body.size() < kMaxErrorBody) error_body.append(body);
+      return true;
     }
-    if (self->http_code != 200) {
-      if (self->error_body.size() < kMaxErrorBody) self->error_body.append(body);
-      return n;
-    }
-    absl::Status status = *self->protobuf
-                              ? self->frames.Feed(body, [self](std::string_view f) { return self->OnFrame(f); })
-                              : self->lines.Feed(body, [self](std::string_view l) { return self->OnLine(l); });
+    absl::Status status = protobuf ? frames.Feed(body, [this](std::string_view f) { return OnFrame(f); })
+                                   : lines.Feed(body, [this](std::string_view l) { return OnLine(l); });
     if (!status.ok()) {
-      self->error = std::move(status);
-      return 0;
+      error = std::move(status);
+      return false;
     }
-    return self->state->stop ? 0 : n;
+    return !state->stop;
   }
 };
 
@@ -981,12 +1053,7 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
                               absl::StrCat("getting credentials: ", creds.status().message(), " [", context, "]"));
     }
     CURL* h = internal::Curl().easy_init();
-    CURLM* multi = internal::Curl().multi_init();
-    if (h == nullptr || multi == nullptr) {
-      if (h != nullptr) internal::Curl().easy_cleanup(h);
-      if (multi != nullptr) internal::Curl().multi_cleanup(multi);
-      return absl::ResourceExhaustedError("watch: cannot allocate a curl handle");
-    }
+    if (h == nullptr) return absl::ResourceExhaustedError("watch: cannot allocate a curl handle");
     curl_slist* headers = nullptr;
     curl_slist* connect_to_list = nullptr;
     char error[CURL_ERROR_SIZE] = {0};
@@ -999,39 +1066,67 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
     writer.on_event = &on_event;
     writer.context = context;
     writer.count = [this](long code) { CountRequest("WATCH", code); };
+    StreamTransfer transfer;
+    transfer.easy = h;
+    transfer.stream = true;
     internal::Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-    internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &WatchWriter::Write);
-    internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &writer);
+    internal::Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, &StreamTransfer::Write);
+    internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
     internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &WatchWriter::Header);
     internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &writer);
-    internal::Curl().multi_add_handle(multi, h);
+    internal::Curl().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    internal::Curl().easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
     {
       dra::MutexLock lock(&state.mu);
-      state.multi = multi;
+      state.transfer = &transfer;
     }
-    int running = 1;
-    while (running > 0 && !state.stop) {
-      if (internal::Curl().multi_perform(multi, &running) != CURLM_OK) break;
-      if (running == 0) break;
-      internal::Curl().multi_poll(multi, nullptr, 0, 1000, nullptr);
+    Submit(transfer);
+    // Takes what arrives until the transfer completes; ends it early on
+    // Stop(), an error, or a handler too far behind.
+    bool cancelled = false;
+    std::string chunk;
+    while (true) {
+      bool done = false;
+      bool overrun = false;
+      {
+        dra::MutexLock lock(&transfer.mu);
+        while (transfer.received.empty() && !transfer.done && !transfer.overrun && !(state.stop && !cancelled)) {
+          transfer.cv.Wait(&transfer.mu);
+        }
+        chunk.clear();
+        chunk.swap(transfer.received);
+        done = transfer.done;
+        overrun = transfer.overrun;
+      }
+      if (!cancelled && !chunk.empty() && !writer.error.has_value() && !writer.Consume(chunk)) {
+        Cancel(transfer);
+        cancelled = true;
+      }
+      if (done && chunk.empty()) break;
+      if (!cancelled && (state.stop || overrun)) {
+        if (overrun && !writer.error.has_value()) {
+          writer.error = absl::ResourceExhaustedError(absl::StrCat("watch: the handler fell ", kMaxWatchBacklog >> 20,
+                                                                   " MiB behind the stream [", context, "]"));
+        }
+        Cancel(transfer);
+        cancelled = true;
+      }
     }
     {
       dra::MutexLock lock(&state.mu);
-      state.multi = nullptr;
+      state.transfer = nullptr;
     }
-    CURLcode result = CURLE_OK;
-    int left = 0;
-    while (CURLMsg* msg = internal::Curl().multi_info_read(multi, &left)) {
-      if (msg->msg == CURLMSG_DONE) result = msg->data.result;
+    CURLcode result;
+    {
+      dra::MutexLock lock(&transfer.mu);
+      result = transfer.result;
     }
     if (writer.http_code == 0) internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
     writer.Count();
     HttpResponse transport;
     transport.curl_code = result;
     transport.curl_error = error[0] != '\0' ? error : internal::Curl().easy_strerror(result);
-    internal::Curl().multi_remove_handle(multi, h);
     internal::Curl().easy_cleanup(h);
-    internal::Curl().multi_cleanup(multi);
     internal::Curl().slist_free_all(headers);
     internal::Curl().slist_free_all(connect_to_list);
 
@@ -1042,7 +1137,7 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
       continue;
     }
     if (writer.http_code != 0 && writer.http_code != 200) {
-      if (writer.protobuf.value_or(false)) {
+      if (writer.protobuf) {
         absl::StatusOr<json> decoded = internal::DecodeProtobuf(writer.error_body);
         if (decoded.ok()) writer.error_body = decoded->dump();
       }

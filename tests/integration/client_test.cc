@@ -469,6 +469,60 @@ TEST_CASE("watch: events, bookmarks, resume from a bookmark, relist after 410", 
   fresh.reset();  // the destructor stops and joins
 }
 
+// Watches whose headers are in.
+uint64_t WatchCount(Client& client) {
+  uint64_t n = 0;
+  for (const k8s::RequestCount& count : client.RequestCounts()) {
+    if (count.verb == "WATCH") n += count.count;
+  }
+  return n;
+}
+
+TEST_CASE(
+    "watches and requests are HTTP/2 streams on one connection: a handler makes requests of its own and Stop ends "
+    "an idle watch",
+    "[client][watch]") {
+  auto server = StartServer();
+  auto client = MakeClient(BaseConfig(*server));
+  REQUIRE(client->ServerVersion().ok());
+  REQUIRE(server->Admin("POST", "/fake/reset", "{}").ok());
+
+  // Each of three watches answers an event with a GET of the object on the
+  // same client: a handler runs on the watch's thread, never on the I/O
+  // thread that the GET needs.
+  std::mutex mu;
+  std::vector<std::string> fetched;
+  auto fetch = [&](const WatchEvent& e) {
+    if (e.type != "ADDED") return;
+    absl::StatusOr<json> got =
+        client->Get(kResourceClaims, e.object["metadata"]["namespace"], e.object["metadata"]["name"]);
+    std::lock_guard<std::mutex> lock(mu);
+    fetched.push_back(got.ok() ? (*got)["metadata"]["name"].get<std::string>() : got.status().ToString());
+  };
+  std::vector<std::unique_ptr<WatchHandle>> watches;
+  for (const char* ns : {"a", "b", "c"}) watches.push_back(client->Watch(kResourceClaims, ns, {}, fetch));
+  REQUIRE(PollUntil([&] { return WatchCount(*client) == 3; }));
+  for (const char* ns : {"a", "b", "c"}) REQUIRE(client->Create(kResourceClaims, ns, NewClaim(ns, ns)).ok());
+  REQUIRE(PollUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return fetched.size() == 3;
+  }));
+  std::sort(fetched.begin(), fetched.end());
+  CHECK(fetched == std::vector<std::string>{"a", "b", "c"});
+
+  absl::StatusOr<std::string> requests = server->Admin("GET", "/fake/requests");
+  REQUIRE(requests.ok());
+  // One connection since the reset: this query's own (the fixture opens one
+  // per call). The version request's connection carried all of the client's.
+  CHECK(json::parse(*requests)["connections"] == 1);
+
+  // No event is on its way to the idle watch: Stop ends it all the same.
+  watches[0]->Stop();
+  CHECK(watches[0]->Wait().ok());
+  CHECK_FALSE(watches[1]->Done());
+  watches.clear();
+}
+
 TEST_CASE("TLS: the server certificate is verified", "[client][tls]") {
   auto server = StartServer();
 

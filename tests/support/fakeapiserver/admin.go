@@ -51,6 +51,7 @@ type adminState struct {
 	faults    []*faultRule
 	holds     []*holdRule
 	held      int           // responses being held now
+	conns     int           // TCP connections accepted
 	release   chan struct{} // closed by DELETE /fake/hold
 	delay     time.Duration
 	counts    map[string]int
@@ -197,6 +198,12 @@ func (a *adminState) takeHold(verb, resource, subresource string) <-chan struct{
 	return nil
 }
 
+func (a *adminState) countConnection() {
+	a.mu.Lock()
+	a.conns++
+	a.mu.Unlock()
+}
+
 func (a *adminState) addHeld(delta int) {
 	a.mu.Lock()
 	a.held += delta
@@ -333,7 +340,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			log[i] = *e
 		}
 		out := map[string]any{"total": a.total, "bytesReceived": a.bytes, "counts": counts, "peakInFlight": peak,
-			"held": a.held, "requests": log}
+			"held": a.held, "connections": a.conns, "requests": log}
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, out)
 	case r.URL.Path == "/fake/reset" && r.Method == http.MethodPost:
@@ -343,7 +350,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.mu.Lock()
-		a.counts, a.total, a.bytes, a.log = map[string]int{}, 0, 0, nil
+		a.counts, a.total, a.bytes, a.log, a.conns = map[string]int{}, 0, 0, nil, 0
 		a.peak = map[string]int{}
 		for k, v := range a.inFlight {
 			a.peak[k] = v

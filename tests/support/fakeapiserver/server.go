@@ -120,6 +120,11 @@ func Start(cfg Config) (*Server, error) {
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				s.admin.countConnection()
+			}
+		},
 	}
 	go func() {
 		defer close(s.done)
