@@ -432,11 +432,10 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   dra::Mutex counts_mu;
   std::map<std::pair<std::string, std::string>, uint64_t> counts ABSL_GUARDED_BY(counts_mu);  // by verb and code
 
-  // TLS sessions, shared by every handle of the client: each watch has a
-  // connection of its own, and resuming the session spares kube-apiserver a
-  // full handshake (its certificate signature) for each. bench/scale
-  // measured them as most of what a node's start cost it beyond a Go
-  // node's, whose watches are streams on its one HTTP/2 connection.
+  // TLS sessions, shared by every handle of the client: where it has more
+  // than one connection (HTTP/1.1, one per watch and busy request; HTTP/2
+  // beyond the server's stream limit), resuming the session spares
+  // kube-apiserver a full handshake (its certificate signature) for each.
   CURLSH* tls_sessions = nullptr;
   dra::Mutex tls_sessions_mu;
   static void LockShare(CURL*, curl_lock_data, curl_lock_access, void* impl) ABSL_NO_THREAD_SAFETY_ANALYSIS {
