@@ -1,12 +1,13 @@
 # cmake -DMODE=install|fetchcontent -DSOURCE_DIR=<dra-cpp> -DCONSUMER_DIR=<consumer project>
 #       -DWORK_DIR=<scratch dir> [-DSDK_BUILD_DIR=<built dra-cpp tree, for install>]
-#       [-DBUILD_TYPE=...] [-DCXX_COMPILER=...] [-DMAKE_PROGRAM=...]
+#       [-DBUILD_TYPE=...] [-DCXX_COMPILER=...] [-DMAKE_PROGRAM=...] [-DVERSION=<the SDK's>]
 #       -P run_packaging_test.cmake
 #
 # install:      install the built dra-cpp tree SDK_BUILD_DIR into
 #               WORK_DIR/prefix, then build the consumer with
 #               find_package(dra CONFIG) and run it, once as it is and once
-#               with DRA_STATIC_GRPC=ON.
+#               with DRA_STATIC_GRPC=ON, and once without CMake, with the
+#               flags pkg-config gives for dra and dra-cdi at VERSION.
 # fetchcontent: build the consumer with FetchContent(dra SOURCE_DIR ...) and
 #               DRA_STATIC_GRPC=ON, check that no dra-cpp test, example or
 #               benchmark was built, run it. This builds the SDK from scratch
@@ -89,8 +90,8 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
 if(MODE STREQUAL "install")
-  if(NOT SDK_BUILD_DIR)
-    message(FATAL_ERROR "MODE=install needs -DSDK_BUILD_DIR=<a built dra-cpp tree>")
+  if(NOT SDK_BUILD_DIR OR NOT VERSION)
+    message(FATAL_ERROR "MODE=install needs -DSDK_BUILD_DIR=<a built dra-cpp tree> and -DVERSION=<its version>")
   endif()
   set(prefix "${WORK_DIR}/prefix")
   run("install dra-cpp" ${CMAKE_COMMAND} --install "${SDK_BUILD_DIR}" --prefix "${prefix}")
@@ -112,6 +113,31 @@ if(MODE STREQUAL "install")
   if(generated_headers)
     message(FATAL_ERROR "[${MODE}] generated protobuf headers were installed: ${generated_headers}")
   endif()
+
+  # Without CMake: the same two programs built with what pkg-config says
+  # (dra, the whole SDK; dra-cdi, CDI alone), against Debian's shared gRPC.
+  file(GLOB_RECURSE pc_files "${prefix}/*/pkgconfig/dra.pc")
+  if(NOT pc_files)
+    message(FATAL_ERROR "[${MODE}] dra.pc is not installed")
+  endif()
+  get_filename_component(pc_dir "${pc_files}" DIRECTORY)
+  set(pkgconfig_dir "${WORK_DIR}/consumer-pkgconfig")
+  file(MAKE_DIRECTORY "${pkgconfig_dir}")
+  if(NOT CXX_COMPILER)
+    set(CXX_COMPILER c++)
+  endif()
+  foreach(pair "app:main.cc:dra" "app_cdi:cdi_main.cc:dra-cdi")
+    string(REPLACE ":" ";" pair "${pair}")
+    list(GET pair 0 program)
+    list(GET pair 1 source)
+    list(GET pair 2 package)
+    run("pkg-config ${package}" ${CMAKE_COMMAND} -E env "PKG_CONFIG_PATH=${pc_dir}"
+      pkg-config --cflags --libs "${package} = ${VERSION}")
+    separate_arguments(flags UNIX_COMMAND "${last_stdout}")
+    run("build ${program} with pkg-config" "${CXX_COMPILER}" "${CONSUMER_DIR}/${source}" -o "${pkgconfig_dir}/${program}"
+      ${flags})
+  endforeach()
+  run_consumer("${pkgconfig_dir}" shared)
 
   foreach(linkage shared static)
     set(consumer_dir "${WORK_DIR}/consumer-${linkage}")
