@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+version="$(scripts/version.sh)"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
@@ -48,8 +49,8 @@ crictl() { tests/e2e/cluster.sh crictl "$cluster" "$@" 2>/dev/null; }
 run kubectl get nodes -o wide
 
 step "the GPU driver's image in the node's containerd, installed with its chart"
-tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.0.tar" \
-  registry.example.com/dra-cpp/gpu-driver:0.1.0
+tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-$version.tar" \
+  registry.example.com/dra-cpp/gpu-driver:$version
 run helm install gpu-example-driver examples/gpu/deploy/helm/gpu-example-driver \
   --namespace dra-gpu-example --create-namespace \
   --set kubeletDir="$node_dir/kubelet" --set cdiRoot="$DRA_E2E_CDI_DIR" --set fabricController.enabled=false \
@@ -83,8 +84,8 @@ echo "the CDI spec files containerd applied ($DRA_E2E_CDI_DIR):"
 ls "$DRA_E2E_CDI_DIR"
 
 step "the CPU driver's chart on the same node, and a pod with an exclusive CPU, pinned to it through containerd's NRI"
-tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/cpu-driver-0.1.0.tar" \
-  registry.example.com/dra-cpp/cpu-driver:0.1.0
+tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/cpu-driver-$version.tar" \
+  registry.example.com/dra-cpp/cpu-driver:$version
 helm install cpu-example-driver examples/cpu/deploy/helm/cpu-example-driver --namespace dra-cpu-example \
   --create-namespace --set kubeletDir="$node_dir/kubelet" --set cdiRoot="$DRA_E2E_CDI_DIR" >/dev/null
 run kubectl -n dra-cpu-example rollout status daemonset/cpu-example-driver --timeout=180s
@@ -126,12 +127,12 @@ run kubectl -n gpu-demo logs pinned
 run kubectl -n dra-cpu-example logs daemonset/cpu-example-driver | grep -E "runtime.s NRI|Pinned container.*gpu-demo/pinned"
 
 step "helm upgrade of the GPU driver to a new image tag under the running workloads: the DaemonSet rolls (maxSurge 1)"
-tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-0.1.0.tar" \
-  registry.example.com/dra-cpp/gpu-driver:0.1.1
+tests/e2e/cluster.sh image-import "$cluster" "$root/build/images/gpu-driver-$version.tar" \
+  registry.example.com/dra-cpp/gpu-driver:$version-upgrade
 driver_pod() { kubectl -n dra-gpu-example get pods -l app.kubernetes.io/name=gpu-example-driver -o name; }
 old_pod=$(driver_pod)
 run helm upgrade gpu-example-driver examples/gpu/deploy/helm/gpu-example-driver --namespace dra-gpu-example \
-  --reuse-values --set image.tag=0.1.1 >/dev/null
+  --reuse-values --set "image.tag=$version-upgrade" >/dev/null
 run kubectl -n dra-gpu-example rollout status daemonset/gpu-example-driver --timeout=180s
 run kubectl -n dra-gpu-example wait --for=delete "$old_pod" --timeout=180s
 new_pod=$(driver_pod)

@@ -16,10 +16,6 @@
 #include "k8s/auth.h"
 #include "yaml-cpp/yaml.h"
 
-#ifndef DRA_VERSION
-#define DRA_VERSION "0.1.0"
-#endif
-
 namespace dra::k8s {
 namespace {
 

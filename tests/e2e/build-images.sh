@@ -30,7 +30,7 @@
 # Usage: build-images.sh [--build-dir DIR] [--full] [--tag TAG] [--print-dir] image...
 #   image: pause busybox debian-base gpu-driver cpu-driver dra-example-driver (default: all)
 #   --build-dir: the CMake build tree holding examples/{gpu,cpu}/*-driver (default: build)
-#   --tag: the driver images' tag (default 0.1.0); named registry.example.com/dra-cpp/<driver>:<tag>
+#   --tag: the driver images' tag (default: the SDK's version, scripts/version.sh); named registry.example.com/dra-cpp/<driver>:<tag>
 #   --print-dir: print the directory of the OCI archives of the last image named
 set -euo pipefail
 
@@ -39,7 +39,7 @@ repo="$(cd "$here/../.." && pwd)"
 cache="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/images"
 build_dir="$repo/build"
 full=0
-tag=0.1.0
+tag="$("$repo/scripts/version.sh")"
 print_dir=0
 images=()
 while [ $# -gt 0 ]; do

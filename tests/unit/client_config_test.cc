@@ -757,8 +757,8 @@ TEST_CASE("Client::Create checks the config", "[client]") {
   CHECK(absl::StrContains(error(config).message(), "/nonexistent/token"));
   config.token_file.clear();
   CHECK(Client::Create(config).ok());
-  CHECK(DefaultUserAgent() == "dra-cpp/0.1.0");
-  CHECK(DefaultUserAgent("gpu.example.com") == "dra-cpp/0.1.0 gpu.example.com");
+  CHECK(DefaultUserAgent() == "dra-cpp/" DRA_VERSION);
+  CHECK(DefaultUserAgent("gpu.example.com") == "dra-cpp/" DRA_VERSION " gpu.example.com");
 }
 
 // ---------------------------------------------------------------------------
@@ -937,7 +937,7 @@ TEST_CASE("client: GET sends auth and user agent and decodes the claim", "[clien
   CHECK(requests[0].method == "GET");
   CHECK(requests[0].target == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1");
   CHECK(requests[0].headers["authorization"] == "Bearer tok");
-  CHECK(requests[0].headers["user-agent"] == "dra-cpp/0.1.0");
+  CHECK(requests[0].headers["user-agent"] == "dra-cpp/" DRA_VERSION);
   CHECK(requests[0].headers["accept"] == "application/json");
 
   CHECK(client->Get(kResourceClaims, "", "c1").status().code() == absl::StatusCode::kInvalidArgument);
