@@ -9,25 +9,32 @@ set(DRA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/dra"
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/dra"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+  COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 
 # Filled by dra_add_library() and by targets that add themselves.
 get_property(dra_install_targets GLOBAL PROPERTY DRA_INSTALL_TARGETS)
 install(TARGETS ${dra_install_targets}
   EXPORT draTargets
-  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT dev
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 
 if(TARGET dractl)
-  install(TARGETS dractl RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+  install(TARGETS dractl RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT tools)
 endif()
+foreach(driver gpu-driver cpu-driver)
+  if(TARGET ${driver})
+    install(TARGETS ${driver} RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT examples)
+  endif()
+endforeach()
 
 install(EXPORT draTargets
   NAMESPACE dra::
   FILE draTargets.cmake
-  DESTINATION "${DRA_INSTALL_CMAKEDIR}")
+  DESTINATION "${DRA_INSTALL_CMAKEDIR}"
+  COMPONENT dev)
 
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/draConfig.cmake.in"
@@ -41,7 +48,8 @@ install(FILES
   "${PROJECT_BINARY_DIR}/draConfig.cmake"
   "${PROJECT_BINARY_DIR}/draConfigVersion.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/DraStaticGrpc.cmake"
-  DESTINATION "${DRA_INSTALL_CMAKEDIR}")
+  DESTINATION "${DRA_INSTALL_CMAKEDIR}"
+  COMPONENT dev)
 
 # pkg-config: the libraries in link order, each before the ones it uses
 # (the packaging test links a consumer with them). dra's come first, then
@@ -86,5 +94,7 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
 endif()
 foreach(pc dra dra-cdi)
   configure_file("${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in" "${PROJECT_BINARY_DIR}/${pc}.pc" @ONLY)
-  install(FILES "${PROJECT_BINARY_DIR}/${pc}.pc" DESTINATION "${dra_pc_dir}")
+  install(FILES "${PROJECT_BINARY_DIR}/${pc}.pc" DESTINATION "${dra_pc_dir}" COMPONENT dev)
 endforeach()
+
+include(DraPackages)

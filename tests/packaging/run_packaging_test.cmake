@@ -1,4 +1,4 @@
-# cmake -DMODE=install|fetchcontent -DSOURCE_DIR=<dra-cpp> -DCONSUMER_DIR=<consumer project>
+# cmake -DMODE=install|deb|fetchcontent -DSOURCE_DIR=<dra-cpp> -DCONSUMER_DIR=<consumer project>
 #       -DWORK_DIR=<scratch dir> [-DSDK_BUILD_DIR=<built dra-cpp tree, for install>]
 #       [-DBUILD_TYPE=...] [-DCXX_COMPILER=...] [-DMAKE_PROGRAM=...] [-DVERSION=<the SDK's>]
 #       -P run_packaging_test.cmake
@@ -8,6 +8,9 @@
 #               find_package(dra CONFIG) and run it, once as it is and once
 #               with DRA_STATIC_GRPC=ON, and once without CMake, with the
 #               flags pkg-config gives for dra and dra-cdi at VERSION.
+# deb:          the same from the Debian packages cpack builds in SDK_BUILD_DIR
+#               (libdra-dev, dractl, dra-example-drivers), installed with
+#               dpkg -i into WORK_DIR/root; the packaged programs run --help.
 # fetchcontent: build the consumer with FetchContent(dra SOURCE_DIR ...) and
 #               DRA_STATIC_GRPC=ON, check that no dra-cpp test, example or
 #               benchmark was built, run it. This builds the SDK from scratch
@@ -89,12 +92,36 @@ endfunction()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
-if(MODE STREQUAL "install")
+if(MODE STREQUAL "install" OR MODE STREQUAL "deb")
   if(NOT SDK_BUILD_DIR OR NOT VERSION)
-    message(FATAL_ERROR "MODE=install needs -DSDK_BUILD_DIR=<a built dra-cpp tree> and -DVERSION=<its version>")
+    message(FATAL_ERROR "MODE=${MODE} needs -DSDK_BUILD_DIR=<a built dra-cpp tree> and -DVERSION=<its version>")
   endif()
-  set(prefix "${WORK_DIR}/prefix")
-  run("install dra-cpp" ${CMAKE_COMMAND} --install "${SDK_BUILD_DIR}" --prefix "${prefix}")
+  if(MODE STREQUAL "install")
+    set(prefix "${WORK_DIR}/prefix")
+    run("install dra-cpp" ${CMAKE_COMMAND} --install "${SDK_BUILD_DIR}" --prefix "${prefix}")
+  else()
+    # dpkg -i into a root of its own (its own package database), so that the
+    # machine's /usr is left alone; the packages' dependencies are the
+    # machine's, hence --force-depends.
+    run("build the Debian packages" cpack -G DEB -B "${WORK_DIR}/debs" --config "${SDK_BUILD_DIR}/CPackConfig.cmake")
+    set(packages "")
+    foreach(package libdra-dev dractl dra-example-drivers)
+      file(GLOB deb "${WORK_DIR}/debs/${package}_${VERSION}_*.deb")
+      if(NOT deb)
+        message(FATAL_ERROR "[${MODE}] cpack made no ${package}_${VERSION}_<arch>.deb")
+      endif()
+      list(APPEND packages "${deb}")
+    endforeach()
+    set(root "${WORK_DIR}/root")
+    file(MAKE_DIRECTORY "${root}/var/lib/dpkg/info" "${root}/var/lib/dpkg/updates")
+    file(TOUCH "${root}/var/lib/dpkg/status" "${root}/var/lib/dpkg/available")
+    run("dpkg -i the packages" dpkg "--root=${root}" --force-not-root --force-depends --force-script-chrootless
+      -i ${packages})
+    set(prefix "${root}/usr")
+    foreach(program dractl gpu-driver cpu-driver)
+      run("run ${program} --help" "${prefix}/bin/${program}" --help)
+    endforeach()
+  endif()
 
   foreach(expected
       include/dra/kubeletplugin/helper.h
@@ -176,7 +203,7 @@ elseif(MODE STREQUAL "fetchcontent")
   run_consumer("${WORK_DIR}/consumer" static)
 
 else()
-  message(FATAL_ERROR "MODE must be install or fetchcontent, not '${MODE}'")
+  message(FATAL_ERROR "MODE must be install, deb or fetchcontent, not '${MODE}'")
 endif()
 
 message(STATUS "[${MODE}] passed")
