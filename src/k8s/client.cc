@@ -190,12 +190,18 @@ struct Transfer {
   dra::CondVar cv;
   bool done ABSL_GUARDED_BY(mu) = false;
   CURLcode result ABSL_GUARDED_BY(mu) = CURLE_OK;
+  bool cancelling ABSL_GUARDED_BY(mu) = false;  // Cancel() asked, the I/O thread not through with it
 
   void Complete(CURLcode code) {
     dra::MutexLock lock(&mu);
     result = code;
     done = true;
     cv.Signal();  // under the lock: the waiter frees this right after
+  }
+  void CancelDone() {
+    dra::MutexLock lock(&mu);
+    cancelling = false;
+    cv.Signal();
   }
 };
 
@@ -307,7 +313,8 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   // completes it.
   void Submit(Transfer& transfer);
   // Ends a submitted transfer early: the I/O thread completes it with
-  // CURLE_ABORTED_BY_CALLBACK unless it completed already.
+  // CURLE_ABORTED_BY_CALLBACK unless it completed already. The transfer
+  // must live until `cancelling` is false again, not only until `done`.
   void Cancel(Transfer& transfer);
   // Runs `easy` (fully configured) on the multi handle; returns its result.
   CURLcode RunTransfer(CURL* easy);
@@ -512,11 +519,15 @@ void Client::Impl::IoLoop() {
       }
     }
     adding.clear();
+    // After the adds: a transfer cancelled right after it was submitted is
+    // in both. Its owner keeps it until the cancel is through (Cancel()).
     for (Transfer* transfer : cancelling) {
-      if (!running_transfers.contains(transfer)) continue;  // completed meanwhile
-      internal::Curl().multi_remove_handle(multi, transfer->easy);
-      take(transfer);
-      transfer->Complete(CURLE_ABORTED_BY_CALLBACK);
+      if (running_transfers.contains(transfer)) {  // else it completed meanwhile
+        internal::Curl().multi_remove_handle(multi, transfer->easy);
+        take(transfer);
+        transfer->Complete(CURLE_ABORTED_BY_CALLBACK);
+      }
+      transfer->CancelDone();
     }
     cancelling.clear();
     int running = 0;
@@ -549,6 +560,10 @@ void Client::Impl::Submit(Transfer& transfer) {
 }
 
 void Client::Impl::Cancel(Transfer& transfer) {
+  {
+    dra::MutexLock lock(&transfer.mu);
+    transfer.cancelling = true;
+  }
   {
     dra::MutexLock lock(&io_mu);
     io_cancelled.push_back(&transfer);
@@ -1118,6 +1133,7 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
     CURLcode result;
     {
       dra::MutexLock lock(&transfer.mu);
+      while (transfer.cancelling) transfer.cv.Wait(&transfer.mu);
       result = transfer.result;
     }
     if (writer.http_code == 0) internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
