@@ -97,4 +97,8 @@ foreach(pc dra dra-cdi)
   install(FILES "${PROJECT_BINARY_DIR}/${pc}.pc" DESTINATION "${dra_pc_dir}" COMPONENT dev)
 endforeach()
 
-include(DraPackages)
+# CPack is the top-level project's: a parent that vendors dra-cpp with
+# DRA_INSTALL on packages itself.
+if(PROJECT_IS_TOP_LEVEL)
+  include(DraPackages)
+endif()
