@@ -1,7 +1,8 @@
 #!/bin/sh
 # The release version has one source, project(dra VERSION ...) in
 # CMakeLists.txt; scripts read it from here. What cannot (Helm charts,
-# manifests, the Dockerfile's example, a test's constant) repeats it, and
+# manifests, the Dockerfile's example, a test's constant, two READMEs'
+# examples) repeats it, and
 # --check verifies that each does, that CHANGELOG.md's newest entry is that
 # version, and that a release tag on HEAD (vX.Y.Z) names it; it prints each
 # mismatch as file:line and exits 1 if there is any.
@@ -59,6 +60,9 @@ for driver in gpu cpu; do
   expect "examples/$driver/deploy/daemonset.yaml" "$image"
 done
 expect examples/gpu/deploy/fabric-controller.yaml "$image"
+expect examples/gpu/README.md '`image\.tag`.*`([0-9][0-9.]*)`'
+expect tests/e2e/README.md "$image"
+expect tests/e2e/README.md 'images/[a-z]+-driver-([0-9][0-9.]*)\.tar'
 expect examples/Dockerfile "$image"
 expect tests/e2e/runtime_node.h 'kImageTag\[\] = "([0-9][0-9.]*)"'
 newest="$(sed -nE 's/^## \[([0-9][0-9.]*)\].*/\1/p' CHANGELOG.md | head -n 1)"
