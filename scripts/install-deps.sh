@@ -9,7 +9,8 @@ set -euo pipefail
 # ca-certificates (HTTPS to the Go module proxy for the e2e binaries),
 # util-linux and mount (setsid, unshare, mount --bind for the e2e kubelet),
 # iproute2 (ip: the node's address), procps (sysctl: the kubelet's sysctls),
-# unzip (the Go toolchain, below). clang-format-14: the style check (ctest
+# unzip (the Go toolchain, below), file (cpack's Debian packages find the
+# binaries whose dependencies dpkg-shlibdeps reads). clang-format-14: the style check (ctest
 # `format`). clang-14 and its runtime libraries: the
 # build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
 # targets (gcc has neither of the first and last). The real node of the e2e
@@ -22,7 +23,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev
-  python3 openssl curl ca-certificates util-linux mount iproute2 procps unzip
+  python3 openssl curl ca-certificates util-linux mount iproute2 procps unzip file
   runc mmdebstrap buildah umoci busybox-static
 )
 
