@@ -491,12 +491,14 @@ void Client::Impl::IoLoop() {
   long streams = 0;
   // Over HTTP/1.1 each watch holds a connection while it lasts: the bound
   // is on the connections left for requests.
+  auto count_stream = [&](const Transfer* transfer, long delta) {
+    if (!transfer->stream) return;
+    streams += delta;
+    internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections + streams);
+  };
   auto take = [&](Transfer* transfer) {
     running_transfers.erase(transfer);
-    if (transfer->stream) {
-      --streams;
-      internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections + streams);
-    }
+    count_stream(transfer, -1);
   };
   while (true) {
     {
@@ -513,10 +515,7 @@ void Client::Impl::IoLoop() {
         continue;
       }
       running_transfers.insert(transfer);
-      if (transfer->stream) {
-        ++streams;
-        internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections + streams);
-      }
+      count_stream(transfer, +1);
     }
     adding.clear();
     // After the adds: a transfer cancelled right after it was submitted is
@@ -680,6 +679,10 @@ void Client::Impl::Configure(CURL* h, const HttpRequest& request, const internal
   internal::Curl().easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
   if (!request.stream) internal::Curl().easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   internal::Curl().easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // HTTP/2 when TLS negotiates it; wait for an existing connection to say
+  // whether it multiplexes rather than opening another one at once.
+  internal::Curl().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  internal::Curl().easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   if (timeout > absl::ZeroDuration()) {
     internal::Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
   }
@@ -771,10 +774,6 @@ HttpResponse Client::Impl::Perform(const HttpRequest& request, const internal::C
   internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &response);
   internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &CaptureHeader);
   internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &response);
-  // HTTP/2 when TLS negotiates it; wait for an existing connection to say
-  // whether it multiplexes rather than opening another one at once.
-  internal::Curl().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  internal::Curl().easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   response.curl_code = RunTransfer(h);
   response.curl_error = error[0] != '\0' ? error : internal::Curl().easy_strerror(response.curl_code);
   internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.http_code);
@@ -1088,43 +1087,32 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
     internal::Curl().easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
     internal::Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, &WatchWriter::Header);
     internal::Curl().easy_setopt(h, CURLOPT_HEADERDATA, &writer);
-    internal::Curl().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    internal::Curl().easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
     {
       dra::MutexLock lock(&state.mu);
       state.transfer = &transfer;
     }
     Submit(transfer);
     // Takes what arrives until the transfer completes; ends it early on
-    // Stop(), an error, or a handler too far behind.
+    // Stop() or an error. A handler too far behind fails the transfer
+    // itself (StreamTransfer::Write).
     bool cancelled = false;
     std::string chunk;
     while (true) {
       bool done = false;
-      bool overrun = false;
       {
         dra::MutexLock lock(&transfer.mu);
-        while (transfer.received.empty() && !transfer.done && !transfer.overrun && !(state.stop && !cancelled)) {
+        while (transfer.received.empty() && !transfer.done && !(state.stop && !cancelled)) {
           transfer.cv.Wait(&transfer.mu);
         }
         chunk.clear();
         chunk.swap(transfer.received);
         done = transfer.done;
-        overrun = transfer.overrun;
       }
-      if (!cancelled && !chunk.empty() && !writer.error.has_value() && !writer.Consume(chunk)) {
+      if (!cancelled && (state.stop || (!chunk.empty() && !writer.Consume(chunk)))) {
         Cancel(transfer);
         cancelled = true;
       }
       if (done && chunk.empty()) break;
-      if (!cancelled && (state.stop || overrun)) {
-        if (overrun && !writer.error.has_value()) {
-          writer.error = absl::ResourceExhaustedError(absl::StrCat("watch: the handler fell ", kMaxWatchBacklog >> 20,
-                                                                   " MiB behind the stream [", context, "]"));
-        }
-        Cancel(transfer);
-        cancelled = true;
-      }
     }
     {
       dra::MutexLock lock(&state.mu);
@@ -1135,6 +1123,10 @@ absl::Status Client::Impl::RunWatch(WatchHandle::State& state, HttpRequest reque
       dra::MutexLock lock(&transfer.mu);
       while (transfer.cancelling) transfer.cv.Wait(&transfer.mu);
       result = transfer.result;
+      if (transfer.overrun && !writer.error.has_value()) {
+        writer.error = absl::ResourceExhaustedError(
+            absl::StrCat("watch: the handler fell ", kMaxWatchBacklog >> 20, " MiB behind the stream [", context, "]"));
+      }
     }
     if (writer.http_code == 0) internal::Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &writer.http_code);
     writer.Count();

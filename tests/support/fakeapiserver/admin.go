@@ -13,22 +13,69 @@ import (
 	"time"
 )
 
-// faultRule makes the next Count requests matching Verb and Resource fail.
-type faultRule struct {
-	Verb              string `json:"verb"`     // GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE, DELETECOLLECTION; "" or "*" = any
-	Resource          string `json:"resource"` // e.g. resourceclaims or resourceclaims/status; "" or "*" = any
-	Count             int    `json:"count"`
-	Status            int    `json:"status"`
-	RetryAfterSeconds int    `json:"retryAfterSeconds"`
+// requestRule: what a rule applies to, the next Count requests matching
+// Verb and Resource.
+type requestRule struct {
+	Verb     string `json:"verb"`     // GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE, DELETECOLLECTION; "" or "*" = any
+	Resource string `json:"resource"` // e.g. resourceclaims or resourceclaims/status; "" or "*" = any
+	Count    int    `json:"count"`
 }
 
-// holdRule holds the responses of the next Count requests matching Verb and
-// Resource: each is carried out at once, its response kept back until
-// DELETE /fake/hold, so that a test can act in between by events.
+func (r *requestRule) base() *requestRule { return r }
+
+func (r *requestRule) matches(verb, resource, subresource string) bool {
+	if r.Verb != "" && r.Verb != "*" && !strings.EqualFold(r.Verb, verb) {
+		return false
+	}
+	return r.Resource == "" || r.Resource == "*" || r.Resource == resource || r.Resource == resource+"/"+subresource
+}
+
+// rule is a *faultRule or a *holdRule.
+type rule interface{ base() *requestRule }
+
+// takeRule uses up one request of the first rule of *rules that matches;
+// false if none does. The caller holds adminState.mu.
+func takeRule[R rule](rules *[]R, verb, resource, subresource string) (R, bool) {
+	for i, r := range *rules {
+		b := r.base()
+		if !b.matches(verb, resource, subresource) {
+			continue
+		}
+		b.Count--
+		if b.Count <= 0 {
+			*rules = append((*rules)[:i:i], (*rules)[i+1:]...)
+		}
+		return r, true
+	}
+	var none R
+	return none, false
+}
+
+// addRule appends r (a Count of at least 1) to *rules and answers with the
+// number of rules pending.
+func addRule[R rule](a *adminState, w http.ResponseWriter, rules *[]R, r R) {
+	if r.base().Count <= 0 {
+		r.base().Count = 1
+	}
+	a.mu.Lock()
+	*rules = append(*rules, r)
+	n := len(*rules)
+	a.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"pendingRules": n})
+}
+
+// faultRule makes the matching requests fail.
+type faultRule struct {
+	requestRule
+	Status            int `json:"status"`
+	RetryAfterSeconds int `json:"retryAfterSeconds"`
+}
+
+// holdRule holds the matching requests' responses: each is carried out at
+// once, its response kept back until DELETE /fake/hold, so that a test can
+// act in between by events.
 type holdRule struct {
-	Verb     string `json:"verb"`
-	Resource string `json:"resource"`
-	Count    int    `json:"count"`
+	requestRule
 }
 
 type requestLogEntry struct {
@@ -156,25 +203,10 @@ func (a *adminState) setCode(e *requestLogEntry, code int) {
 func (a *adminState) takeFault(verb, resource, subresource string) *apiError {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, f := range a.faults {
-		if !ruleMatches(f.Verb, f.Resource, verb, resource, subresource) {
-			continue
-		}
-		f.Count--
-		if f.Count <= 0 {
-			a.faults = append(a.faults[:i:i], a.faults[i+1:]...)
-		}
+	if f, ok := takeRule(&a.faults, verb, resource, subresource); ok {
 		return errInjected(f.Status, f.RetryAfterSeconds)
 	}
 	return nil
-}
-
-// ruleMatches: an empty or "*" verb or resource of a rule matches any.
-func ruleMatches(ruleVerb, ruleResource, verb, resource, subresource string) bool {
-	if ruleVerb != "" && ruleVerb != "*" && !strings.EqualFold(ruleVerb, verb) {
-		return false
-	}
-	return ruleResource == "" || ruleResource == "*" || ruleResource == resource || ruleResource == resource+"/"+subresource
 }
 
 // takeHold returns what to wait for before responding, if a hold rule
@@ -182,20 +214,13 @@ func ruleMatches(ruleVerb, ruleResource, verb, resource, subresource string) boo
 func (a *adminState) takeHold(verb, resource, subresource string) <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, h := range a.holds {
-		if !ruleMatches(h.Verb, h.Resource, verb, resource, subresource) {
-			continue
-		}
-		h.Count--
-		if h.Count <= 0 {
-			a.holds = append(a.holds[:i:i], a.holds[i+1:]...)
-		}
-		if a.release == nil {
-			a.release = make(chan struct{})
-		}
-		return a.release
+	if _, ok := takeRule(&a.holds, verb, resource, subresource); !ok {
+		return nil
 	}
-	return nil
+	if a.release == nil {
+		a.release = make(chan struct{})
+	}
+	return a.release
 }
 
 func (a *adminState) countConnection() {
@@ -268,14 +293,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errBadRequest(fmt.Sprintf("status must be an HTTP error code (400-599), got %d", f.Status)))
 			return
 		}
-		if f.Count <= 0 {
-			f.Count = 1
-		}
-		a.mu.Lock()
-		a.faults = append(a.faults, &f)
-		n := len(a.faults)
-		a.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": n})
+		addRule(a, w, &a.faults, &f)
 	case r.URL.Path == "/fake/fail" && r.Method == http.MethodDelete:
 		a.mu.Lock()
 		a.faults = nil
@@ -291,14 +309,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errBadRequest("verb must name one verb other than WATCH: a watch's response is a stream"))
 			return
 		}
-		if h.Count <= 0 {
-			h.Count = 1
-		}
-		a.mu.Lock()
-		a.holds = append(a.holds, &h)
-		n := len(a.holds)
-		a.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"pendingRules": n})
+		addRule(a, w, &a.holds, &h)
 	case r.URL.Path == "/fake/hold" && r.Method == http.MethodDelete:
 		a.mu.Lock()
 		released := a.held
