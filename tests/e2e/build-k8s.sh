@@ -18,7 +18,9 @@
 # and host-local (into cni/ beside the binaries), and the reference driver the
 # GPU example stands in for, dra-example-driver (pinned by
 # tests/e2e/reference/go.mod): its kubelet plugin, and a copy of its demo specs
-# and Helm chart in dra-example-driver/ beside the binaries.
+# and Helm chart in dra-example-driver/ beside the binaries; and Kubernetes'
+# own DRA test driver (test/e2e/dra/test-driver of k8s.io/kubernetes, built on
+# the Go kubeletplugin helper), which `dractl sanity` is run against.
 #
 # The versions are pinned by tests/e2e/k8s/go.mod (the default Kubernetes
 # release), tests/e2e/k8s-<version>/go.mod (the other supported releases) and
@@ -33,6 +35,7 @@
 #              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six) dra-example-kubeletplugin
+#              dra-test-driver
 #              (default: etcd kube-apiserver kube-scheduler)
 #   --print-versions: print the supported Kubernetes releases, oldest
 #                first, one per line, and build nothing.
@@ -80,7 +83,7 @@ for arg in "$@"; do
     --print-versions) print_versions=1 ;;
     --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
-    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin)
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin|dra-test-driver)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
     -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
@@ -180,6 +183,7 @@ binary_ok() {
       [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && [ -d "$bin_dir/dra-example-driver/demo" ] &&
         "$bin" --help >/dev/null 2>&1
       return ;;
+    dra-test-driver) [ "$(cat "$bin.version" 2>/dev/null)" = "$K8S_VERSION" ] && "$bin" --help >/dev/null 2>&1; return ;;
   esac
   "$bin" --version >/dev/null 2>&1
 }
@@ -193,6 +197,7 @@ version_line() {
     kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
     dra-example-kubeletplugin) echo "dra-example-driver $REFERENCE_VERSION" ;;
+    dra-test-driver) echo "Kubernetes' DRA test driver of $K8S_VERSION" ;;
     containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
   esac
@@ -220,6 +225,7 @@ package_of() {
     containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
     dra-example-kubeletplugin) echo "sigs.k8s.io/dra-example-driver/cmd/$1" ;;
+    dra-test-driver) echo "k8s.io/kubernetes/test/e2e/dra/test-driver" ;;
     cni-host-local) echo "github.com/containernetworking/plugins/plugins/ipam/host-local" ;;
     cni-*) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
@@ -309,6 +315,7 @@ for c in "${components[@]}"; do
     chmod -R u+w "$bin_dir/dra-example-driver"
     echo "$REFERENCE_VERSION" > "$out.version"
   fi
+  if [ "$c" = dra-test-driver ]; then echo "$K8S_VERSION" > "$out.version"; fi
   if ! binary_ok "$c"; then log "$c: built, but it does not run ('$c --version' or '-h' fails)"; exit 1; fi
   log "  $c built in $((SECONDS - t)) s: $(version_line "$c")"
 done

@@ -359,6 +359,31 @@ class GrpcDraClient final : public DraClient {
   grpc::GenericStub generic_;
 };
 
+// A connected stub of the registration service at `socket_path`.
+absl::StatusOr<std::unique_ptr<registrationpb::Registration::Stub>> ConnectRegistration(const std::string& socket_path,
+                                                                                        absl::Duration timeout) {
+  const std::shared_ptr<grpc::Channel> channel = NewChannel(socket_path);
+  if (absl::Status connected = Connect(*channel, socket_path, absl::Now() + timeout); !connected.ok()) {
+    return StepError(socket_path, "connect", connected);
+  }
+  return registrationpb::Registration::NewStub(channel);
+}
+
+absl::StatusOr<PluginInfo> GetInfo(registrationpb::Registration::Stub& stub, const std::string& socket_path,
+                                   absl::Duration timeout) {
+  registrationpb::PluginInfo info;
+  grpc::ClientContext context;
+  SetTimeout(context, timeout);
+  const grpc::Status status = stub.GetInfo(&context, registrationpb::InfoRequest(), &info);
+  if (!status.ok()) return StepError(socket_path, "GetInfo", status);
+  return PluginInfo{
+      .type = info.type(),
+      .name = info.name(),
+      .endpoint = info.endpoint().empty() ? socket_path : info.endpoint(),
+      .supported_versions = {info.supported_versions().begin(), info.supported_versions().end()},
+  };
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> DiscoverSockets(const std::string& registry_dir) {
@@ -404,32 +429,26 @@ absl::StatusOr<std::string> ValidateDraPluginInfo(const PluginInfo& info) {
                       GoQuotedList(info.supported_versions), GoQuotedList(kKubeletDraServices)));
 }
 
+absl::StatusOr<PluginInfo> GetPluginInfo(const std::string& socket_path, absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<registrationpb::Registration::Stub>> stub = ConnectRegistration(socket_path, timeout);
+  if (!stub.ok()) return stub.status();
+  return GetInfo(**stub, socket_path, timeout);
+}
+
 Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeout) {
   Registration result;
   result.socket_path = socket_path;
-  const std::shared_ptr<grpc::Channel> channel = NewChannel(socket_path);
-  if (absl::Status connected = Connect(*channel, socket_path, absl::Now() + timeout); !connected.ok()) {
-    result.status = StepError(socket_path, "connect", connected);
+  absl::StatusOr<std::unique_ptr<registrationpb::Registration::Stub>> stub = ConnectRegistration(socket_path, timeout);
+  if (!stub.ok()) {
+    result.status = stub.status();
     return result;
   }
-  const auto stub = registrationpb::Registration::NewStub(channel);
-
-  registrationpb::PluginInfo info;
-  {
-    grpc::ClientContext context;
-    SetTimeout(context, timeout);
-    const grpc::Status status = stub->GetInfo(&context, registrationpb::InfoRequest(), &info);
-    if (!status.ok()) {
-      result.status = StepError(socket_path, "GetInfo", status);
-      return result;
-    }
+  absl::StatusOr<PluginInfo> info = GetInfo(**stub, socket_path, timeout);
+  if (!info.ok()) {
+    result.status = info.status();
+    return result;
   }
-  result.info = PluginInfo{
-      .type = info.type(),
-      .name = info.name(),
-      .endpoint = info.endpoint().empty() ? socket_path : info.endpoint(),
-      .supported_versions = {info.supported_versions().begin(), info.supported_versions().end()},
-  };
+  result.info = *std::move(info);
 
   registrationpb::RegistrationStatus verdict;
   if (absl::StatusOr<std::string> chosen = ValidateDraPluginInfo(result.info); chosen.ok()) {
@@ -445,7 +464,7 @@ Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeo
   grpc::ClientContext context;
   SetTimeout(context, timeout);
   registrationpb::RegistrationStatusResponse ignored;
-  const grpc::Status notified = stub->NotifyRegistrationStatus(&context, verdict, &ignored);
+  const grpc::Status notified = (*stub)->NotifyRegistrationStatus(&context, verdict, &ignored);
   if (!notified.ok()) {
     const absl::Status notify_error = StepError(socket_path, "NotifyRegistrationStatus", notified);
     result.status =

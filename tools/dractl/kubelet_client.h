@@ -43,6 +43,11 @@ absl::StatusOr<std::vector<std::string>> DiscoverSockets(const std::string& regi
 // "v1.DRAPlugin" or "v1beta1.DRAPlugin" and returns it.
 absl::StatusOr<std::string> ValidateDraPluginInfo(const PluginInfo& info);
 
+// GetInfo on one registration socket, without registering: an empty endpoint
+// is replaced by `socket_path`, as the kubelet does. Errors name the socket
+// and the step that failed ("connect", "GetInfo").
+absl::StatusOr<PluginInfo> GetPluginInfo(const std::string& socket_path, absl::Duration timeout = absl::Seconds(10));
+
 // GetInfo, validate, NotifyRegistrationStatus(registered, error) on one socket.
 // Errors name the socket and the step that failed.
 Registration RegisterPlugin(const std::string& socket_path, absl::Duration timeout = absl::Seconds(10));

@@ -1,6 +1,7 @@
 // dractl: plays the kubelet's part against DRA kubelet plugins, to register
 // them, prepare and unprepare claims and watch device health by hand.
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -14,9 +15,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "dractl/kubelet_client.h"
+#include "dractl/sanity.h"
 
 namespace {
 
@@ -42,6 +45,22 @@ Commands:
   health     --endpoint SOCK [--api v1|v1alpha1] [--count N] [--timeout SECONDS] [--json]
              Watches NodeWatchResources and prints N device health lists
              (default 1), waiting at most SECONDS (default 10) for each.
+  sanity     --registry-dir DIR [--driver NAME] [--kubeconfig FILE] [--node NAME]
+             [--namespace NS] [--cdi-dir DIR] [--pid PID] [--wait SECONDS]
+             [--concurrency N] [--junit FILE] [--list] [-- PLUGIN COMMAND...]
+             Checks a DRA kubelet plugin against what the kubelet expects of
+             it (docs/sanity.md). It starts the plugin's command, if given
+             after "--" (its output goes to stderr), registers the plugin found
+             in DIR (waiting up to --wait, default 60, for it to appear), creates
+             claims in NS (default: a namespace of its own) on the API server
+             of FILE (default $KUBECONFIG, then in-cluster), allocates them to
+             devices the driver published for the node, prepares and
+             unprepares them, reads the health stream and the CDI specs in
+             --cdi-dir (default /var/run/cdi) and, with --pid or a command,
+             sends SIGTERM and checks that the plugin exits and removes its
+             sockets.
+             --list prints the checks and exits. Exit status 1 when a
+             required check failed.
   help       Prints this text.
 
 SOCK is the path of the plugin's DRA socket. --api defaults to v1.
@@ -71,6 +90,11 @@ class Flags {
                                      const std::set<std::string>& switches) {
     Flags flags;
     for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--") {
+        flags.command_.assign(args.begin() + static_cast<ptrdiff_t>(i) + 1, args.end());
+        if (flags.command_.empty()) return absl::InvalidArgumentError("no command after \"--\"");
+        break;
+      }
       std::string name = args[i];
       std::optional<std::string> value;
       if (const size_t equals = name.find('='); name.starts_with("--") && equals != std::string::npos) {
@@ -106,8 +130,12 @@ class Flags {
     return it == values_.end() ? std::vector<std::string>() : it->second;
   }
 
+  // What followed "--".
+  const std::vector<std::string>& command() const { return command_; }
+
  private:
   std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> command_;
 };
 
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
@@ -327,10 +355,56 @@ int RunHealth(const Flags& flags) {
   return kExitOk;
 }
 
+int RunSanity(const Flags& flags) {
+  namespace sanity = dra::sanity;
+  if (flags.Has("--list")) {
+    for (const sanity::Check& check : sanity::Checks()) {
+      std::cout << absl::StrFormat("%-6s %-11s %s\n       from: %s\n", check.id,
+                                   check.level == sanity::Level::kRequired ? "required" : "recommended", check.rule,
+                                   check.source);
+    }
+    return kExitOk;
+  }
+  sanity::Options options;
+  options.registry_dir = flags.Get("--registry-dir");
+  if (options.registry_dir.empty()) return UsageError("sanity needs --registry-dir");
+  options.driver = flags.Get("--driver");
+  options.kubeconfig = flags.Get("--kubeconfig");
+  options.node = flags.Get("--node");
+  options.namespace_ = flags.Get("--namespace");
+  options.cdi_dir = flags.Get("--cdi-dir", options.cdi_dir);
+  if (flags.Has("--pid") && (!absl::SimpleAtoi(flags.Get("--pid"), &options.pid) || options.pid <= 0)) {
+    return UsageError("--pid must be a process ID");
+  }
+  options.command = flags.command();
+  if (options.pid > 0 && !options.command.empty()) return UsageError("give --pid or a command, not both");
+  double wait_seconds = 0;
+  if (!absl::SimpleAtod(flags.Get("--wait", "60"), &wait_seconds) || !(wait_seconds > 0)) {
+    return UsageError("--wait must be a positive number of seconds");
+  }
+  options.wait = absl::Seconds(wait_seconds);
+  if (!absl::SimpleAtoi(flags.Get("--concurrency", "8"), &options.concurrency) || options.concurrency < 1) {
+    return UsageError("--concurrency must be a positive integer");
+  }
+
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<std::vector<sanity::Result>> results =
+      sanity::Run(options, [](const sanity::Result& result) { sanity::WriteResult(std::cout, result); });
+  if (!results.ok()) return Fail(false, results.status());
+  sanity::WriteSummary(std::cout, *results);
+  if (const std::string junit = flags.Get("--junit"); !junit.empty()) {
+    std::ofstream file(junit);
+    file << sanity::JUnitXml(*results, absl::Now() - start);
+    if (!file.flush()) return Fail(false, absl::UnavailableError(absl::StrCat("write ", junit)));
+  }
+  return sanity::Failed(*results) ? kExitFailed : kExitOk;
+}
+
 struct Command {
   std::string name;
   std::set<std::string> valued_flags;
   int (*run)(const Flags&);
+  std::set<std::string> switches = {"--json"};
 };
 
 const std::vector<Command>& Commands() {
@@ -339,6 +413,11 @@ const std::vector<Command>& Commands() {
       {"prepare", {"--endpoint", "--claim", "--api"}, RunPrepare},
       {"unprepare", {"--endpoint", "--claim", "--api"}, RunUnprepare},
       {"health", {"--endpoint", "--api", "--count", "--timeout"}, RunHealth},
+      {"sanity",
+       {"--registry-dir", "--driver", "--kubeconfig", "--node", "--namespace", "--cdi-dir", "--pid", "--wait",
+        "--concurrency", "--junit"},
+       RunSanity,
+       {"--list"}},
   };
   return commands;
 }
@@ -351,7 +430,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return UsageError("no command given");
   const std::span<const std::string> command_args(args.begin() + 1, args.end());
-  if (IsHelp(args[0]) || std::any_of(command_args.begin(), command_args.end(),
+  // A plugin's command after "--" may have its own --help.
+  const auto own_args_end = std::find(command_args.begin(), command_args.end(), "--");
+  if (IsHelp(args[0]) || std::any_of(command_args.begin(), own_args_end,
                                      [](const std::string& arg) { return arg == "--help" || arg == "-h"; })) {
     std::cout << kUsage;
     return kExitOk;
@@ -359,7 +440,10 @@ int main(int argc, char** argv) {
   const auto command = std::find_if(Commands().begin(), Commands().end(),
                                     [&](const Command& candidate) { return candidate.name == args[0]; });
   if (command == Commands().end()) return UsageError(absl::StrCat("unknown command \"", args[0], "\""));
-  const absl::StatusOr<Flags> flags = Flags::Parse(command_args, command->valued_flags, {"--json"});
+  const absl::StatusOr<Flags> flags = Flags::Parse(command_args, command->valued_flags, command->switches);
   if (!flags.ok()) return UsageError(flags.status().message());
+  if (!flags->command().empty() && command->name != "sanity") {
+    return UsageError(absl::StrCat(command->name, " takes no command after \"--\""));
+  }
   return command->run(*flags);
 }
