@@ -11,7 +11,8 @@ set -euo pipefail
 # iproute2 (ip: the node's address), procps (sysctl: the kubelet's sysctls),
 # unzip (the Go toolchain, below), file (cpack's Debian packages find the
 # binaries whose dependencies dpkg-shlibdeps reads). clang-format-14: the style check (ctest
-# `format`). clang-14 and its runtime libraries: the
+# `format`). doxygen: the API reference (ctest `api_reference`,
+# scripts/api-docs.sh). clang-14 and its runtime libraries: the
 # build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
 # targets (gcc has neither of the first and last). The real node of the e2e
 # suite (tests/e2e/cluster.sh with containerd, build-images.sh): runc, and
@@ -19,7 +20,7 @@ set -euo pipefail
 # Debian base), buildah (examples/Dockerfile), umoci and busybox-static (the
 # pause and workload images).
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14
+  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14 doxygen
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev

@@ -1,4 +1,5 @@
-// dra::k8s::ClaimRef: what the kubelet names a ResourceClaim by.
+/// @file
+/// dra::k8s::ClaimRef: what the kubelet names a ResourceClaim by.
 #pragma once
 
 #include <compare>
@@ -6,14 +7,15 @@
 
 namespace dra::k8s {
 
+/// Namespace, name and UID of a ResourceClaim, as the kubelet sends them.
 struct ClaimRef {
-  std::string namespace_;
-  std::string name;
-  std::string uid;
+  std::string namespace_;  ///< the claim's namespace
+  std::string name;        ///< the claim's name
+  std::string uid;         ///< the claim's UID: another UID is another claim
 
-  // "namespace/name", the form used in messages.
+  /// "namespace/name", the form used in messages.
   std::string ToString() const { return namespace_ + "/" + name; }
-  auto operator<=>(const ClaimRef&) const = default;
+  auto operator<=>(const ClaimRef&) const = default;  ///< member-wise order: namespace, name, UID
 };
 
 }  // namespace dra::k8s

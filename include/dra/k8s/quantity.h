@@ -1,5 +1,6 @@
-// dra::k8s::Quantity: the Kubernetes resource.Quantity, parsed and printed
-// exactly as k8s.io/apimachinery does it.
+/// @file
+/// dra::k8s::Quantity: the Kubernetes resource.Quantity, parsed and printed
+/// exactly as k8s.io/apimachinery does it.
 #pragma once
 
 #include <compare>
@@ -11,45 +12,58 @@
 
 namespace dra::k8s {
 
+/// An exact decimal value and the suffix family it prints with.
 class Quantity {
  public:
-  // The suffix family a quantity prints with, as in apimachinery.
+  /// The suffix family a quantity prints with, as in apimachinery.
   enum class Format {
-    kDecimalExponent,  // 12e6
-    kBinarySI,         // 12Mi
-    kDecimalSI,        // 12M
+    kDecimalExponent,  ///< 12e6
+    kBinarySI,         ///< 12Mi
+    kDecimalSI,        ///< 12M
   };
 
-  // Zero, DecimalSI.
+  /// Zero, DecimalSI.
   Quantity() = default;
 
-  // Parses "1Gi", "500m", "1.5", "1e3", "-2Ki"... Errors name the rule broken.
+  /// Parses "1Gi", "500m", "1.5", "1e3", "-2Ki"... Errors name the rule broken.
   static absl::StatusOr<Quantity> Parse(std::string_view text);
-  // value * 10^scale, e.g. FromScaled(5, -3) is 5m.
+  /// value * 10^scale, e.g. FromScaled(5, -3) is 5m.
   static Quantity FromScaled(int64_t value, int32_t scale, Format format = Format::kDecimalSI);
+  /// An integer `value`.
   static Quantity FromInt(int64_t value, Format format = Format::kDecimalSI);
 
-  // Canonical form, as apimachinery's Quantity.String(): "1024Mi" -> "1Gi",
-  // "1000m" -> "1", "0.5" -> "500m", "1e3" -> "1k".
+  /// Canonical form, as apimachinery's Quantity.String(): "1024Mi" -> "1Gi",
+  /// "1000m" -> "1", "0.5" -> "500m", "1e3" -> "1k".
   std::string ToString() const;
+  /// The suffix family it prints with.
   Format format() const { return format_; }
+  /// Whether the value is zero.
   bool IsZero() const;
+  /// -1, 0 or 1.
   int Sign() const;
 
-  // The value rounded up to an integer, and in thousandths rounded up, as
-  // apimachinery's Value() and MilliValue(); saturate at int64 limits.
+  /// The value rounded up to an integer, and in thousandths rounded up, as
+  /// apimachinery's Value() and MilliValue(); saturate at int64 limits.
+  ///@{
   int64_t Value() const;
   int64_t MilliValue() const;
+  ///@}
 
-  // Numeric comparison; the format does not take part.
+  /// Numeric comparison; the format does not take part.
+  ///@{
   std::strong_ordering operator<=>(const Quantity& other) const;
   bool operator==(const Quantity& other) const;
+  ///@}
 
+  /// Exact sum and difference. The format stays this one's, unless this one
+  /// is zero, which takes `other`'s (as in apimachinery).
+  ///@{
   Quantity& operator+=(const Quantity& other);
   Quantity& operator-=(const Quantity& other);
   friend Quantity operator+(Quantity a, const Quantity& b) { return a += b; }
   friend Quantity operator-(Quantity a, const Quantity& b) { return a -= b; }
-  // Multiplies by an integer; the format is kept.
+  ///@}
+  /// Multiplies by an integer; the format is kept.
   Quantity Mul(int64_t factor) const;
 
  private:

@@ -1,4 +1,5 @@
-// dra::kubeletplugin::Driver: what a DRA driver implements for the Helper.
+/// @file
+/// dra::kubeletplugin::Driver: what a DRA driver implements for the Helper.
 #pragma once
 
 #include <map>
@@ -19,129 +20,133 @@
 
 namespace dra::kubeletplugin {
 
-// The kubelet gives up on a NodePrepareResources or NodeUnprepareResources
-// call after this long; calls that carry no gRPC deadline (and the Helper's
-// own calls, such as unpreparing an orphan) get it too.
+/// The kubelet gives up on a NodePrepareResources or NodeUnprepareResources
+/// call after this long; calls that carry no gRPC deadline (and the Helper's
+/// own calls, such as unpreparing an orphan) get it too.
 inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(45);
 
-// One allocated device as the kubelet hands it to the container runtime.
+/// One allocated device as the kubelet hands it to the container runtime.
 struct Device {
-  // Requests (or "request/subrequest") this device serves; empty means all
-  // requests of the claim. The Helper strips subrequest suffixes.
+  /// Requests (or "request/subrequest") this device serves; empty means all
+  /// requests of the claim. The Helper strips subrequest suffixes.
   std::vector<std::string> requests;
-  std::string pool_name;
-  std::string device_name;
-  // Fully qualified CDI device IDs ("vendor/class=name"); may be empty.
+  std::string pool_name;    ///< the device's pool, as in the allocation result
+  std::string device_name;  ///< the device's name in that pool
+  /// Fully qualified CDI device IDs ("vendor/class=name"); may be empty.
   std::vector<std::string> cdi_device_ids;
-  // The allocation's shareID for consumable capacity; sent on DRA v1 only.
+  /// The allocation's shareID for consumable capacity; sent on DRA v1 only.
   std::optional<std::string> share_id;
-  // Edits for the container runtime, if the Helper is to write the CDI spec
-  // (Options::cdi): it puts the claim's devices with edits into one spec file,
-  // <cdi.dir.path>/<vendor>-<class>_<claim UID>.json, as CDI devices named
-  // "<claim UID>-<device_name>", puts their IDs first in cdi_device_ids
-  // (the kubelet reports a device's health in the pod status under its first
-  // CDI ID) and clears this field. Leave it empty for devices whose CDI spec the driver
-  // writes itself (or that need none).
+  /// Edits for the container runtime, if the Helper is to write the CDI spec
+  /// (Options::cdi): it puts the claim's devices with edits into one spec file,
+  /// `<cdi.dir.path>/<vendor>-<class>_<claim UID>.json`, as CDI devices named
+  /// "<claim UID>-<device_name>", puts their IDs first in cdi_device_ids
+  /// (the kubelet reports a device's health in the pod status under its first
+  /// CDI ID) and clears this field. Leave it empty for devices whose CDI spec the driver
+  /// writes itself (or that need none).
   std::optional<cdi::ContainerEdits> cdi_edits{};
-  // Annotations of that CDI device (CDI 0.6.0), with cdi_edits only: for
-  // whoever reads the spec beside the runtime (an NRI plugin, say). Cleared
-  // with cdi_edits.
+  /// Annotations of that CDI device (CDI 0.6.0), with cdi_edits only: for
+  /// whoever reads the spec beside the runtime (an NRI plugin, say). Cleared
+  /// with cdi_edits.
   std::map<std::string, std::string> cdi_annotations{};
-  // With Options::device_metadata on: what the Helper writes into the
-  // metadata file of each request this device serves (device_metadata.h);
-  // the Helper appends the metadata CDI device's ID to cdi_device_ids and
-  // clears this field. A device without it is listed with driver, pool and
-  // name only. Ignored when the option is off.
+  /// With Options::device_metadata on: what the Helper writes into the
+  /// metadata file of each request this device serves (device_metadata.h);
+  /// the Helper appends the metadata CDI device's ID to cdi_device_ids and
+  /// clears this field. A device without it is listed with driver, pool and
+  /// name only. Ignored when the option is off.
   std::optional<DeviceMetadata> metadata{};
 
-  bool operator==(const Device&) const = default;
+  bool operator==(const Device&) const = default;  ///< member-wise equality
 };
 
-// The outcome of preparing one claim. A non-OK status fails that claim only;
-// the kubelet retries it later and ignores `devices`.
+/// The outcome of preparing one claim. A non-OK status fails that claim only;
+/// the kubelet retries it later and ignores `devices`.
 struct PrepareResult {
-  absl::Status status;
-  std::vector<Device> devices;
-  // The driver's own record of this preparation (which CPUs of a socket it
-  // handed out, say), opaque to the Helper. With the checkpoint on it is kept
-  // with the prepared claim, durable before the kubelet is answered, and
-  // given back by RestorePreparedClaims after a restart. Keep it small: it is
-  // written with every checkpoint snapshot.
+  absl::Status status;          ///< OK, or why the claim failed
+  std::vector<Device> devices;  ///< the claim's prepared devices
+  /// The driver's own record of this preparation (which CPUs of a socket it
+  /// handed out, say), opaque to the Helper. With the checkpoint on it is kept
+  /// with the prepared claim, durable before the kubelet is answered, and
+  /// given back by RestorePreparedClaims after a restart. Keep it small: it is
+  /// written with every checkpoint snapshot.
   std::string driver_data{};
 };
 
-// A claim the checkpoint records as prepared, as Helper::Start found it.
+/// A claim the checkpoint records as prepared, as Helper::Start found it.
 struct PreparedClaim {
-  k8s::ClaimRef claim;
-  std::vector<Device> devices;  // as the kubelet got them
-  std::string driver_data;      // PrepareResult::driver_data
+  k8s::ClaimRef claim;          ///< the claim
+  std::vector<Device> devices;  ///< as the kubelet got them
+  std::string driver_data;      ///< PrepareResult::driver_data
 };
 
-// Keyed by claim UID; must have an entry for every claim passed in.
+/// Keyed by claim UID; must have an entry for every claim passed in.
 using PrepareResults = std::map<std::string, PrepareResult, std::less<>>;
-// Keyed by claim UID; OK means unprepared (or never prepared).
+/// Keyed by claim UID; OK means unprepared (or never prepared).
 using UnprepareResults = std::map<std::string, absl::Status, std::less<>>;
 
-// How bad a background error is, as the Go helper's ErrRecoverable.
+/// How bad a background error is, as the Go helper's ErrRecoverable.
 enum class ErrorSeverity {
-  // Retrying may heal it and the Helper keeps retrying (the API server is
-  // down, a ResourceSlice was refused, a checkpoint write failed): log it.
+  /// Retrying may heal it and the Helper keeps retrying (the API server is
+  /// down, a ResourceSlice was refused, a checkpoint write failed): log it.
   kRecoverable,
-  // It will not heal while the process runs (the kubelet refused the
-  // registration): exit, and the DaemonSet restarts the driver.
+  /// It will not heal while the process runs (the kubelet refused the
+  /// registration): exit, and the DaemonSet restarts the driver.
   kFatal,
 };
 
-std::string_view ErrorSeverityName(ErrorSeverity severity);  // "recoverable" or "fatal"
+std::string_view ErrorSeverityName(ErrorSeverity severity);  ///< "recoverable" or "fatal"
 
-// The contract with the kubelet, as in the Go kubeletplugin package:
-//  - PrepareResourceClaims receives every claim a pod needs, as full
-//    ResourceClaim objects that the Helper has fetched and checked (allocated,
-//    UID matches). Only allocation results and configs for this driver are
-//    left in status.allocation. It must be idempotent: the kubelet asks again
-//    after restarts. Claims the Helper's checkpoint already records as
-//    prepared are answered from the checkpoint and not passed in again.
-//  - UnprepareResourceClaims undoes Prepare. The claim may be gone from the
-//    API server, so only its reference is given; the driver keeps whatever
-//    else it needs. Unpreparing an unknown claim is success.
-//  - Unless Options::serialize is off, the Helper never makes two calls at
-//    once (across instances too when rolling updates are on).
-//  - A returned error status fails the whole gRPC call; per-claim failures go
-//    into the results.
-//  - `ctx` carries the call's deadline (the kubelet's, 45 s), whether it was
-//    cancelled (deadline passed, kubelet gone, Helper::Stop()) and a logger
-//    with the call's request ID. A driver that waits on hardware checks it
-//    and fails what it did not finish with ctx.status(). A call that is still
-//    running when Stop()'s shutdown_grace ends is left running, its result
-//    discarded; the driver object must outlive it.
+/// The contract with the kubelet, as in the Go kubeletplugin package:
+///  - PrepareResourceClaims receives every claim a pod needs, as full
+///    ResourceClaim objects that the Helper has fetched and checked (allocated,
+///    UID matches). Only allocation results and configs for this driver are
+///    left in status.allocation. It must be idempotent: the kubelet asks again
+///    after restarts. Claims the Helper's checkpoint already records as
+///    prepared are answered from the checkpoint and not passed in again.
+///  - UnprepareResourceClaims undoes Prepare. The claim may be gone from the
+///    API server, so only its reference is given; the driver keeps whatever
+///    else it needs. Unpreparing an unknown claim is success.
+///  - Unless Options::serialize is off, the Helper never makes two calls at
+///    once (across instances too when rolling updates are on).
+///  - A returned error status fails the whole gRPC call; per-claim failures go
+///    into the results.
+///  - `ctx` carries the call's deadline (the kubelet's, 45 s), whether it was
+///    cancelled (deadline passed, kubelet gone, Helper::Stop()) and a logger
+///    with the call's request ID. A driver that waits on hardware checks it
+///    and fails what it did not finish with ctx.status(). A call that is still
+///    running when Stop()'s shutdown_grace ends is left running, its result
+///    discarded; the driver object must outlive it.
 class Driver {
  public:
   virtual ~Driver() = default;
 
+  /// Prepares the devices of `claims` for a pod (see the contract above):
+  /// a result for every claim.
   virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(const CallContext& ctx,
                                                                std::span<const k8s::ResourceClaim> claims) = 0;
 
+  /// Undoes the preparation of `claims` (see the contract above): a result
+  /// for every claim.
   virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const CallContext& ctx,
                                                                    std::span<const k8s::ClaimRef> claims) = 0;
 
-  // Failures the Helper meets in the background (registration refused by the
-  // kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`
-  // says where it happened. On kFatal a driver should shut down (Stop the
-  // Helper, exit non-zero); on kRecoverable, log. Called from Helper
-  // threads; must be thread-safe and must not block.
+  /// Failures the Helper meets in the background (registration refused by the
+  /// kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`
+  /// says where it happened. On kFatal a driver should shut down (Stop the
+  /// Helper, exit non-zero); on kRecoverable, log. Called from Helper
+  /// threads; must be thread-safe and must not block.
   virtual void HandleError(const absl::Status& status, ErrorSeverity severity, std::string_view context) = 0;
 
-  // Whether this driver reports device health through Helper::PublishHealth.
-  // When false, the health services are neither served nor advertised and the
-  // kubelet's NodeWatchResources gets UNIMPLEMENTED.
+  /// Whether this driver reports device health through Helper::PublishHealth.
+  /// When false, the health services are neither served nor advertised and the
+  /// kubelet's NodeWatchResources gets UNIMPLEMENTED.
   virtual bool ReportsDeviceHealth() const { return false; }
 
-  // Called once by Helper::Start, with the checkpoint on, before the kubelet
-  // can call: every claim the checkpoint records as prepared (those answered
-  // from it from now on), so that a driver that hands out parts of its
-  // devices knows what is taken. Claims that were only being prepared when
-  // the process died are not among them: the kubelet asks for them again, or
-  // the orphan check unprepares them. Default: nothing.
+  /// Called once by Helper::Start, with the checkpoint on, before the kubelet
+  /// can call: every claim the checkpoint records as prepared (those answered
+  /// from it from now on), so that a driver that hands out parts of its
+  /// devices knows what is taken. Claims that were only being prepared when
+  /// the process died are not among them: the kubelet asks for them again, or
+  /// the orphan check unprepares them. Default: nothing.
   virtual void RestorePreparedClaims(std::span<const PreparedClaim> claims) { (void)claims; }
 };
 

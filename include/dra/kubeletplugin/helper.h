@@ -1,75 +1,76 @@
-// dra::kubeletplugin::Helper: the kubelet side of a DRA driver.
-//
-// The contract with the kubelet, which the Helper implements for a Driver:
-//
-// Registration. The kubelet watches Options::registrar_dir for socket files
-// whose names do not start with a dot. For each one it calls GetInfo, checks
-// the type ("DRAPlugin"), the driver name, the endpoint and the first
-// supported service version it knows, connects to the endpoint (the DRA
-// socket in Options::plugin_data_dir) and reports the outcome with
-// NotifyRegistrationStatus. The Helper starts the DRA server before it
-// creates the registration socket, so an advertised endpoint always answers.
-// A refused registration reaches Driver::HandleError with the kubelet's text.
-//
-// Preparation. Before a pod's containers start, the kubelet calls
-// NodePrepareResources with (namespace, name, UID) of every claim the pod
-// uses that this driver has devices in. The Helper fetches each claim from the
-// ClaimSource, fails only the claims that are unallocated or were replaced
-// (different UID), strips other drivers' results, and calls
-// Driver::PrepareResourceClaims with the rest. Every requested claim gets an
-// entry in the answer: a missing one makes the kubelet retry forever. The
-// kubelet repeats calls after its own restart; the Helper's checkpoint answers
-// claims already prepared without calling the driver again.
-//
-// Unpreparation. After the last pod using a claim is gone, the kubelet calls
-// NodeUnprepareResources. The claim may already be deleted, so only its
-// reference is given. Unknown claims are success.
-//
-// Crash safety. The checkpoint (plugin_data_dir/checkpoint.json) records that
-// a claim's preparation started before the driver is called and that it
-// finished, with the result, before the kubelet is answered. After a crash,
-// a claim left "started" is prepared again on the kubelet's next call; one
-// the kubelet never asks about again is handed to the driver's unprepare once
-// the ClaimSource says the claim is gone (Options::orphan_check_interval).
-//
-// ResourceSlices. PublishResources keeps the driver's devices in the API
-// server for the scheduler.
-//
-// Health. A driver that reports health publishes complete device lists with
-// PublishHealth; every NodeWatchResources stream gets the current list at
-// once and each later one.
-//
-// Observability. With Options::http_endpoint, /metrics serves Prometheus
-// counters of kubelet calls and claims, a call-duration histogram, the number
-// of prepared claims and checkpoint writes, background errors by severity,
-// the devices published and ResourceSlice writes, and the kube_client's API
-// requests by verb and code; /healthz answers 200 while the DRA server runs,
-// both sockets accept connections and the kubelet has not refused the
-// registration (503 with the reason otherwise).
-//
-// Calls. Each driver call gets a CallContext: the kubelet's deadline (45 s),
-// cancellation (deadline passed, kubelet gone, Stop()) and a logger with
-// "method" and "requestID". A call cancelled while it waits for the previous
-// one fails without reaching the driver.
-//
-// Errors. Background failures reach Driver::HandleError with a severity:
-// kFatal (the kubelet refused the registration) means exit and let the
-// DaemonSet restart the driver; everything else is kRecoverable.
-//
-// Threads. The servers use gRPC's callback API: a kubelet call arrives on a
-// gRPC thread, which hands it to the Helper's own threads (started on
-// demand, at most 32) and returns; claim fetches, the serializer, the
-// driver's calls and the checkpoint's fsyncs never hold a gRPC thread. With
-// Options::serialize (the default) the driver sees one call at a time, and
-// calls that wait for the one before them are queued without holding any
-// thread. Driver::HandleError is called on the Helper's threads, or on the
-// driver's own where it called the Helper. Stop() (also run by the
-// destructor) stops both servers, removes both sockets and is idempotent.
-// The SDK's threads are named dra-<role> (README, "Threads").
-//
-// Process-wide settings are the driver's: the Helper changes none (abseil's
-// deadlock detection, gRPC's default health service), and the README's
-// example shows what a driver's main sets.
+/// @file
+/// dra::kubeletplugin::Helper: the kubelet side of a DRA driver.
+///
+/// The contract with the kubelet, which the Helper implements for a Driver:
+///
+/// Registration. The kubelet watches Options::registrar_dir for socket files
+/// whose names do not start with a dot. For each one it calls GetInfo, checks
+/// the type ("DRAPlugin"), the driver name, the endpoint and the first
+/// supported service version it knows, connects to the endpoint (the DRA
+/// socket in Options::plugin_data_dir) and reports the outcome with
+/// NotifyRegistrationStatus. The Helper starts the DRA server before it
+/// creates the registration socket, so an advertised endpoint always answers.
+/// A refused registration reaches Driver::HandleError with the kubelet's text.
+///
+/// Preparation. Before a pod's containers start, the kubelet calls
+/// NodePrepareResources with (namespace, name, UID) of every claim the pod
+/// uses that this driver has devices in. The Helper fetches each claim from the
+/// ClaimSource, fails only the claims that are unallocated or were replaced
+/// (different UID), strips other drivers' results, and calls
+/// Driver::PrepareResourceClaims with the rest. Every requested claim gets an
+/// entry in the answer: a missing one makes the kubelet retry forever. The
+/// kubelet repeats calls after its own restart; the Helper's checkpoint answers
+/// claims already prepared without calling the driver again.
+///
+/// Unpreparation. After the last pod using a claim is gone, the kubelet calls
+/// NodeUnprepareResources. The claim may already be deleted, so only its
+/// reference is given. Unknown claims are success.
+///
+/// Crash safety. The checkpoint (plugin_data_dir/checkpoint.json) records that
+/// a claim's preparation started before the driver is called and that it
+/// finished, with the result, before the kubelet is answered. After a crash,
+/// a claim left "started" is prepared again on the kubelet's next call; one
+/// the kubelet never asks about again is handed to the driver's unprepare once
+/// the ClaimSource says the claim is gone (Options::orphan_check_interval).
+///
+/// ResourceSlices. PublishResources keeps the driver's devices in the API
+/// server for the scheduler.
+///
+/// Health. A driver that reports health publishes complete device lists with
+/// PublishHealth; every NodeWatchResources stream gets the current list at
+/// once and each later one.
+///
+/// Observability. With Options::http_endpoint, /metrics serves Prometheus
+/// counters of kubelet calls and claims, a call-duration histogram, the number
+/// of prepared claims and checkpoint writes, background errors by severity,
+/// the devices published and ResourceSlice writes, and the kube_client's API
+/// requests by verb and code; /healthz answers 200 while the DRA server runs,
+/// both sockets accept connections and the kubelet has not refused the
+/// registration (503 with the reason otherwise).
+///
+/// Calls. Each driver call gets a CallContext: the kubelet's deadline (45 s),
+/// cancellation (deadline passed, kubelet gone, Stop()) and a logger with
+/// "method" and "requestID". A call cancelled while it waits for the previous
+/// one fails without reaching the driver.
+///
+/// Errors. Background failures reach Driver::HandleError with a severity:
+/// kFatal (the kubelet refused the registration) means exit and let the
+/// DaemonSet restart the driver; everything else is kRecoverable.
+///
+/// Threads. The servers use gRPC's callback API: a kubelet call arrives on a
+/// gRPC thread, which hands it to the Helper's own threads (started on
+/// demand, at most 32) and returns; claim fetches, the serializer, the
+/// driver's calls and the checkpoint's fsyncs never hold a gRPC thread. With
+/// Options::serialize (the default) the driver sees one call at a time, and
+/// calls that wait for the one before them are queued without holding any
+/// thread. Driver::HandleError is called on the Helper's threads, or on the
+/// driver's own where it called the Helper. Stop() (also run by the
+/// destructor) stops both servers, removes both sockets and is idempotent.
+/// The SDK's threads are named `dra-<role>` (README, "Threads").
+///
+/// Process-wide settings are the driver's: the Helper changes none (abseil's
+/// deadlock detection, gRPC's default health service), and the README's
+/// example shows what a driver's main sets.
 #pragma once
 
 #include <memory>
@@ -86,85 +87,89 @@
 
 namespace dra::kubeletplugin {
 
-// What the kubelet last said through NotifyRegistrationStatus.
+/// What the kubelet last said through NotifyRegistrationStatus.
 struct RegistrationStatus {
-  bool notified = false;    // the kubelet has called at all
-  bool registered = false;  // and accepted the plugin
-  std::string error;        // the kubelet's reason when it refused
+  bool notified = false;    ///< the kubelet has called at all
+  bool registered = false;  ///< and accepted the plugin
+  std::string error;        ///< the kubelet's reason when it refused
 };
 
+/// The kubelet side of a DRA driver: serves the kubelet for a Driver as
+/// helper.h describes.
 class Helper {
  public:
-  // Validates the options, opens the checkpoint, starts the DRA server and
-  // then the registration server. The driver must outlive the Helper.
+  /// Validates the options, opens the checkpoint, starts the DRA server and
+  /// then the registration server. The driver must outlive the Helper.
   static absl::StatusOr<std::unique_ptr<Helper>> Start(Driver& driver, Options options);
 
   Helper(const Helper&) = delete;
   Helper& operator=(const Helper&) = delete;
   ~Helper();
 
-  // Cancels the CallContext of every driver call in flight, stops serving
-  // and removes both sockets; waits up to Options::shutdown_grace for the
-  // calls to return. A call still running then is left running (its
-  // result discarded) and named in an error log; Stop() returns anyway.
-  // Idempotent.
+  /// Cancels the CallContext of every driver call in flight, stops serving
+  /// and removes both sockets; waits up to Options::shutdown_grace for the
+  /// calls to return. A call still running then is left running (its
+  /// result discarded) and named in an error log; Stop() returns anyway.
+  /// Idempotent.
   void Stop();
 
-  // Thread-safe.
+  /// Thread-safe.
   RegistrationStatus registration_status() const;
-  // Blocks until the kubelet has called NotifyRegistrationStatus or the
-  // timeout passes; returns the status at that point.
+  /// Blocks until the kubelet has called NotifyRegistrationStatus or the
+  /// timeout passes; returns the status at that point.
   RegistrationStatus WaitForRegistration(absl::Duration timeout) const;
 
-  // Replaces the complete health list and sends it to every watcher.
+  /// Replaces the complete health list and sends it to every watcher.
   void PublishHealth(std::vector<DeviceHealth> devices);
 
-  // Makes this driver's ResourceSlices in the API server match `resources`
-  // (see resourceslice/publisher.h), through Options::kube_client; the
-  // publisher starts at the first call. Returns at once: the slices are
-  // written in the background, bursts coalesce, and errors reach
-  // Driver::HandleError with a context starting "ResourceSlice publisher".
-  // The slices stay when the Helper stops (the kubelet removes a departed
-  // driver's slices) unless Options::resource_slices.remove_on_stop.
-  // FailedPrecondition without a kube_client or after Stop(). Thread-safe.
+  /// Makes this driver's ResourceSlices in the API server match `resources`
+  /// (see resourceslice/publisher.h), through Options::kube_client; the
+  /// publisher starts at the first call. Returns at once: the slices are
+  /// written in the background, bursts coalesce, and errors reach
+  /// Driver::HandleError with a context starting "ResourceSlice publisher".
+  /// The slices stay when the Helper stops (the kubelet removes a departed
+  /// driver's slices) unless Options::resource_slices.remove_on_stop.
+  /// FailedPrecondition without a kube_client or after Stop(). Thread-safe.
   absl::Status PublishResources(resourceslice::DriverResources resources);
 
-  // Deferred device metadata (Options::device_metadata), as the Go helper's
-  // UpdateRequestMetadata: for a driver that learns a device's metadata only
-  // once the pod's sandbox exists (a network driver's interface and
-  // addresses, from an NRI hook after CNI), PrepareResourceClaims may return
-  // devices without Device::metadata and this fills it in before the
-  // containers start. It replaces the metadata file of `request` (a
-  // subrequest suffix is dropped) of the prepared claim as a whole,
-  // atomically, with the next generation, and the checkpoint keeps it, so
-  // that a reboot or a crash restores this content, not the first. `devices`
-  // must be those the prepare result gave the request, each once, in any
-  // order; only pool_name, device_name and metadata are read. A container
-  // already running keeps the file it started with (a bind-mounted file).
-  // Errors: FailedPrecondition with device metadata off or after Stop();
-  // NotFound when the claim (that UID) is not prepared or the request has no
-  // metadata file; InvalidArgument naming a device that differs. Runs
-  // serialized with the kubelet's calls (Options::serialize). Thread-safe;
-  // not from inside a Driver call.
+  /// Deferred device metadata (Options::device_metadata), as the Go helper's
+  /// UpdateRequestMetadata: for a driver that learns a device's metadata only
+  /// once the pod's sandbox exists (a network driver's interface and
+  /// addresses, from an NRI hook after CNI), PrepareResourceClaims may return
+  /// devices without Device::metadata and this fills it in before the
+  /// containers start. It replaces the metadata file of `request` (a
+  /// subrequest suffix is dropped) of the prepared claim as a whole,
+  /// atomically, with the next generation, and the checkpoint keeps it, so
+  /// that a reboot or a crash restores this content, not the first. `devices`
+  /// must be those the prepare result gave the request, each once, in any
+  /// order; only pool_name, device_name and metadata are read. A container
+  /// already running keeps the file it started with (a bind-mounted file).
+  /// Errors: FailedPrecondition with device metadata off or after Stop();
+  /// NotFound when the claim (that UID) is not prepared or the request has no
+  /// metadata file; InvalidArgument naming a device that differs. Runs
+  /// serialized with the kubelet's calls (Options::serialize). Thread-safe;
+  /// not from inside a Driver call.
   absl::Status UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
                                      const std::vector<Device>& devices);
 
-  // The publisher's creates, updates, deletes and errors; zeros before the
-  // first PublishResources.
+  /// The publisher's creates, updates, deletes and errors; zeros before the
+  /// first PublishResources.
   resourceslice::PublisherStats ResourceSliceStats() const;
 
-  // What /healthz answers: OK, or Unavailable saying why (stopped, the
-  // kubelet refused the registration, a socket does not accept a
-  // connection). For a liveness check other than HTTP, such as a gRPC
-  // health service. Thread-safe.
+  /// What /healthz answers: OK, or Unavailable saying why (stopped, the
+  /// kubelet refused the registration, a socket does not accept a
+  /// connection). For a liveness check other than HTTP, such as a gRPC
+  /// health service. Thread-safe.
   absl::Status Healthy() const;
 
-  // The port of the /metrics and /healthz server; 0 when it is off.
+  /// The port of the /metrics and /healthz server; 0 when it is off.
   int http_port() const;
 
-  // Absolute socket paths, after rolling-update naming and shortening.
+  /// Absolute socket paths, after rolling-update naming and shortening.
+  ///@{
   const std::string& registrar_socket_path() const;
   const std::string& dra_socket_path() const;
+  ///@}
 
  private:
   class Impl;

@@ -1,4 +1,5 @@
-// dra::kubeletplugin::Options: how a Helper is started.
+/// @file
+/// dra::kubeletplugin::Options: how a Helper is started.
 #pragma once
 
 #include <functional>
@@ -23,151 +24,152 @@ namespace dra::kubeletplugin {
 
 class ClaimSource;  // dra/kubeletplugin/claim_source.h
 
-// Which kubelet-facing services the Helper serves and advertises.
+/// Which kubelet-facing services the Helper serves and advertises.
 struct Services {
-  bool dra_v1 = true;           // k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
-  bool dra_v1beta1 = true;      // k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
-  bool health_v1 = true;        // v1.DRAResourceHealth (if the driver reports health)
-  bool health_v1alpha1 = true;  // v1alpha1.DRAResourceHealth (if the driver reports health)
+  bool dra_v1 = true;           ///< k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
+  bool dra_v1beta1 = true;      ///< k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
+  bool health_v1 = true;        ///< v1.DRAResourceHealth (if the driver reports health)
+  bool health_v1alpha1 = true;  ///< v1alpha1.DRAResourceHealth (if the driver reports health)
 };
 
-// The per-claim CDI spec files the Helper writes for devices that carry
-// Device::cdi_edits. Each file is written (atomically) before the checkpoint
-// records the claim as prepared, and its content is kept in the checkpoint:
-// when a prepared claim is asked for again and its file is gone (a reboot
-// emptied the tmpfs), the file is written again before the answer. It is
-// removed after the driver unprepared the claim. At Start, this driver's
-// per-claim files whose claim is not in the checkpoint are removed (only
-// with the checkpoint on); files of other vendors or classes are never touched.
+/// The per-claim CDI spec files the Helper writes for devices that carry
+/// Device::cdi_edits. Each file is written (atomically) before the checkpoint
+/// records the claim as prepared, and its content is kept in the checkpoint:
+/// when a prepared claim is asked for again and its file is gone (a reboot
+/// emptied the tmpfs), the file is written again before the answer. It is
+/// removed after the driver unprepared the claim. At Start, this driver's
+/// per-claim files whose claim is not in the checkpoint are removed (only
+/// with the checkpoint on); files of other vendors or classes are never touched.
 struct CdiOptions {
-  // When off, a device with cdi_edits fails its claim. Default: true.
+  /// When off, a device with cdi_edits fails its claim. Default: true.
   bool enabled = true;
-  // Where container runtimes read CDI specs (default /var/run/cdi), and the
-  // files' format (JSON) and mode (0600, as the CDI reference library).
+  /// Where container runtimes read CDI specs (default /var/run/cdi), and the
+  /// files' format (JSON) and mode (0600, as the CDI reference library).
   cdi::SpecDirOptions dir;
-  // CDI vendor of the spec kind "<vendor>/<class>". Default: driver_name.
+  /// CDI vendor of the spec kind "<vendor>/<class>". Default: driver_name.
   std::string vendor;
-  // CDI class of the spec kind. Default: "claim".
+  /// CDI class of the spec kind. Default: "claim".
   std::string class_name = "claim";
-  // Node-wide specs that prepared devices name in Device::cdi_device_ids
-  // (a device "common" with the env every container of the driver gets,
-  // say), one file "<vendor>-<class>" each: written by Start, and written
-  // again before a prepare call is answered when one is gone (the tmpfs was
-  // emptied while the driver ran on, or someone removed it). Their kinds
-  // must differ from the per-claim kind.
+  /// Node-wide specs that prepared devices name in Device::cdi_device_ids
+  /// (a device "common" with the env every container of the driver gets,
+  /// say), one file "<vendor>-<class>" each: written by Start, and written
+  /// again before a prepare call is answered when one is gone (the tmpfs was
+  /// emptied while the driver ran on, or someone removed it). Their kinds
+  /// must differ from the per-claim kind.
   std::vector<cdi::Spec> node_specs;
 };
 
+/// Everything Helper::Start needs besides the Driver.
 struct Options {
-  // Required. The DRA driver name: a lower-case DNS subdomain of at most 63
-  // characters, e.g. "gpu.example.com".
+  /// Required. The DRA driver name: a lower-case DNS subdomain of at most 63
+  /// characters, e.g. "gpu.example.com".
   std::string driver_name;
 
-  // The node this instance runs on. Default: empty (needed only by the API
-  // layer and ResourceSlice publishing).
+  /// The node this instance runs on. Default: empty (needed only by the API
+  /// layer and ResourceSlice publishing).
   std::string node_name;
 
-  // Where the kubelet watches for registration sockets. Must exist.
-  // Default: /var/lib/kubelet/plugins_registry.
+  /// Where the kubelet watches for registration sockets. Must exist.
+  /// Default: /var/lib/kubelet/plugins_registry.
   std::string registrar_dir = "/var/lib/kubelet/plugins_registry";
 
-  // Directory for the DRA socket, the prepared-claims checkpoint and the
-  // serialization lock; created (mode 0750) if missing. Not shared with other
-  // drivers. Default: /var/lib/kubelet/plugins/<driver_name>.
+  /// Directory for the DRA socket, the prepared-claims checkpoint and the
+  /// serialization lock; created (mode 0750) if missing. Not shared with other
+  /// drivers. Default: `/var/lib/kubelet/plugins/<driver_name>`.
   std::string plugin_data_dir;
 
-  // Registration socket file name inside registrar_dir.
-  // Default: <driver_name>-reg.sock, or <driver_name>-<uid>-reg.sock with a
-  // rolling-update UID. Must not be set together with rolling_update_uid.
+  /// Registration socket file name inside registrar_dir.
+  /// Default: `<driver_name>-reg.sock`, or `<driver_name>-<uid>-reg.sock` with a
+  /// rolling-update UID. Must not be set together with rolling_update_uid.
   std::string registrar_socket_name;
 
-  // DRA service socket file name inside plugin_data_dir.
-  // Default: dra.sock, or dra-<uid>.sock with a rolling-update UID.
+  /// DRA service socket file name inside plugin_data_dir.
+  /// Default: dra.sock, or `dra-<uid>.sock` with a rolling-update UID.
   std::string dra_socket_name;
 
-  // The pod UID, to let a new instance start beside an old one during a
-  // DaemonSet rolling update (kubelet 1.33+). Empty (default) disables it.
+  /// The pod UID, to let a new instance start beside an old one during a
+  /// DaemonSet rolling update (kubelet 1.33+). Empty (default) disables it.
   std::string rolling_update_uid;
 
-  // Serialize NodePrepareResources and NodeUnprepareResources: the driver
-  // never sees two calls at once; with a rolling-update UID also across
-  // instances, through a file lock. Default: true.
+  /// Serialize NodePrepareResources and NodeUnprepareResources: the driver
+  /// never sees two calls at once; with a rolling-update UID also across
+  /// instances, through a file lock. Default: true.
   bool serialize = true;
 
-  // Default: all on.
+  /// Default: all on.
   Services services;
 
-  // The API server client, as the Go helper's KubeClient: Helper::
-  // PublishResources publishes ResourceSlices through it, and when
-  // claim_source is unset, claims are read through it (an ApiClaimSource).
-  // Default: none.
+  /// The API server client, as the Go helper's KubeClient: Helper::
+  /// PublishResources publishes ResourceSlices through it, and when
+  /// claim_source is unset, claims are read through it (an ApiClaimSource).
+  /// Default: none.
   std::shared_ptr<k8s::Client> kube_client;
 
-  // Source of ResourceClaim objects for NodePrepareResources. Required unless
-  // kube_client is set.
+  /// Source of ResourceClaim objects for NodePrepareResources. Required unless
+  /// kube_client is set.
   std::shared_ptr<ClaimSource> claim_source;
 
-  // How Helper::PublishResources publishes (the publisher's driver name,
-  // node name and logger are these Options' own). Default: the publisher's
-  // defaults.
+  /// How Helper::PublishResources publishes (the publisher's driver name,
+  /// node name and logger are these Options' own). Default: the publisher's
+  /// defaults.
   resourceslice::PublishingOptions resource_slices;
 
-  // Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
-  // makes every prepare call the driver. Default: true.
+  /// Keep the prepared-claims checkpoint in plugin_data_dir. Turning it off
+  /// makes every prepare call the driver. Default: true.
   bool checkpoint = true;
 
-  // Taking over a node from another driver of the same name (say, a Go
-  // driver this one replaces) that kept a checkpoint of its own at
-  // plugin_data_dir/checkpoint.json: given that file's content, when it is
-  // not a checkpoint of this SDK, the claims it records as prepared, with
-  // namespace and name (the orphan check looks them up), or an error when it
-  // is not that driver's either. Start records them as claims whose
-  // preparation started, so that the kubelet's unprepare of a running pod's
-  // claim reaches Driver::UnprepareResourceClaims, a prepare prepares it again
-  // (its allocation gives the same devices) and the orphan check unprepares
-  // those whose ResourceClaim is gone; it then replaces the file with its own
-  // atomically, before the kubelet can call. Default: none (such a file
-  // stops Start, naming it).
+  /// Taking over a node from another driver of the same name (say, a Go
+  /// driver this one replaces) that kept a checkpoint of its own at
+  /// plugin_data_dir/checkpoint.json: given that file's content, when it is
+  /// not a checkpoint of this SDK, the claims it records as prepared, with
+  /// namespace and name (the orphan check looks them up), or an error when it
+  /// is not that driver's either. Start records them as claims whose
+  /// preparation started, so that the kubelet's unprepare of a running pod's
+  /// claim reaches Driver::UnprepareResourceClaims, a prepare prepares it again
+  /// (its allocation gives the same devices) and the orphan check unprepares
+  /// those whose ResourceClaim is gone; it then replaces the file with its own
+  /// atomically, before the kubelet can call. Default: none (such a file
+  /// stops Start, naming it).
   std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)> adopt_checkpoint;
 
-  // How often the Helper looks for orphans: claims whose preparation started
-  // (say, before a crash) that the kubelet never asks about again. A started
-  // claim first seen at least one interval ago whose ResourceClaim the
-  // ClaimSource reports gone (NotFound, or replaced by one with another UID)
-  // is handed to Driver::UnprepareResourceClaims, under the same
-  // serialization as kubelet calls, and dropped from the checkpoint. Other
-  // errors keep the claim and reach Driver::HandleError once. A claim that is
-  // being prepared is never unprepared. Checks run at Start and then every
-  // interval on one Helper thread. 0 disables them; so does checkpoint off.
-  // Must not be negative. Default: 1 minute.
+  /// How often the Helper looks for orphans: claims whose preparation started
+  /// (say, before a crash) that the kubelet never asks about again. A started
+  /// claim first seen at least one interval ago whose ResourceClaim the
+  /// ClaimSource reports gone (NotFound, or replaced by one with another UID)
+  /// is handed to Driver::UnprepareResourceClaims, under the same
+  /// serialization as kubelet calls, and dropped from the checkpoint. Other
+  /// errors keep the claim and reach Driver::HandleError once. A claim that is
+  /// being prepared is never unprepared. Checks run at Start and then every
+  /// interval on one Helper thread. 0 disables them; so does checkpoint off.
+  /// Must not be negative. Default: 1 minute.
   absl::Duration orphan_check_interval = absl::Minutes(1);
 
-  // How long Stop() lets in-flight calls finish before cancelling them.
-  // Default: 5 s.
+  /// How long Stop() lets in-flight calls finish before cancelling them.
+  /// Default: 5 s.
   absl::Duration shutdown_grace = absl::Seconds(5);
 
-  // "host:port", "[v6]:port" or ":port" on which to serve Prometheus
-  // /metrics and /healthz over plain HTTP; port 0 picks one (see
-  // Helper::http_port). Default: empty, no HTTP server.
+  /// "host:port", "[v6]:port" or ":port" on which to serve Prometheus
+  /// /metrics and /healthz over plain HTTP; port 0 picks one (see
+  /// Helper::http_port). Default: empty, no HTTP server.
   std::string http_endpoint;
 
-  // The driver's own metrics: Prometheus text (with # HELP and # TYPE lines)
-  // that /metrics appends to the Helper's at each scrape. Called on the HTTP
-  // server's thread: must be thread-safe and quick. Default: none.
+  /// The driver's own metrics: Prometheus text (with # HELP and # TYPE lines)
+  /// that /metrics appends to the Helper's at each scrape. Called on the HTTP
+  /// server's thread: must be thread-safe and quick. Default: none.
   std::function<std::string()> extra_metrics;
 
-  // Where the Helper logs. Default: klog text on stderr, verbosity 0.
+  /// Where the Helper logs. Default: klog text on stderr, verbosity 0.
   Logger logger;
 
-  // CDI spec files for devices that carry CDI edits. Default: see CdiOptions.
+  /// CDI spec files for devices that carry CDI edits. Default: see CdiOptions.
   CdiOptions cdi;
 
-  // KEP-5304 device metadata files (device_metadata.h), written per claim
-  // request when a prepared device carries Device::metadata, with their CDI
-  // specs in cdi.dir (cdi.enabled must be on). Written before the
-  // checkpoint records the claim as prepared, kept in it (re-created when a
-  // reboot emptied the spec dir), removed after the driver unprepared the
-  // claim. Default: off.
+  /// KEP-5304 device metadata files (device_metadata.h), written per claim
+  /// request when a prepared device carries Device::metadata, with their CDI
+  /// specs in cdi.dir (cdi.enabled must be on). Written before the
+  /// checkpoint records the claim as prepared, kept in it (re-created when a
+  /// reboot emptied the spec dir), removed after the driver unprepared the
+  /// claim. Default: off.
   DeviceMetadataOptions device_metadata;
 };
 

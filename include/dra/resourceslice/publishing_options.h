@@ -1,7 +1,8 @@
-// dra::resourceslice::PublishingOptions: how a Publisher writes and repairs
-// its pools. The part of the publisher's Options that a driver chooses when a
-// kubeletplugin::Helper runs the publisher for it (Options::resource_slices
-// there); the Helper supplies the rest.
+/// @file
+/// dra::resourceslice::PublishingOptions: how a Publisher writes and repairs
+/// its pools. The part of the publisher's Options that a driver chooses when a
+/// kubeletplugin::Helper runs the publisher for it (Options::resource_slices
+/// there); the Helper supplies the rest.
 #pragma once
 
 #include <optional>
@@ -12,40 +13,45 @@
 
 namespace dra::resourceslice {
 
+/// What the publisher does with names qualified with the driver's own name
+/// (PublishingOptions::driver_domain_names).
 enum class DriverDomainNames {
-  kWarn,    // publish, and log one warning per pool version naming each
-  kRefuse,  // the pool fails validation, naming each (as Go from 1.38)
-  kAllow,   // publish silently
+  kWarn,    ///< publish, and log one warning per pool version naming each
+  kRefuse,  ///< the pool fails validation, naming each (as Go from 1.38)
+  kAllow,   ///< publish silently
 };
 
+/// How a Publisher writes and repairs its pools.
 struct PublishingOptions {
-  // The Node's UID for owner references. Default: empty, looked up once.
+  /// The Node's UID for owner references. Default: empty, looked up once.
   std::string node_uid;
-  // How long the watch must show no further change by someone else to a
-  // pool before the pool is repaired. Default 500 ms (the Go controller
-  // waits 30 s after every change).
+  /// How long the watch must show no further change by someone else to a
+  /// pool before the pool is repaired. Default 500 ms (the Go controller
+  /// waits 30 s after every change).
   absl::Duration drift_repair_delay = absl::Milliseconds(500);
-  // Backoff after a failed pool sync or list: doubles, with jitter, from the
-  // initial delay up to the maximum. Defaults 250 ms and 10 s.
+  /// Backoff after a failed pool sync or list: doubles, with jitter, from the
+  /// initial delay up to the maximum. Defaults 250 ms and 10 s.
+  ///@{
   absl::Duration backoff_initial = absl::Milliseconds(250);
   absl::Duration backoff_max = absl::Seconds(10);
-  // Delete every slice this publisher manages on Stop(). Default false: the
-  // kubelet removes a departed driver's slices itself.
+  ///@}
+  /// Delete every slice this publisher manages on Stop(). Default false: the
+  /// kubelet removes a departed driver's slices itself.
   bool remove_on_stop = false;
-  // What to do with attribute and capacity names qualified with the
-  // driver's own name ("gpu.example.com/model" from driver
-  // gpu.example.com). The API server takes them and the Go resourceslice
-  // controller of Kubernetes 1.37 publishes them; from 1.38 it refuses the
-  // pool (kubernetes#142218), because an unqualified name gets the driver's
-  // domain implicitly. Default kWarn.
+  /// What to do with attribute and capacity names qualified with the
+  /// driver's own name ("gpu.example.com/model" from driver
+  /// gpu.example.com). The API server takes them and the Go resourceslice
+  /// controller of Kubernetes 1.37 publishes them; from 1.38 it refuses the
+  /// pool (kubernetes#142218), because an unqualified name gets the driver's
+  /// domain implicitly. Default kWarn.
   DriverDomainNames driver_domain_names = DriverDomainNames::kWarn;
-  // The JSON shape of Device::node_allocatable_resources (KEP-5517, alpha):
-  // Kubernetes 1.36 serves nodeAllocatableResourceMappings, 1.37
-  // nodeAllocatableResources, and each drops the other. Default: by the
-  // server, whose version is asked once (GET /version) before the first
-  // write of a pool that has such resources: the 1.36 shape on a 1.36
-  // server, else the current one. A pool that the 1.36 shape cannot express
-  // (overhead, say) fails validation there, naming the device.
+  /// The JSON shape of Device::node_allocatable_resources (KEP-5517, alpha):
+  /// Kubernetes 1.36 serves nodeAllocatableResourceMappings, 1.37
+  /// nodeAllocatableResources, and each drops the other. Default: by the
+  /// server, whose version is asked once (GET /version) before the first
+  /// write of a pool that has such resources: the 1.36 shape on a 1.36
+  /// server, else the current one. A pool that the 1.36 shape cannot express
+  /// (overhead, say) fails validation there, naming the device.
   std::optional<k8s::NodeAllocatableShape> node_allocatable_shape;
 };
 
