@@ -12,7 +12,8 @@ set -euo pipefail
 # unzip (the Go toolchain, below), file (cpack's Debian packages find the
 # binaries whose dependencies dpkg-shlibdeps reads). clang-format-14: the style check (ctest
 # `format`). doxygen: the API reference (ctest `api_reference`,
-# scripts/api-docs.sh). clang-14 and its runtime libraries: the
+# scripts/api-docs.sh). abigail-tools: the ABI check (ctest `abi`,
+# scripts/abi.sh). clang-14 and its runtime libraries: the
 # build with clang's thread-safety analysis, ThreadSanitizer and the libFuzzer
 # targets (gcc has neither of the first and last). The real node of the e2e
 # suite (tests/e2e/cluster.sh with containerd, build-images.sh): runc, and
@@ -20,7 +21,7 @@ set -euo pipefail
 # Debian base), buildah (examples/Dockerfile), umoci and busybox-static (the
 # pause and workload images).
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14 doxygen
+  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14 doxygen abigail-tools
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev catch2
   libcurl4-openssl-dev libssl-dev
