@@ -1,23 +1,16 @@
 #include "dractl/sanity.h"
 
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -28,13 +21,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "dra/cdi/codec.h"
 #include "dra/cdi/qualified_name.h"
-#include "dra/cdi/validation.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/names.h"
+#include "dra/mutex.h"
+#include "dractl/cdi_lookup.h"
 #include "dractl/kubelet_client.h"
+#include "dractl/plugin_process.h"
 
 namespace dra::sanity {
 namespace {
@@ -125,12 +119,6 @@ struct PublishedDevice {
   auto operator<=>(const PublishedDevice&) const = default;
 };
 
-// A claim created by the run, with the devices it is allocated.
-struct SanityClaim {
-  k8s::ClaimRef ref;
-  std::vector<PublishedDevice> devices;
-};
-
 std::string DeviceList(const std::vector<kc::PreparedDevice>& devices) {
   std::vector<std::string> parts;
   for (const kc::PreparedDevice& d : devices) {
@@ -175,25 +163,21 @@ class SanityRun {
   bool Register();
   absl::Status ConnectApi();
   absl::Status FindDevices();
-  absl::StatusOr<SanityClaim> CreateClaim(const std::string& name, std::vector<PublishedDevice> devices,
-                                          const std::string& driver);
+  absl::StatusOr<k8s::ClaimRef> CreateClaim(const std::string& name, std::vector<PublishedDevice> devices,
+                                            const std::string& driver);
   // One answer per claim, in the order of `claims`, from one call.
   std::vector<ClaimAnswer> PrepareAll(kc::DraApi api, const std::vector<k8s::ClaimRef>& claims);
   ClaimAnswer Prepare(kc::DraApi api, const k8s::ClaimRef& claim) { return PrepareAll(api, {claim})[0]; }
   std::string Unprepare(const k8s::ClaimRef& claim);
 
   void CheckPrepare();
-  void CheckRefusals(const SanityClaim& good);
+  void CheckRefusals(const k8s::ClaimRef& good);
   void CheckConcurrency();
-  void CheckUnprepare(const SanityClaim& good);
+  void CheckUnprepare(const k8s::ClaimRef& good);
   void CheckCdi(const std::vector<kc::PreparedDevice>& devices);
   void CheckHealth();
   void CheckFiles();
   void CheckTermination();
-  absl::Status StartPlugin();
-  // Whether the plugin's process is gone (reaped, when it is our child).
-  bool PluginExited();
-  void StopPlugin();
   void CleanUp();
 
   const Options& options_;
@@ -201,9 +185,7 @@ class SanityRun {
   std::map<std::string, Result> results_;
   size_t reported_ = 0;  // kChecks before this index went to progress_
 
-  pid_t plugin_pid_ = 0;  // options_.pid, or the child started from options_.command
-  bool plugin_is_child_ = false;
-  std::string plugin_exit_;  // how the child ended, once reaped
+  std::optional<PluginProcess> plugin_;  // options_.pid, or the child started from options_.command
   kc::PluginInfo info_;
   std::string registration_socket_;
   kc::DraApi api_ = kc::DraApi::kV1;
@@ -213,9 +195,9 @@ class SanityRun {
   bool created_namespace_ = false;
   std::string node_;
   std::vector<PublishedDevice> devices_;
-  std::vector<SanityClaim> claims_;
+  std::vector<k8s::ClaimRef> claims_;
   std::set<std::string> cdi_spec_files_;
-  std::mutex unanswered_mu_;  // PrepareAll runs on several threads in PRE-11
+  dra::Mutex unanswered_mu_;  // PrepareAll runs on several threads in PRE-11
   std::vector<std::string> unanswered_ ABSL_GUARDED_BY(unanswered_mu_);
 };
 
@@ -273,14 +255,16 @@ bool SanityRun::Register() {
       break;
     }
     if (first_look && !options_.command.empty()) {
-      if (absl::Status started = StartPlugin(); !started.ok()) {
-        Fail("REG-1", std::string(started.message()));
+      absl::StatusOr<PluginProcess> started = PluginProcess::Start(options_.command);
+      if (!started.ok()) {
+        Fail("REG-1", std::string(started.status().message()));
         return false;
       }
+      plugin_.emplace(*std::move(started));
     }
     first_look = false;
-    if (plugin_is_child_ && PluginExited()) {
-      Fail("REG-1", absl::StrCat("the plugin ", plugin_exit_, " before its registration socket appeared"));
+    if (plugin_ && !plugin_->how().empty()) {
+      Fail("REG-1", absl::StrCat("the plugin ", plugin_->how(), " before its registration socket appeared"));
       return false;
     }
     if (absl::Now() > deadline) {
@@ -407,8 +391,8 @@ absl::Status SanityRun::FindDevices() {
 
 // Creates a claim with one request per device and, unless `devices` is
 // empty, allocates them (to `driver`) in its status, as the scheduler would.
-absl::StatusOr<SanityClaim> SanityRun::CreateClaim(const std::string& name, std::vector<PublishedDevice> devices,
-                                                   const std::string& driver) {
+absl::StatusOr<k8s::ClaimRef> SanityRun::CreateClaim(const std::string& name, std::vector<PublishedDevice> devices,
+                                                     const std::string& driver) {
   json requests = json::array();
   json results = json::array();
   for (size_t i = 0; i < std::max<size_t>(devices.size(), 1); ++i) {
@@ -425,8 +409,7 @@ absl::StatusOr<SanityClaim> SanityRun::CreateClaim(const std::string& name, std:
                       {"spec", {{"devices", {{"requests", requests}}}}}};
   absl::StatusOr<json> created = client_->Create(k8s::kResourceClaims, namespace_, claim);
   if (!created.ok()) return created.status();
-  SanityClaim result{.ref = {.namespace_ = namespace_, .name = name, .uid = (*created)["metadata"].value("uid", "")},
-                     .devices = std::move(devices)};
+  k8s::ClaimRef result{.namespace_ = namespace_, .name = name, .uid = (*created)["metadata"].value("uid", "")};
   claims_.push_back(result);
   if (!results.empty()) {
     (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
@@ -450,7 +433,7 @@ std::vector<ClaimAnswer> SanityRun::PrepareAll(kc::DraApi api, const std::vector
     const auto it = outcomes->find(claims[i].uid);
     if (it == outcomes->end()) {
       answers[i].missing = true;
-      std::lock_guard lock(unanswered_mu_);
+      dra::MutexLock lock(&unanswered_mu_);
       unanswered_.push_back(absl::StrCat("no result for claim ", claims[i].ToString(), " (", claims[i].uid, ")"));
       continue;
     }
@@ -489,15 +472,15 @@ bool SameDevices(const std::vector<kc::PreparedDevice>& a, const std::vector<kc:
 }
 
 void SanityRun::CheckPrepare() {
-  absl::StatusOr<SanityClaim> good = CreateClaim("sanity-prepare", {devices_[0]}, info_.name);
+  absl::StatusOr<k8s::ClaimRef> good = CreateClaim("sanity-prepare", {devices_[0]}, info_.name);
   if (!good.ok()) {
     Fail("PRE-2", absl::StrCat("creating the claim: ", good.status().message()));
     return;
   }
-  const ClaimAnswer first = Prepare(api_, good->ref);
+  const ClaimAnswer first = Prepare(api_, *good);
   if (!first.prepared()) {
     Fail("PRE-2",
-         absl::StrCat(good->ref.ToString(), " on ", devices_[0].pool, "/", devices_[0].device, ": ", first.Describe()));
+         absl::StrCat(good->ToString(), " on ", devices_[0].pool, "/", devices_[0].device, ": ", first.Describe()));
     return;
   }
   std::vector<std::string> wrong;
@@ -516,7 +499,7 @@ void SanityRun::CheckPrepare() {
   }
   CheckCdi(first.devices);
 
-  const ClaimAnswer again = Prepare(api_, good->ref);
+  const ClaimAnswer again = Prepare(api_, *good);
   if (!again.prepared()) {
     Fail("PRE-4", again.Describe());
   } else if (!SameDevices(first.devices, again.devices)) {
@@ -531,7 +514,7 @@ void SanityRun::CheckPrepare() {
   if (!v1 || !v1beta1) {
     Skip("PRE-5", "the plugin advertises one DRA service");
   } else {
-    const ClaimAnswer beta = Prepare(kc::DraApi::kV1beta1, good->ref);
+    const ClaimAnswer beta = Prepare(kc::DraApi::kV1beta1, *good);
     if (!beta.prepared()) {
       Fail("PRE-5", absl::StrCat("v1beta1: ", beta.Describe()));
     } else if (!SameDevices(first.devices, beta.devices)) {
@@ -545,8 +528,8 @@ void SanityRun::CheckPrepare() {
   CheckUnprepare(*good);
 }
 
-void SanityRun::CheckRefusals(const SanityClaim& good) {
-  const auto refused = [&](std::string_view id, const absl::StatusOr<SanityClaim>& claim, const k8s::ClaimRef& sent) {
+void SanityRun::CheckRefusals(const k8s::ClaimRef& good) {
+  const auto refused = [&](std::string_view id, const absl::StatusOr<k8s::ClaimRef>& claim, const k8s::ClaimRef& sent) {
     if (!claim.ok()) {
       Fail(id, absl::StrCat("creating the claim: ", claim.status().message()));
       return;
@@ -559,10 +542,10 @@ void SanityRun::CheckRefusals(const SanityClaim& good) {
     }
   };
 
-  const absl::StatusOr<SanityClaim> unallocated = CreateClaim("sanity-unallocated", {}, info_.name);
-  refused("PRE-6", unallocated, unallocated.ok() ? unallocated->ref : k8s::ClaimRef{});
+  const absl::StatusOr<k8s::ClaimRef> unallocated = CreateClaim("sanity-unallocated", {}, info_.name);
+  refused("PRE-6", unallocated, unallocated.ok() ? *unallocated : k8s::ClaimRef{});
 
-  k8s::ClaimRef replaced = good.ref;
+  k8s::ClaimRef replaced = good;
   replaced.uid = "00000000-0000-4000-8000-000000000001";
   refused("PRE-7", good, replaced);
 
@@ -570,43 +553,42 @@ void SanityRun::CheckRefusals(const SanityClaim& good) {
       "PRE-8", good,
       k8s::ClaimRef{.namespace_ = namespace_, .name = "sanity-missing", .uid = "00000000-0000-4000-8000-000000000002"});
 
-  const absl::StatusOr<SanityClaim> other =
+  const absl::StatusOr<k8s::ClaimRef> other =
       CreateClaim("sanity-other-driver", {{"other-pool", "other-device"}}, kOtherDriver);
   if (!other.ok()) {
     Fail("PRE-9", absl::StrCat("creating the claim: ", other.status().message()));
   } else {
-    const ClaimAnswer answer = Prepare(api_, other->ref);
+    const ClaimAnswer answer = Prepare(api_, *other);
     if (answer.prepared() && !answer.devices.empty()) {
       Fail("PRE-9", answer.Describe());
     } else {
       Pass("PRE-9", answer.Describe());
     }
-    if (answer.prepared()) Unprepare(other->ref);
+    if (answer.prepared()) Unprepare(*other);
   }
 
   if (!unallocated.ok()) {
     Skip("PRE-10", "no unallocated claim to send");
   } else {
-    const std::vector<ClaimAnswer> answers = PrepareAll(api_, {good.ref, unallocated->ref});
+    const std::vector<ClaimAnswer> answers = PrepareAll(api_, {good, *unallocated});
     const ClaimAnswer& good_answer = answers[0];
     const ClaimAnswer& bad_answer = answers[1];
     if (!good_answer.prepared() || bad_answer.prepared()) {
-      Fail("PRE-10",
-           absl::StrCat("a call with ", good.ref.ToString(), " and the unallocated ", unallocated->ref.ToString(),
-                        ": the first ", good_answer.Describe(), "; the second ", bad_answer.Describe()));
+      Fail("PRE-10", absl::StrCat("a call with ", good.ToString(), " and the unallocated ", unallocated->ToString(),
+                                  ": the first ", good_answer.Describe(), "; the second ", bad_answer.Describe()));
     } else {
       Pass("PRE-10");
     }
   }
 }
 
-void SanityRun::CheckUnprepare(const SanityClaim& good) {
-  const std::string first = Unprepare(good.ref);
-  const std::string second = first.empty() ? Unprepare(good.ref) : "";
+void SanityRun::CheckUnprepare(const k8s::ClaimRef& good) {
+  const std::string first = Unprepare(good);
+  const std::string second = first.empty() ? Unprepare(good) : "";
   if (!first.empty()) {
-    Fail("UNP-1", absl::StrCat(good.ref.ToString(), ": ", first));
+    Fail("UNP-1", absl::StrCat(good.ToString(), ": ", first));
   } else if (!second.empty()) {
-    Fail("UNP-1", absl::StrCat(good.ref.ToString(), ", the second time: ", second));
+    Fail("UNP-1", absl::StrCat(good.ToString(), ", the second time: ", second));
   } else {
     Pass("UNP-1");
   }
@@ -619,20 +601,20 @@ void SanityRun::CheckUnprepare(const SanityClaim& good) {
     Pass("UNP-2");
   }
 
-  absl::StatusOr<SanityClaim> deleted = CreateClaim("sanity-deleted", {devices_[0]}, info_.name);
+  absl::StatusOr<k8s::ClaimRef> deleted = CreateClaim("sanity-deleted", {devices_[0]}, info_.name);
   if (!deleted.ok()) {
     Fail("UNP-3", absl::StrCat("creating the claim: ", deleted.status().message()));
     return;
   }
-  if (const ClaimAnswer answer = Prepare(api_, deleted->ref); !answer.prepared()) {
+  if (const ClaimAnswer answer = Prepare(api_, *deleted); !answer.prepared()) {
     Skip("UNP-3", absl::StrCat("the claim was not prepared: ", answer.Describe()));
     return;
   }
-  if (absl::Status gone = client_->Delete(k8s::kResourceClaims, namespace_, deleted->ref.name); !gone.ok()) {
+  if (absl::Status gone = client_->Delete(k8s::kResourceClaims, namespace_, deleted->name); !gone.ok()) {
     Fail("UNP-3", absl::StrCat("deleting the claim: ", gone.message()));
     return;
   }
-  if (const std::string error = Unprepare(deleted->ref); !error.empty()) {
+  if (const std::string error = Unprepare(*deleted); !error.empty()) {
     Fail("UNP-3", error);
   } else {
     Pass("UNP-3");
@@ -643,10 +625,10 @@ void SanityRun::CheckUnprepare(const SanityClaim& good) {
 // of one claim), each answered as the same claim alone is; then concurrent
 // unprepares.
 void SanityRun::CheckConcurrency() {
-  std::vector<SanityClaim> claims;
+  std::vector<k8s::ClaimRef> claims;
   const size_t distinct = std::min<size_t>(devices_.size(), static_cast<size_t>(options_.concurrency));
   for (size_t i = 0; i < distinct; ++i) {
-    absl::StatusOr<SanityClaim> claim = CreateClaim(absl::StrCat("sanity-concurrent-", i), {devices_[i]}, info_.name);
+    absl::StatusOr<k8s::ClaimRef> claim = CreateClaim(absl::StrCat("sanity-concurrent-", i), {devices_[i]}, info_.name);
     if (!claim.ok()) {
       Fail("PRE-11", absl::StrCat("creating the claim: ", claim.status().message()));
       return;
@@ -657,20 +639,20 @@ void SanityRun::CheckConcurrency() {
   {
     std::vector<std::jthread> callers;
     for (size_t i = 0; i < answers.size(); ++i) {
-      callers.emplace_back([&, i] { answers[i] = Prepare(api_, claims[i % claims.size()].ref); });
+      callers.emplace_back([&, i] { answers[i] = Prepare(api_, claims[i % claims.size()]); });
     }
   }
   std::vector<std::string> problems;
   std::map<size_t, const ClaimAnswer*> first_of_claim;
   for (size_t i = 0; i < answers.size(); ++i) {
-    const SanityClaim& claim = claims[i % claims.size()];
+    const k8s::ClaimRef& claim = claims[i % claims.size()];
     if (!answers[i].prepared()) {
-      problems.push_back(absl::StrCat(claim.ref.ToString(), ": ", answers[i].Describe()));
+      problems.push_back(absl::StrCat(claim.ToString(), ": ", answers[i].Describe()));
       continue;
     }
     const auto [first, inserted] = first_of_claim.emplace(i % claims.size(), &answers[i]);
     if (!inserted && !SameDevices(first->second->devices, answers[i].devices)) {
-      problems.push_back(absl::StrCat(claim.ref.ToString(), ": ", DeviceList(first->second->devices), " and ",
+      problems.push_back(absl::StrCat(claim.ToString(), ": ", DeviceList(first->second->devices), " and ",
                                       DeviceList(answers[i].devices)));
     }
   }
@@ -678,12 +660,12 @@ void SanityRun::CheckConcurrency() {
   {
     std::vector<std::jthread> callers;
     for (size_t i = 0; i < answers.size(); ++i) {
-      callers.emplace_back([&, i] { unprepare_errors[i] = Unprepare(claims[i % claims.size()].ref); });
+      callers.emplace_back([&, i] { unprepare_errors[i] = Unprepare(claims[i % claims.size()]); });
     }
   }
   for (size_t i = 0; i < answers.size(); ++i) {
     if (!unprepare_errors[i].empty()) {
-      problems.push_back(absl::StrCat(claims[i % claims.size()].ref.ToString(), ": unprepare: ", unprepare_errors[i]));
+      problems.push_back(absl::StrCat(claims[i % claims.size()].ToString(), ": unprepare: ", unprepare_errors[i]));
     }
   }
   if (problems.empty()) {
@@ -693,63 +675,39 @@ void SanityRun::CheckConcurrency() {
   }
 }
 
-// What the CDI directory defines: kind -> device -> spec files.
-using CdiDefinitions = std::map<std::string, std::map<std::string, std::vector<std::string>>>;
-
 void SanityRun::CheckCdi(const std::vector<kc::PreparedDevice>& devices) {
   std::vector<std::string> ids;
-  for (const kc::PreparedDevice& device : devices)
+  for (const kc::PreparedDevice& device : devices) {
     ids.insert(ids.end(), device.cdi_device_ids.begin(), device.cdi_device_ids.end());
+  }
   if (ids.empty()) {
     Skip("PRE-3", "the prepared devices have no CDI IDs");
     return;
   }
-  CdiDefinitions defined;
+  const CdiDirectory cdi_dir = ReadCdiDirectory(options_.cdi_dir);
   std::vector<std::string> problems;
-  std::set<std::string> wanted_kinds;
+  if (!cdi_dir.error.empty()) problems.push_back(cdi_dir.error);
   for (const std::string& id : ids) {
-    absl::StatusOr<cdi::QualifiedName> name = cdi::ParseQualifiedName(id);
-    if (!name.ok()) {
+    if (absl::StatusOr<cdi::QualifiedName> name = cdi::ParseQualifiedName(id); !name.ok()) {
       problems.push_back(absl::StrCat("\"", id, "\": ", name.status().message()));
-    } else {
-      wanted_kinds.insert(absl::StrCat(name->vendor, "/", name->class_name));
-    }
-  }
-  namespace fs = std::filesystem;
-  std::error_code error;
-  for (fs::directory_iterator entry(options_.cdi_dir, error), end; !error && entry != end; entry.increment(error)) {
-    const std::string extension = entry->path().extension().string();
-    if (extension != ".json" && extension != ".yaml") continue;
-    const std::string path = entry->path().string();
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    absl::StatusOr<cdi::Spec> spec =
-        cdi::DecodeSpec(text.str(), extension == ".json" ? cdi::Format::kJson : cdi::Format::kYaml);
-    if (!spec.ok() || !wanted_kinds.contains(spec->kind)) continue;
-    if (absl::Status valid = cdi::ValidateSpec(*spec); !valid.ok()) {
-      problems.push_back(absl::StrCat(path, ": ", valid.message()));
       continue;
     }
-    cdi_spec_files_.insert(path);
-    for (const cdi::Device& device : spec->devices) defined[spec->kind][device.name].push_back(path);
-  }
-  if (error) problems.push_back(absl::StrCat(options_.cdi_dir, ": ", error.message()));
-  for (const std::string& id : ids) {
-    absl::StatusOr<cdi::QualifiedName> name = cdi::ParseQualifiedName(id);
-    if (!name.ok()) continue;
-    const std::vector<std::string>& files = defined[absl::StrCat(name->vendor, "/", name->class_name)][name->name];
+    const std::vector<std::string> files = cdi_dir.Resolve(id);
     if (files.empty()) {
       problems.push_back(absl::StrCat(id, ": no valid spec in ", options_.cdi_dir, " defines it"));
     } else if (files.size() > 1) {
       problems.push_back(absl::StrCat(id, ": defined by ", absl::StrJoin(files, " and "), " (a conflict)"));
     }
+    cdi_spec_files_.insert(files.begin(), files.end());
   }
   if (problems.empty()) {
     Pass("PRE-3", absl::StrJoin(ids, ", "));
-  } else {
-    Fail("PRE-3", absl::StrJoin(problems, "; "));
+    return;
   }
+  if (!cdi_dir.invalid.empty()) {
+    problems.push_back(absl::StrCat("invalid spec files: ", absl::StrJoin(cdi_dir.invalid, "; ")));
+  }
+  Fail("PRE-3", absl::StrJoin(problems, "; "));
 }
 
 void SanityRun::CheckHealth() {
@@ -835,77 +793,39 @@ void SanityRun::CheckFiles() {
   }
 }
 
-absl::Status SanityRun::StartPlugin() {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);  // the report keeps stdout
-  std::vector<char*> argv;
-  for (const std::string& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  const int error = posix_spawnp(&plugin_pid_, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) return absl::ErrnoToStatus(error, absl::StrCat("start ", options_.command[0]));
-  plugin_is_child_ = true;
-  return absl::OkStatus();
-}
-
-bool SanityRun::PluginExited() {
-  if (plugin_is_child_) {
-    if (!plugin_exit_.empty()) return true;
-    int status = 0;
-    if (waitpid(plugin_pid_, &status, WNOHANG) != plugin_pid_) return false;
-    plugin_exit_ = WIFEXITED(status) ? absl::StrCat("exited with status ", WEXITSTATUS(status))
-                                     : absl::StrCat("was killed by signal ", WTERMSIG(status));
-    return true;
-  }
-  if (kill(plugin_pid_, 0) != 0) return true;
-  // A zombie of a parent that has not reaped it yet has exited too.
-  std::ifstream stat(absl::StrCat("/proc/", plugin_pid_, "/stat"));
-  std::string pid, comm, state;
-  stat >> pid >> comm >> state;
-  return state == "Z";
-}
-
-void SanityRun::StopPlugin() {
-  if (!plugin_is_child_ || PluginExited()) return;
-  kill(plugin_pid_, SIGKILL);
-  int status = 0;
-  waitpid(plugin_pid_, &status, 0);
-}
-
 void SanityRun::CheckTermination() {
-  if (plugin_pid_ <= 0) {
+  if (!plugin_) {
     Skip("SIG-1", "neither --pid nor the plugin's command given");
     Skip("SIG-2", "neither --pid nor the plugin's command given");
     return;
   }
-  if (PluginExited()) {
-    Fail("SIG-1", absl::StrCat("the plugin ", plugin_exit_.empty() ? "had exited" : plugin_exit_,
+  if (plugin_->Exited()) {
+    Fail("SIG-1", absl::StrCat("the plugin ", plugin_->how().empty() ? "had exited" : plugin_->how(),
                                " before it was sent SIGTERM"));
     Skip("SIG-2", "the plugin had exited");
     return;
   }
-  if (kill(plugin_pid_, SIGTERM) != 0) {
-    Fail("SIG-1", absl::StrCat("kill(", plugin_pid_, ", SIGTERM): ", std::strerror(errno)));
+  if (kill(plugin_->pid(), SIGTERM) != 0) {
+    Fail("SIG-1", absl::StrCat("kill(", plugin_->pid(), ", SIGTERM): ", std::strerror(errno)));
     return;
   }
   const absl::Time deadline = absl::Now() + options_.wait;
-  while (!PluginExited() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  while (!plugin_->Exited() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  if (!plugin_->Exited()) {
+    Fail("SIG-1", absl::StrCat("process ", plugin_->pid(), " still runs ", absl::FormatDuration(options_.wait),
+                               " after SIGTERM"));
+    Skip("SIG-2", "the plugin did not exit");
+    return;
+  }
   const auto present = [](const std::string& path) {
     struct stat info {};
     return lstat(path.c_str(), &info) == 0;
   };
-  if (!PluginExited()) {
-    Fail("SIG-1",
-         absl::StrCat("process ", plugin_pid_, " still runs ", absl::FormatDuration(options_.wait), " after SIGTERM"));
-    Skip("SIG-2", "the plugin did not exit");
-    return;
-  }
+  const std::string how = plugin_->how().empty() ? "exited" : plugin_->how();
   if (present(registration_socket_)) {
-    Fail("SIG-1", absl::StrCat("the plugin ", plugin_exit_.empty() ? "exited" : plugin_exit_, "; ",
-                               registration_socket_, " is left behind"));
+    Fail("SIG-1", absl::StrCat("the plugin ", how, "; ", registration_socket_, " is left behind"));
   } else {
-    Pass("SIG-1", plugin_exit_);
+    Pass("SIG-1", how);
   }
   if (present(info_.endpoint)) {
     Fail("SIG-2", absl::StrCat(info_.endpoint, " is left behind"));
@@ -916,16 +836,16 @@ void SanityRun::CheckTermination() {
 
 void SanityRun::CleanUp() {
   if (!client_) return;
-  for (const SanityClaim& claim : claims_) {
-    if (dra_) Unprepare(claim.ref);
-    (void)client_->Delete(k8s::kResourceClaims, namespace_, claim.ref.name);
+  for (const k8s::ClaimRef& claim : claims_) {
+    if (dra_) Unprepare(claim);
+    (void)client_->Delete(k8s::kResourceClaims, namespace_, claim.name);
   }
   if (created_namespace_) (void)client_->Delete(kNamespaces, "", namespace_);
 }
 
 absl::StatusOr<std::vector<Result>> SanityRun::Run() {
   if (absl::Status connected = ConnectApi(); !connected.ok()) return connected;
-  plugin_pid_ = options_.pid;
+  if (options_.pid > 0) plugin_.emplace(PluginProcess::Adopt(options_.pid));
   namespace_ = options_.namespace_;
   if (namespace_.empty()) {
     namespace_ = absl::StrCat("dra-sanity-", RandomSuffix());
@@ -947,7 +867,7 @@ absl::StatusOr<std::vector<Result>> SanityRun::Run() {
   } else {
     CheckPrepare();
     CheckConcurrency();
-    std::lock_guard lock(unanswered_mu_);
+    dra::MutexLock lock(&unanswered_mu_);
     if (unanswered_.empty()) {
       Pass("PRE-1");
     } else {
@@ -958,7 +878,7 @@ absl::StatusOr<std::vector<Result>> SanityRun::Run() {
   if (!registration_socket_.empty()) CheckFiles();
   CleanUp();
   if (!registration_socket_.empty()) CheckTermination();
-  StopPlugin();
+  plugin_.reset();  // a child still running is killed
 
   std::vector<Result> results;
   for (const Check& check : kChecks) {
