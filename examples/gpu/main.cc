@@ -166,17 +166,8 @@ class HealthMonitor {
 
   absl::Status PublishAll() {
     dra::resourceslice::DriverResources resources = other_pools_;
-    const dra::resourceslice::Pool& node_pool = resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
-    std::vector<kp::DeviceHealth> health;
-    for (const dra::resourceslice::Slice& slice : node_pool.slices) {
-      for (const k8s::Device& device : slice.devices) {
-        kp::DeviceHealth& entry = health.emplace_back();
-        entry.pool_name = options_.node_name;
-        entry.device_name = device.name;
-        entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
-      }
-    }
-    helper_.PublishHealth(std::move(health));
+    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
+    PublishHealth(resources.pools[options_.node_name]);
     return helper_.PublishResources(std::move(resources));
   }
 
@@ -189,6 +180,25 @@ class HealthMonitor {
   }
 
  private:
+  // The kubelet reads a device's health as Unknown once it has not heard of
+  // it for its health check timeout (30 s by default): the list goes out
+  // again at this interval when nothing changed.
+  static constexpr absl::Duration kHealthResendInterval = absl::Seconds(10);
+
+  void PublishHealth(const dra::resourceslice::Pool& node_pool) {
+    std::vector<kp::DeviceHealth> health;
+    for (const dra::resourceslice::Slice& slice : node_pool.slices) {
+      for (const k8s::Device& device : slice.devices) {
+        kp::DeviceHealth& entry = health.emplace_back();
+        entry.pool_name = options_.node_name;
+        entry.device_name = device.name;
+        entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
+      }
+    }
+    helper_.PublishHealth(std::move(health));
+    health_sent_ = absl::Now();
+  }
+
   void Run() {
     while (!stop_) {
       absl::StatusOr<std::vector<gpu::HealthEvent>> events = source_.WaitForHealthEvents(absl::Milliseconds(500));
@@ -196,7 +206,10 @@ class HealthMonitor {
         logger_.Error("Reading GPU health failed", {{"err", events.status().ToString()}});
         continue;
       }
-      if (events->empty()) continue;
+      if (events->empty()) {
+        if (absl::Now() - health_sent_ >= kHealthResendInterval) PublishHealth(gpu::NodePool(gpus_, options_));
+        continue;
+      }
       for (const gpu::HealthEvent& event : *events) {
         logger_.Warning("GPU health changed", {{"gpu", gpu::GpuDeviceName(event.index)},
                                                {"healthy", event.healthy ? "true" : "false"},
@@ -219,6 +232,7 @@ class HealthMonitor {
   gpu::PublishOptions options_;
   const dra::resourceslice::DriverResources other_pools_;
   const dra::Logger logger_;
+  absl::Time health_sent_;  // by PublishAll before Start, then by the thread
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

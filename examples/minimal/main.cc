@@ -13,10 +13,12 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/device_attributes.h"
@@ -236,7 +238,17 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The kubelet reads a device's health as Unknown once it has not heard of
+  // it for its health check timeout (30 s by default): say it again every
+  // 10 s, changed or not.
+  absl::Notification stopping;
+  std::thread health_resender([&] {
+    while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(10))) (*helper)->PublishHealth(health);
+  });
+
   signals.Wait();
+  stopping.Notify();
+  health_resender.join();
   (*helper)->Stop();
   return driver.fatal() ? 1 : 0;
 }

@@ -63,7 +63,7 @@ class SanityEnv {
     INFO(result->err);
     CHECK(result->exit_code == exit_code);
     const std::string junit = testing::ReadFile(Dir("junit.xml"));
-    CHECK(junit.find("<testsuite name=\"dractl sanity\" tests=\"27\"") != std::string::npos);
+    CHECK(junit.find("<testsuite name=\"dractl sanity\" tests=\"28\"") != std::string::npos);
     return result->out;
   }
 
@@ -95,7 +95,7 @@ TEST_CASE("dractl sanity: the GPU example passes every check", "[e2e][sanity]") 
   argv.push_back("--num-devices=4");
   const std::string report = env.Run(argv);
   INFO(report);
-  CHECK(report.find("27 checks: 27 passed, 0 failed, 0 recommended not followed, 0 skipped") != std::string::npos);
+  CHECK(report.find("28 checks: 28 passed, 0 failed, 0 recommended not followed, 0 skipped") != std::string::npos);
 }
 
 // The CPU example serves no health stream: the HLT checks are skipped.
@@ -111,7 +111,7 @@ TEST_CASE("dractl sanity: the CPU example passes every check but health", "[e2e]
   const std::string report = env.Run(argv);
   INFO(report);
   CHECK(report.find("SKIP  HLT-1  ") != std::string::npos);
-  CHECK(report.find("27 checks: 24 passed, 0 failed, 0 recommended not followed, 3 skipped") != std::string::npos);
+  CHECK(report.find("28 checks: 24 passed, 0 failed, 0 recommended not followed, 4 skipped") != std::string::npos);
 }
 
 // The test driver installs its SIGTERM handler only after it has registered
@@ -151,7 +151,7 @@ TEST_CASE("dractl sanity: Kubernetes' DRA test driver on the Go helper", "[e2e][
   CHECK(report.find("WARN  PRE-10") != std::string::npos);
   CHECK(report.find("WARN  HLT-2") != std::string::npos);
   CHECK(report.find("SKIP  REG-6") != std::string::npos);
-  CHECK(report.find("27 checks: 24 passed, 0 failed, 2 recommended not followed, 1 skipped") != std::string::npos);
+  CHECK(report.find("28 checks: 25 passed, 0 failed, 2 recommended not followed, 1 skipped") != std::string::npos);
   std::string how;
   CHECK(testing::PollUntil([&] { return process->Exited(&how); }, absl::Minutes(1)));
 }

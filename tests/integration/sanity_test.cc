@@ -7,10 +7,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "dra/k8s/client.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/resourceslice/split.h"
@@ -47,6 +49,8 @@ struct Fixture {
   std::unique_ptr<FakeApiServer> server;
   TestDriver driver{/*reports_health=*/true};
   std::unique_ptr<Helper> helper;
+  absl::Notification stopping;
+  std::thread health_resender;
 
   Fixture() {
     FakeApiServer::Options server_options;
@@ -98,6 +102,15 @@ struct Fixture {
       health[i].health = kubeletplugin::HealthStatus::kHealthy;
     }
     helper->PublishHealth(health);
+    // Again and again, as a driver must within the devices' timeout (HLT-4).
+    health_resender = std::thread([this, health] {
+      while (!stopping.WaitForNotificationWithTimeout(absl::Milliseconds(200))) helper->PublishHealth(health);
+    });
+  }
+
+  ~Fixture() {
+    stopping.Notify();
+    health_resender.join();
   }
 
   std::vector<std::string> SanityArgs() const {
@@ -114,9 +127,9 @@ TEST_CASE("dractl sanity passes the Helper with claims on the fake API server", 
   CHECK(result.exit_code == 0);
   CHECK(result.out.find("SKIP  REG-6  ") != std::string::npos);
   CHECK(result.out.find("SKIP  SIG-1  ") != std::string::npos);
-  CHECK(result.out.find("27 checks: 24 passed, 0 failed, 0 recommended not followed, 3 skipped") != std::string::npos);
+  CHECK(result.out.find("28 checks: 25 passed, 0 failed, 0 recommended not followed, 3 skipped") != std::string::npos);
   const std::string junit = testing::ReadFile(f.dir.Join("junit.xml"));
-  CHECK(junit.find("tests=\"27\" failures=\"0\" skipped=\"3\"") != std::string::npos);
+  CHECK(junit.find("tests=\"28\" failures=\"0\" skipped=\"3\"") != std::string::npos);
 }
 
 TEST_CASE("dractl sanity fails a driver whose CDI ID resolves to no spec, naming the ID", "[sanity]") {
@@ -155,7 +168,7 @@ TEST_CASE("dractl sanity --list is the table of docs/sanity.md", "[sanity]") {
   REQUIRE(result.exit_code == 0);
   const std::string doc = testing::ReadFile(absl::StrCat(DRA_SOURCE_DIR, "/docs/sanity.md"));
   const std::vector<std::string> lines = absl::StrSplit(result.out, '\n', absl::SkipEmpty());
-  REQUIRE(lines.size() == 54);
+  REQUIRE(lines.size() == 56);
   for (size_t i = 0; i + 1 < lines.size(); i += 2) {
     // "REG-1  required    rule" and "       from: source"
     const std::string& line = lines[i];

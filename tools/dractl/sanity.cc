@@ -86,6 +86,8 @@ constexpr Check kChecks[] = {
      "pkg/kubelet/cm/dra/healthinfo.go (updateHealthInfo: a device left out times out to Unknown)"},
     {"HLT-3", Level::kRecommended, "health messages fit in 1024 bytes",
      "pkg/kubelet/cm/dra/manager.go (truncateHealthMessage: v1.ResourceHealthMessageMaxLength)"},
+    {"HLT-4", Level::kRequired, "the list is sent again within each device's health check timeout (30 s by default)",
+     "pkg/kubelet/cm/dra/healthinfo.go (getHealthInfo: an entry older than its timeout reads Unknown)"},
     {"FIL-1", Level::kRequired, "the registration and DRA sockets are not writable by other users",
      "whoever may connect may prepare devices for any claim"},
     {"FIL-2", Level::kRequired, "the CDI spec files are not writable by group or others",
@@ -101,6 +103,8 @@ constexpr absl::Duration kCallTimeout = absl::Seconds(45);
 constexpr char kV1Health[] = "v1.DRAResourceHealth";
 constexpr char kV1alpha1Health[] = "v1alpha1.DRAResourceHealth";
 constexpr size_t kHealthMessageMaxLength = 1024;
+// The kubelet's DefaultHealthTimeout, for entries without one of their own.
+constexpr absl::Duration kKubeletHealthTimeout = absl::Seconds(30);
 constexpr char kDeviceClass[] = "dra-sanity.example.com";
 constexpr char kOtherDriver[] = "other-driver.dra-sanity.example.com";
 const k8s::ResourceRef kNamespaces{"", "v1", "namespaces", false};
@@ -721,13 +725,14 @@ void SanityRun::CheckHealth() {
     api = kc::HealthApi::kV1alpha1;
   }
   if (!api) {
-    for (const char* id : {"HLT-1", "HLT-2", "HLT-3"}) Skip(id, "the plugin advertises no DRAResourceHealth service");
+    for (const char* id : {"HLT-1", "HLT-2", "HLT-3", "HLT-4"}) {
+      Skip(id, "the plugin advertises no DRAResourceHealth service");
+    }
     return;
   }
   absl::StatusOr<std::unique_ptr<kc::HealthStream>> stream = dra_->WatchHealth(*api);
   absl::StatusOr<std::vector<kc::DeviceHealthEntry>> first =
       stream.ok() ? (*stream)->Next(options_.wait) : stream.status();
-  if (stream.ok()) (*stream)->Cancel();
   if (!first.ok()) {
     Fail("HLT-1", std::string(first.status().message()));
     return;
@@ -758,6 +763,29 @@ void SanityRun::CheckHealth() {
     Pass("HLT-3");
   } else {
     Fail("HLT-3", absl::StrJoin(long_messages, "; "));
+  }
+
+  // The smallest timeout of the listed devices, each its own or the kubelet's.
+  absl::Duration stale_after = absl::InfiniteDuration();
+  for (const kc::DeviceHealthEntry& entry : *first) {
+    stale_after =
+        std::min(stale_after, entry.health_check_timeout_seconds > 0 ? absl::Seconds(entry.health_check_timeout_seconds)
+                                                                     : kKubeletHealthTimeout);
+  }
+  if (first->empty()) {
+    Pass("HLT-4", "the list names no device that could go stale");
+    return;
+  }
+  const absl::Time first_seen = absl::Now();
+  const absl::StatusOr<std::vector<kc::DeviceHealthEntry>> again = (*stream)->Next(stale_after);
+  if (again.ok()) {
+    Pass("HLT-4", absl::StrCat("again after ",
+                               absl::FormatDuration(absl::Trunc(absl::Now() - first_seen, absl::Milliseconds(100)))));
+  } else {
+    Fail("HLT-4", absl::StrCat("no list within ", absl::FormatDuration(stale_after),
+                               " of the first (the smallest health check timeout of its devices); the kubelet then "
+                               "reads them as Unknown: ",
+                               again.status().message()));
   }
 }
 
