@@ -14,6 +14,7 @@ void HealthBroadcaster::Publish(std::vector<DeviceHealth> devices) {
   {
     dra::MutexLock lock(&mu_);
     current_.devices = std::move(devices);
+    current_.published = now;
     ++current_.version;
   }
   Notify();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
 #include "dra/kubeletplugin/device_health.h"
 #include "dra/mutex.h"
 
@@ -19,6 +20,7 @@ class HealthBroadcaster {
   struct Snapshot {
     uint64_t version = 0;
     std::vector<DeviceHealth> devices;
+    absl::Time published;  // when the driver published it
   };
 
   // Told after each Publish and at Shutdown, on the thread that called

@@ -29,6 +29,7 @@
 #include "kubeletplugin/executor.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
+#include "kubeletplugin/health_staleness.h"
 #include "kubeletplugin/http_server.h"
 #include "kubeletplugin/metrics.h"
 #include "kubeletplugin/orphan_reaper.h"
@@ -185,6 +186,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   absl::StatusOr<std::vector<std::string>> StartServers();
   absl::Status StartHttpServer();
   absl::Status StartOrphanReaper();
+  absl::Status StartHealthStalenessCheck();
 
  public:
   internal::HelperMetrics metrics_;
@@ -201,6 +203,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
+  std::shared_ptr<internal::HealthStalenessCheck> health_staleness_;  // null without a health service
   // Used by the registration callback, which runs on the executor.
   mutable dra::Mutex mu_;
   mutable dra::CondVar registration_cv_;
@@ -233,6 +236,7 @@ absl::Status Helper::Impl::Start() {
   if (!versions.ok()) return versions.status();
   if (absl::Status status = StartHttpServer(); !status.ok()) return status;
   if (absl::Status status = StartOrphanReaper(); !status.ok()) return status;
+  if (absl::Status status = StartHealthStalenessCheck(); !status.ok()) return status;
   options_.logger.Info("DRA plugin started", {{"driver", options_.driver_name},
                                               {"registrar", paths_.registrar},
                                               {"endpoint", paths_.dra},
@@ -383,6 +387,15 @@ absl::Status Helper::Impl::StartOrphanReaper() {
   return reaper_->Start();
 }
 
+absl::Status Helper::Impl::StartHealthStalenessCheck() {
+  if (!driver_.ReportsDeviceHealth() || !(options_.services.health_v1 || options_.services.health_v1alpha1)) {
+    return absl::OkStatus();
+  }
+  health_staleness_ = std::make_shared<internal::HealthStalenessCheck>(health_, driver_, options_.logger);
+  health_.AddWatcher(health_staleness_);
+  return health_staleness_->Start();
+}
+
 internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
   if (path == "/metrics") {
     RegistrationStatus registration;
@@ -450,6 +463,7 @@ void Helper::Impl::Stop() {
   publisher.reset();  // stops it; the slices stay unless remove_on_stop
   // No orphan is unprepared while the servers drain.
   if (reaper_) reaper_->Stop();
+  if (health_staleness_) health_staleness_->Stop();
   // Driver calls learn through their CallContext that they should return.
   calls_.CancelAll(absl::UnavailableError("the DRA plugin is stopping"));
   // The registration socket goes first so that the kubelet stops routing

@@ -16,6 +16,7 @@
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/health_staleness.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "support/discard_logger.h"
 #include "support/helper_dirs.h"
@@ -637,6 +638,33 @@ TEST_CASE("health: watchers get the current list at once and every update", "[he
   // hour here: waiting for it would time the test out).
   helper->Stop();
   CHECK_FALSE((*stream)->Next(absl::Seconds(10)).ok());
+}
+
+// The kubelet reads an entry as Unknown once it is older than its timeout;
+// the Helper tells the driver, once per list, that it let the list go stale.
+TEST_CASE("health: a list not published again within its devices' timeout reaches HandleError once", "[helper]") {
+  Fixture f;
+  TestDriver driver(/*reports_health=*/true);
+  auto helper = f.Start(driver);
+  helper->PublishHealth(
+      {Health("gpu-0", kubeletplugin::HealthStatus::kHealthy, "", absl::InfinitePast(), absl::Seconds(1)),
+       Health("gpu-1", kubeletplugin::HealthStatus::kHealthy)});
+  // The check looks every half of the smallest timeout.
+  REQUIRE(testing::PollUntil([&] { return !driver.errors().empty(); }, absl::Minutes(1)));
+  const std::vector<std::string> errors = driver.errors();
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::StartsWith("device health (recoverable): device health was last published"));
+  CHECK_THAT(errors[0], Catch::Contains("timeout of its devices (1s)"));
+}
+
+TEST_CASE("health: StaleAfter is the smallest timeout, the kubelet's 30 s for a device without one", "[helper]") {
+  using kubeletplugin::internal::StaleAfter;
+  CHECK(StaleAfter({}) == absl::InfiniteDuration());
+  CHECK(StaleAfter({Health("a", kubeletplugin::HealthStatus::kHealthy)}) == absl::Seconds(30));
+  CHECK(StaleAfter({Health("a", kubeletplugin::HealthStatus::kHealthy, "", absl::InfinitePast(), absl::Minutes(5)),
+                    Health("b", kubeletplugin::HealthStatus::kHealthy)}) == absl::Seconds(30));
+  CHECK(StaleAfter({Health("a", kubeletplugin::HealthStatus::kHealthy, "", absl::InfinitePast(), absl::Seconds(5)),
+                    Health("b", kubeletplugin::HealthStatus::kHealthy)}) == absl::Seconds(5));
 }
 
 TEST_CASE("health: a driver without health answers UNIMPLEMENTED", "[helper]") {
