@@ -10,6 +10,8 @@
 #   <!-- doc-test: skip REASON -->  the block is not run (the suite has done it)
 #   <!-- doc-test: always -->       the block runs at the end, also after a
 #                                   failure (clean-up)
+#   <!-- doc-test: excerpt of PATH -->  each line of the block is a line of
+#                                   PATH (a quoted manifest, kept in step)
 # The suite runs the pages whose commands it can (tests/CMakeLists.txt), so
 # that a command or file in the docs that stops working fails a test.
 #
@@ -30,15 +32,26 @@ awk -v page="$page" '
   BEGIN { body = ""; cleanup = "" }
   /^<!-- doc-test: skip .*-->$/ { skip = 1; next }
   /^<!-- doc-test: always -->$/ { always = 1; next }
+  /^<!-- doc-test: excerpt of [^ ]+ -->$/ { excerpt = $5; next }
   /^File `[^`]+`:$/ { file = $0; sub(/^File `/, "", file); sub(/`:$/, "", file); next }
   /^```/ && !inside {
     inside = 1; lang = substr($0, 4); text = ""
-    if (file == "" && lang != "sh") { skip = 0; always = 0 }
+    if (file == "" && lang != "sh" && excerpt == "") { skip = 0; always = 0 }
     next
   }
   /^```$/ && inside {
     inside = 0
-    if (skip) { skip = 0; file = ""; always = 0; next }
+    if (skip) { skip = 0; file = ""; always = 0; excerpt = ""; next }
+    if (excerpt != "") {
+      n = split(text, lines, "\n")
+      for (i = 1; i < n; i++) {
+        if (lines[i] == "") continue
+        q = lines[i]; gsub(/'"'"'/, "'"'"'\\'"'"''"'"'", q)
+        body = body "grep -qxF -- '"'"'" q "'"'"' " excerpt " || { printf '"'"'%s: not in %s: %s\\n'"'"' " page " " excerpt " '"'"'" q "'"'"' >&2; exit 1; }\n"
+      }
+      excerpt = ""
+      next
+    }
     if (file != "") {
       body = body "mkdir -p \"$(dirname \"" file "\")\"\ncat > \"" file "\" <<'"'"'DRA_DOC_EOF'"'"'\n" text "DRA_DOC_EOF\n"
       file = ""
