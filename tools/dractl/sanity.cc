@@ -220,10 +220,11 @@ void SanityRun::Record(std::string_view id, Outcome outcome, std::string detail)
 // registers it. Returns whether the DRA endpoint is usable.
 bool SanityRun::Register() {
   const absl::Time deadline = absl::Now() + options_.wait;
-  std::map<std::string, ino_t> tried;  // a socket is asked again only when it is a new one
   bool first_look = true;
   bool present_at_start = false;
-  std::vector<std::string> other_plugins;
+  // Sockets of other plugins, not asked again unless re-created: socket ->
+  // (inode, driver name).
+  std::map<std::string, std::pair<ino_t, std::string>> other_plugins;
   while (registration_socket_.empty()) {
     absl::StatusOr<std::vector<std::string>> sockets = kc::DiscoverSockets(options_.registry_dir);
     if (!sockets.ok()) {
@@ -234,15 +235,16 @@ bool SanityRun::Register() {
     for (const std::string& socket : *sockets) {
       struct stat info {};
       if (stat(socket.c_str(), &info) != 0) continue;
-      const auto it = tried.find(socket);
-      if (it != tried.end() && it->second == info.st_ino) continue;
-      tried[socket] = info.st_ino;
+      const auto it = other_plugins.find(socket);
+      if (it != other_plugins.end() && it->second.first == info.st_ino) continue;
+      // A socket that does not answer yet (bound, not yet served) or any
+      // more (its plugin is gone) is asked again on the next look.
       absl::StatusOr<kc::PluginInfo> plugin = kc::GetPluginInfo(socket, absl::Seconds(5));
-      if (!plugin.ok()) continue;  // a stale socket of a plugin gone
+      if (!plugin.ok()) continue;
       if (options_.driver.empty() ? plugin->type == "DRAPlugin" : plugin->name == options_.driver) {
         candidates.emplace_back(socket, *std::move(plugin));
       } else {
-        other_plugins.push_back(absl::StrCat(plugin->name, " (", socket, ")"));
+        other_plugins[socket] = {info.st_ino, plugin->name};
       }
     }
     if (candidates.size() > 1) {
@@ -275,7 +277,9 @@ bool SanityRun::Register() {
       std::string detail =
           absl::StrCat("no registration socket of ", options_.driver.empty() ? "a DRA plugin" : options_.driver, " in ",
                        options_.registry_dir, " within ", absl::FormatDuration(options_.wait));
-      if (!other_plugins.empty()) absl::StrAppend(&detail, "; found ", absl::StrJoin(other_plugins, ", "));
+      for (const auto& [socket, plugin] : other_plugins) {
+        absl::StrAppend(&detail, "; found ", plugin.second, " (", socket, ")");
+      }
       Fail("REG-1", std::move(detail));
       return false;
     }
@@ -283,10 +287,15 @@ bool SanityRun::Register() {
   }
   Pass("REG-1", registration_socket_);
 
+  // The kubelet uses the first of the plugin's services it knows.
+  const std::vector<std::string>& versions = info_.supported_versions;
+  const auto chosen = std::find_if(versions.begin(), versions.end(), [](const std::string& service) {
+    return service == "v1.DRAPlugin" || service == "v1beta1.DRAPlugin";
+  });
+  if (chosen != versions.end() && *chosen == "v1beta1.DRAPlugin") api_ = kc::DraApi::kV1beta1;
+
   // At once, as the kubelet would: the plugin's DRA socket must answer now.
   dra_ = kc::DraClient::Create(info_.endpoint);
-  const absl::StatusOr<std::string> chosen = kc::ValidateDraPluginInfo(info_);
-  if (chosen.ok() && *chosen == "v1beta1.DRAPlugin") api_ = kc::DraApi::kV1beta1;
   if (present_at_start) {
     Skip("REG-6", "the plugin was registered before dractl sanity started; start sanity first to check this");
   } else if (const auto answer = dra_->NodePrepareResources(api_, {}, kCallTimeout); !answer.ok()) {
@@ -305,12 +314,12 @@ bool SanityRun::Register() {
     Pass("REG-2", info_.name);
   }
 
-  const std::vector<std::string>& versions = info_.supported_versions;
   const auto v1 = std::find(versions.begin(), versions.end(), "v1.DRAPlugin");
   const auto v1beta1 = std::find(versions.begin(), versions.end(), "v1beta1.DRAPlugin");
-  if (!chosen.ok() && info_.endpoint.starts_with("/")) {
-    Fail("REG-3", std::string(chosen.status().message()));
-  } else if (v1 != versions.end() && v1beta1 != versions.end() && v1beta1 < v1) {
+  if (chosen == versions.end()) {
+    Fail("REG-3", absl::StrCat("[", absl::StrJoin(versions, ", "),
+                               "]: none of v1.DRAPlugin and v1beta1.DRAPlugin, the services the kubelet knows"));
+  } else if (v1 != versions.end() && v1beta1 < v1) {
     Fail("REG-3", absl::StrCat("[", absl::StrJoin(versions, ", "),
                                "]: v1beta1 is listed first, so the kubelet uses it rather than v1"));
   } else {
@@ -334,7 +343,7 @@ bool SanityRun::Register() {
   } else {
     Fail("REG-5", std::string(registration.status.message()));
   }
-  return Decided("REG-4") && results_.at("REG-4").outcome == Outcome::kPass && chosen.ok();
+  return results_.at("REG-4").outcome == Outcome::kPass && chosen != versions.end();
 }
 
 absl::Status SanityRun::ConnectApi() {
