@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -175,10 +176,11 @@ int main(int argc, char** argv) {
       skip_node_operations = absl::StrSplit(value, ',', absl::SkipEmpty());
     else if (flag == "--health" && (value == "on" || value == "off"))
       options.services.health_v1 = options.services.health_v1alpha1 = value == "on";
-    else if (flag == "--devices")
-      devices = std::stoi(value);
-    else if (flag == "-v")
-      verbosity = std::stoi(value);
+    else if (flag == "--devices") {
+      if (!absl::SimpleAtoi(value, &devices) || devices < 0) return Usage();
+    } else if (flag == "-v") {
+      if (!absl::SimpleAtoi(value, &verbosity)) return Usage();
+    }
     else if (flag == "--log-format" && (value == "text" || value == "json"))
       format = value == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText;
     else
