@@ -180,8 +180,7 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value, &devices) || devices < 0) return Usage();
     } else if (flag == "-v") {
       if (!absl::SimpleAtoi(value, &verbosity)) return Usage();
-    }
-    else if (flag == "--log-format" && (value == "text" || value == "json"))
+    } else if (flag == "--log-format" && (value == "text" || value == "json"))
       format = value == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText;
     else
       return Usage();
