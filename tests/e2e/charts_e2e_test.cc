@@ -196,9 +196,11 @@ TEST_CASE("the CPU Helm chart's values change what they say", "[e2e][cpu][helm]"
     INFO(key);
     CHECK(object["kind"] != "ValidatingAdmissionPolicy");
   }
-  // No NRI: no pinning, no socket mounted.
+  // No NRI: no pinning (a flag: the driver reads an empty variable as unset),
+  // no socket mounted.
   const json unpinned = Find(ByKey(Render(kCpuChart, "acme", "acme-ns", {"nriSocket="})), "DaemonSet/acme");
-  CHECK(PluginEnv(unpinned)["NRI_SOCKET"] == "");
+  CHECK_FALSE(PluginEnv(unpinned).contains("NRI_SOCKET"));
+  CHECK(unpinned["spec"]["template"]["spec"]["containers"][0]["args"].back() == "--nri-socket=");
   CHECK(unpinned["spec"]["template"]["spec"]["volumes"].dump().find("nri") == std::string::npos);
 }
 
