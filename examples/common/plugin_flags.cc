@@ -7,8 +7,9 @@ namespace example {
 
 void PluginFlags::Register(FlagSet& flags) {
   flags.String("node-name", &node_name, "the node this plugin runs on (required)", "NODE_NAME");
-  flags.String("kubeconfig", &kubeconfig, "kubeconfig file; default $KUBECONFIG, ~/.kube/config, in-cluster",
-               "KUBECONFIG");
+  // Not bound to $KUBECONFIG: LoadDefaultConfig reads that itself, and it may
+  // be a colon-separated list, which is no file name.
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file; default $KUBECONFIG, ~/.kube/config, in-cluster");
   flags.String("cdi-root", &cdi_root, "where the container runtime reads CDI specs", "CDI_ROOT");
   flags.String("kubelet-registrar-directory-path", &registrar_dir, "the kubelet's plugin registration directory",
                "KUBELET_REGISTRAR_DIRECTORY_PATH");
