@@ -8,7 +8,6 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -475,13 +474,7 @@ absl::Status Client::Impl::StartIo() {
   internal::Curl().multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
   internal::Curl().multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections);
   internal::Curl().multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
-  try {
-    io_thread = std::thread([this] { IoLoop(); });
-    base::NameThread(io_thread, "dra-k8s-io");
-  } catch (const std::system_error& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("client: cannot start the I/O thread: ", e.what()));
-  }
-  return absl::OkStatus();
+  return base::StartNamedThread(io_thread, "dra-k8s-io", "client: cannot start the I/O thread", [this] { IoLoop(); });
 }
 
 void Client::Impl::IoLoop() {

@@ -1,7 +1,6 @@
 #include "kubeletplugin/health_staleness.h"
 
 #include <algorithm>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,13 +29,7 @@ HealthStalenessCheck::HealthStalenessCheck(const HealthBroadcaster& health, Driv
 HealthStalenessCheck::~HealthStalenessCheck() { Stop(); }
 
 absl::Status HealthStalenessCheck::Start() {
-  try {
-    thread_ = std::thread([this] { Run(); });
-    base::NameThread(thread_, "dra-health");
-  } catch (const std::system_error& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("start the health staleness thread: ", e.what()));
-  }
-  return absl::OkStatus();
+  return base::StartNamedThread(thread_, "dra-health", "start the health staleness thread", [this] { Run(); });
 }
 
 void HealthStalenessCheck::Stop() {

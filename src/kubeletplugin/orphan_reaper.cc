@@ -1,7 +1,6 @@
 #include "kubeletplugin/orphan_reaper.h"
 
 #include <algorithm>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -46,13 +45,7 @@ OrphanReaper::OrphanReaper(const Checkpoint& checkpoint, ClaimSource& claims, Dr
 OrphanReaper::~OrphanReaper() { Stop(); }
 
 absl::Status OrphanReaper::Start() {
-  try {
-    thread_ = std::thread([this] { Run(); });
-    base::NameThread(thread_, "dra-orphans");
-  } catch (const std::system_error& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("start the orphan check thread: ", e.what()));
-  }
-  return absl::OkStatus();
+  return base::StartNamedThread(thread_, "dra-orphans", "start the orphan check thread", [this] { Run(); });
 }
 
 void OrphanReaper::Stop() {
