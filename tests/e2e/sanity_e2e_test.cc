@@ -74,24 +74,25 @@ class SanityEnv {
   std::string ns_;
 };
 
-// The flags both example drivers share (examples/common/plugin_flags.cc).
-std::vector<std::string> ExampleFlags(const SanityEnv& env, const std::string& driver) {
-  return {"--driver-name=" + driver,
-          "--node-name=" + env.node(),
-          "--kubeconfig=" + DriverKubeconfig(),
-          "--cdi-root=" + env.Dir("cdi"),
-          "--kubelet-registrar-directory-path=" + env.Dir("registry"),
-          "--kubelet-plugins-directory-path=" + env.Dir("plugins")};
+// Sanity starting example driver `binary` (driver name "<prefix>-<random>.example.com") with the flags
+// both examples share (examples/common/plugin_flags.cc); the test appends the driver's own.
+std::vector<std::string> SanityOfExample(const SanityEnv& env, const std::string& binary, const std::string& prefix) {
+  std::vector<std::string> argv = env.SanityArgv();
+  for (const std::string& arg :
+       {std::string("--"), binary, "--driver-name=" + UniqueName(prefix) + ".example.com", "--node-name=" + env.node(),
+        "--kubeconfig=" + DriverKubeconfig(), "--cdi-root=" + env.Dir("cdi"),
+        "--kubelet-registrar-directory-path=" + env.Dir("registry"),
+        "--kubelet-plugins-directory-path=" + env.Dir("plugins")}) {
+    argv.push_back(arg);
+  }
+  return argv;
 }
 
 // Sanity starts the driver after its first look at the registry directory,
 // so every check runs, REG-6 and the SIGTERM ones included.
 TEST_CASE("dractl sanity: the GPU example passes every check", "[e2e][sanity]") {
   SanityEnv env;
-  std::vector<std::string> argv = env.SanityArgv();
-  argv.push_back("--");
-  argv.push_back(DRA_GPU_DRIVER);
-  for (const std::string& flag : ExampleFlags(env, UniqueName("gpu") + ".example.com")) argv.push_back(flag);
+  std::vector<std::string> argv = SanityOfExample(env, DRA_GPU_DRIVER, "gpu");
   argv.push_back("--num-devices=4");
   const std::string report = env.Run(argv);
   INFO(report);
@@ -101,10 +102,7 @@ TEST_CASE("dractl sanity: the GPU example passes every check", "[e2e][sanity]") 
 // The CPU example serves no health stream: the HLT checks are skipped.
 TEST_CASE("dractl sanity: the CPU example passes every check but health", "[e2e][sanity]") {
   SanityEnv env;
-  std::vector<std::string> argv = env.SanityArgv();
-  argv.push_back("--");
-  argv.push_back(DRA_CPU_DRIVER);
-  for (const std::string& flag : ExampleFlags(env, UniqueName("cpu") + ".example.com")) argv.push_back(flag);
+  std::vector<std::string> argv = SanityOfExample(env, DRA_CPU_DRIVER, "cpu");
   // A device per CPU of this machine, and no NRI runtime to pin with.
   argv.push_back("--mode=individual");
   argv.push_back("--nri-socket=");
