@@ -149,7 +149,7 @@ ClaimRef CreateAllocatedClaim(dra::k8s::Client& client, const std::string& name)
   if (!created.ok()) Die("create claim " + name, created.status());
   absl::StatusOr<dra::k8s::ResourceClaim> claim = dra::k8s::ResourceClaimFromJson(*created);
   if (!claim.ok()) Die("decode claim " + name, claim.status());
-  claim->status.allocation = dra::bench::OneDeviceAllocation(kDriverName);
+  claim->status.allocation = dra::bench::OneDeviceAllocation(kDriverName, claim->metadata.uid);
   absl::StatusOr<dra::k8s::ResourceClaim> allocated = client.UpdateResourceClaimStatus(*claim);
   if (!allocated.ok()) Die("allocate claim " + name, allocated.status());
   return ClaimRef{kNamespace, name, claim->metadata.uid};

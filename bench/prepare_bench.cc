@@ -112,7 +112,7 @@ dra::k8s::ResourceClaim AllocatedClaim(const ClaimRef& ref) {
   claim.metadata.namespace_ = ref.namespace_;
   claim.metadata.name = ref.name;
   claim.metadata.uid = ref.uid;
-  claim.status.allocation = dra::bench::OneDeviceAllocation(kDriverName);
+  claim.status.allocation = dra::bench::OneDeviceAllocation(kDriverName, ref.uid);
   return claim;
 }
 
@@ -454,7 +454,7 @@ DirectResult RunDirect(const std::string& label, const std::string& parent_dir, 
   dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
   const kp::ClaimFiles no_files(nullptr, nullptr);
   kp::ClaimPreparer preparer(driver, kDriverName, claims, **checkpoint, /*checkpoint_shared=*/false, no_files,
-                             **serializer, calls, metrics, work_pool);
+                             **serializer, calls, metrics, work_pool, dra::kubeletplugin::DeviceExclusivityOptions());
 
   std::vector<std::vector<double>> samples(callers);
   uint64_t prepare_writes = 0;
@@ -548,7 +548,7 @@ void Check(const absl::Status& status, const std::string& what) {
 }
 
 kp::CheckpointChange PreparedChange(const ClaimRef& ref) {
-  Device device{{kBenchRequest}, kBenchPool, kBenchDevice, {CdiId(ref.uid)}, std::nullopt};
+  Device device{{kBenchRequest}, kBenchPool, kBenchDevice, {CdiId(ref.uid)}, ref.uid};
   return kp::CheckpointChange{ref.uid, kp::CheckpointEntry{ref, kp::ClaimState::kPrepared, {std::move(device)}}};
 }
 
@@ -617,7 +617,7 @@ std::vector<PhaseRow> RunPhases(const std::string& tmpfs_dir, const std::string&
     dra::WorkPool work_pool(kp::kMaxConcurrentFetches - 1);
     const kp::ClaimFiles no_files(nullptr, nullptr);
     kp::ClaimPreparer preparer(driver, kDriverName, claims, *ckpt, false, no_files, **serializer, calls, metrics,
-                               work_pool);
+                               work_pool, dra::kubeletplugin::DeviceExclusivityOptions());
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
       const ClaimRef ref = Ref(series, i);

@@ -47,7 +47,7 @@ dra::k8s::ResourceClaim BenchClaim(const std::string& driver_name, long i) {
   claim.metadata.namespace_ = "default";
   claim.metadata.name = "claim-" + std::to_string(i);
   claim.metadata.uid = dra::bench::BenchClaimUid(i);
-  claim.status.allocation = dra::bench::OneDeviceAllocation(driver_name);
+  claim.status.allocation = dra::bench::OneDeviceAllocation(driver_name, claim.metadata.uid);
   return claim;
 }
 

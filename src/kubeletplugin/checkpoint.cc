@@ -103,6 +103,23 @@ void AppendDevice(std::string& out, const Device& device) {
   out.push_back('}');
 }
 
+void AppendHeld(std::string& out, const HeldDevice& held) {
+  out.append("{\"pool\":");
+  AppendString(out, held.pool);
+  out.append(",\"device\":");
+  AppendString(out, held.device);
+  if (held.share_id) {
+    out.append(",\"shareID\":");
+    AppendString(out, *held.share_id);
+  }
+  if (held.admin_access) out.append(",\"adminAccess\":true");
+  if (!held.units.empty()) {
+    out.append(",\"units\":");
+    AppendStrings(out, held.units);
+  }
+  out.push_back('}');
+}
+
 // "<uid>":{...}
 void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry& entry) {
   AppendString(out, uid);
@@ -136,6 +153,14 @@ void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry
   if (!entry.driver_data.empty()) {
     out.append(",\"driverData\":");
     AppendString(out, entry.driver_data);
+  }
+  if (!entry.held.empty()) {
+    out.append(",\"held\":[");
+    for (size_t i = 0; i < entry.held.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      AppendHeld(out, entry.held[i]);
+    }
+    out.push_back(']');
   }
   out.push_back('}');
 }
@@ -194,6 +219,19 @@ Device DecodeDevice(FieldReader& reader, const json& in, const std::string& wher
   return device;
 }
 
+HeldDevice DecodeHeld(FieldReader& reader, const json& in, const std::string& where) {
+  HeldDevice held;
+  held.pool = reader.String(in, where, "pool");
+  held.device = reader.String(in, where, "device");
+  if (in.contains("shareID")) held.share_id = reader.String(in, where, "shareID");
+  if (in.contains("adminAccess")) {
+    const json* admin = reader.Field(in, where, "adminAccess", json::value_t::boolean, "a boolean");
+    held.admin_access = admin != nullptr && admin->get<bool>();
+  }
+  if (in.contains("units")) held.units = reader.Strings(in, where, "units");
+  return held;
+}
+
 CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, const std::string& uid, const json& in) {
   const std::string where = absl::StrCat(where_map, uid, ".");
   CheckpointEntry entry;
@@ -217,6 +255,13 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
           break;
         }
         entry.metadata_files[path] = content.get<std::string>();
+      }
+    }
+  }
+  if (in.contains("held")) {
+    if (const json* held = reader.Field(in, where, "held", json::value_t::array, "an array")) {
+      for (size_t i = 0; i < held->size(); ++i) {
+        entry.held.push_back(DecodeHeld(reader, (*held)[i], absl::StrCat(where, "held[", i, "].")));
       }
     }
   }
@@ -485,6 +530,11 @@ std::optional<CheckpointEntry> Checkpoint::Get(const std::string& uid) const {
   const auto it = entries_.find(uid);
   if (it == entries_.end()) return std::nullopt;
   return it->second;
+}
+
+void Checkpoint::ForEach(absl::FunctionRef<void(const CheckpointEntry&)> visit) const {
+  dra::MutexLock lock(&mu_);
+  for (const auto& [uid, entry] : entries_) visit(entry);
 }
 
 std::vector<CheckpointEntry> Checkpoint::Entries() const {

@@ -12,11 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/mutex.h"
+#include "kubeletplugin/held_device.h"
 
 namespace dra::kubeletplugin::internal {
 
@@ -37,6 +39,10 @@ struct CheckpointEntry {
   std::map<std::string, std::string> metadata_files{};
   // PrepareResult::driver_data, when the driver gave some.
   std::string driver_data{};
+  // The devices of the claim's allocation, recorded with kPrepareStarted
+  // (device exclusivity): what no unrelated claim may be prepared with.
+  // Empty in entries of 0.1.0, adopted ones, and with exclusivity off.
+  std::vector<HeldDevice> held{};
 
   bool operator==(const CheckpointEntry&) const = default;
 };
@@ -54,9 +60,12 @@ struct CheckpointChange {
 //   line 3.. change     {"seq":S+1,"set":{"<uid>":<entry>,...},"erase":["<uid>",...]}
 // with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
 //   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}],
-//   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...},"driverData":".."}
-// ("shareID", "cdiSpec", "metadataFiles" and "driverData" only when set;
-// files without them load as before). "seq" grows by one per line. Replaying the
+//   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...},"driverData":"..",
+//   "held":[{"pool":"..","device":"..","shareID":"..","adminAccess":true,"units":[..]}]}
+// ("shareID", "cdiSpec", "metadataFiles", "driverData", "held", "adminAccess"
+// and "units" only when set; files without them load as before). Fields are
+// only ever added, and a reader ignores keys it does not know, so the
+// previous minor release reads what this one writes (docs/compatibility.md). "seq" grows by one per line. Replaying the
 // changes over the snapshot, in order, gives the entries.
 //
 // Each durable write is one line plus fdatasync: a change record carries the
@@ -106,6 +115,9 @@ class Checkpoint {
 
   std::optional<CheckpointEntry> Get(const std::string& uid) const;
   std::vector<CheckpointEntry> Entries() const;
+  // Calls `visit` with each entry, under the checkpoint's lock: `visit` must
+  // not call back into the checkpoint.
+  void ForEach(absl::FunctionRef<void(const CheckpointEntry&)> visit) const;
 
   // Applies the changes and returns once they are durable. On a write error
   // the changes stay in memory and are written with the next commit. An entry

@@ -15,6 +15,7 @@
 #include "dra/mutex.h"
 #include "fileutil/atomic_file.h"
 #include "kubeletplugin/claim_uid.h"
+#include "kubeletplugin/device_exclusivity.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -72,7 +73,8 @@ std::vector<k8s::ClaimRef> UsableRefs(std::span<const k8s::ClaimRef> requested, 
 
 ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint& checkpoint,
                              bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer,
-                             CallTracker& calls, HelperMetrics& metrics, WorkPool& work_pool)
+                             CallTracker& calls, HelperMetrics& metrics, WorkPool& work_pool,
+                             DeviceExclusivityOptions exclusivity)
     : driver_(driver),
       driver_name_(std::move(driver_name)),
       claims_(claims),
@@ -82,7 +84,8 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       serializer_(serializer),
       calls_(calls),
       metrics_(metrics),
-      work_pool_(work_pool) {}
+      work_pool_(work_pool),
+      exclusivity_(std::move(exclusivity)) {}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (changes.empty()) return absl::OkStatus();
@@ -257,7 +260,8 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   std::erase_if(pending, [&](const k8s::ResourceClaim& claim) {
     return AnswerFromCheckpoint(k8s::ClaimRefOf(claim), outcomes, nullptr);
   });
-  MarkPreparing(pending, outcomes);
+  const HeldByClaim held = HeldDevicesOfPending(pending);
+  MarkPreparing(pending, held, outcomes);
   if (pending.empty()) return absl::OkStatus();
   struct Unmark {
     ClaimPreparer& preparer;
@@ -267,8 +271,12 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
 
   std::vector<CheckpointChange> started;
   for (const k8s::ResourceClaim& claim : pending) {
-    if (checkpoint_.Get(claim.metadata.uid).has_value()) continue;
-    started.push_back({claim.metadata.uid, CheckpointEntry{k8s::ClaimRefOf(claim), ClaimState::kPrepareStarted, {}}});
+    const std::string& uid = claim.metadata.uid;
+    // Only started entries are left here: a prepared one was answered.
+    std::optional<CheckpointEntry> entry = checkpoint_.Get(uid);
+    if (entry.has_value() && entry->held == held.at(uid)) continue;
+    started.push_back({uid, CheckpointEntry{k8s::ClaimRefOf(claim), ClaimState::kPrepareStarted, {}}});
+    started.back().entry->held = held.at(uid);
   }
   if (absl::Status status = Commit(std::move(started)); !status.ok()) {
     const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
@@ -307,6 +315,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
       entry.cdi_spec = std::move(written->cdi_spec);
       entry.metadata_files = std::move(written->metadata_files);
       entry.driver_data = std::move(it->second.driver_data);
+      entry.held = held.at(uid);
       prepared.push_back({uid, std::move(entry)});
     }
   }
@@ -385,18 +394,59 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
   return repaired;
 }
 
-void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes) {
-  if (!checkpoint_.records()) return;  // no records, no orphans to reap
+ClaimPreparer::HeldByClaim ClaimPreparer::HeldDevicesOfPending(const std::vector<k8s::ResourceClaim>& pending) const {
+  HeldByClaim held;
+  for (const k8s::ResourceClaim& claim : pending) {
+    std::vector<HeldDevice>& devices = held[claim.metadata.uid];
+    if (exclusivity_.enabled && checkpoint_.records()) devices = HeldDevicesOf(claim, exclusivity_.units);
+  }
+  return held;
+}
+
+std::optional<std::string> ClaimPreparer::HeldElsewhere(const std::string& uid,
+                                                        const std::vector<HeldDevice>& wanted) const {
+  if (wanted.empty()) return std::nullopt;
+  std::optional<std::string> collision;
+  checkpoint_.ForEach([&](const CheckpointEntry& entry) {
+    if (collision.has_value() || entry.claim.uid == uid) return;
+    const bool prepared = entry.state == ClaimState::kPrepared;
+    // An entry written before entries recorded their holds (0.1.0), or
+    // with exclusivity off: the devices it was prepared with.
+    const std::vector<HeldDevice> devices =
+        entry.held.empty() && prepared ? HeldDevicesOf(entry.devices, exclusivity_.units) : std::vector<HeldDevice>();
+    collision = Collision(wanted, Holder{entry.claim, prepared, entry.held.empty() ? devices : entry.held});
+  });
+  if (collision.has_value()) return collision;
+  for (const auto& [other, preparing] : preparing_) {
+    if (other == uid) continue;
+    collision = Collision(wanted, Holder{preparing.claim, /*prepared=*/false, preparing.held});
+    if (collision.has_value()) return collision;
+  }
+  return std::nullopt;
+}
+
+void ClaimPreparer::MarkPreparing(std::vector<k8s::ResourceClaim>& pending, const HeldByClaim& held,
+                                  ClaimOutcomes& outcomes) {
+  if (!checkpoint_.records()) return;  // no records: no orphans to reap, no holds to check
   dra::MutexLock lock(&in_flight_mu_);
   std::erase_if(pending, [&](const k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) {
     const std::string& uid = claim.metadata.uid;
-    if (reaping_.count(uid) == 0) {
-      ++preparing_[uid];
-      return false;
+    if (reaping_.count(uid) > 0) {
+      outcomes[uid].error = absl::StrCat("claim ", claim.metadata.namespace_, "/", claim.metadata.name,
+                                         " is being unprepared as an orphan; try again");
+      return true;
     }
-    outcomes[uid].error = absl::StrCat("claim ", claim.metadata.namespace_, "/", claim.metadata.name,
-                                       " is being unprepared as an orphan; try again");
-    return true;
+    const std::vector<HeldDevice>& devices = held.at(uid);
+    if (std::optional<std::string> collision = HeldElsewhere(uid, devices); collision.has_value()) {
+      outcomes[uid].error = *std::move(collision);
+      metrics_.ObserveExclusivityRefusal();
+      return true;
+    }
+    Preparing& preparing = preparing_[uid];
+    ++preparing.calls;
+    preparing.claim = k8s::ClaimRefOf(claim);
+    preparing.held = devices;
+    return false;
   });
 }
 
@@ -405,7 +455,7 @@ void ClaimPreparer::UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pendi
   dra::MutexLock lock(&in_flight_mu_);
   for (const k8s::ResourceClaim& claim : pending) {
     auto it = preparing_.find(claim.metadata.uid);
-    if (it != preparing_.end() && --it->second == 0) preparing_.erase(it);
+    if (it != preparing_.end() && --it->second.calls == 0) preparing_.erase(it);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -16,12 +17,14 @@
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
+#include "dra/kubeletplugin/options.h"
 #include "dra/mutex.h"
 #include "dra/work_pool.h"
 #include "kubeletplugin/call_serializer.h"
 #include "kubeletplugin/call_tracker.h"
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_files.h"
+#include "kubeletplugin/held_device.h"
 #include "kubeletplugin/metrics.h"
 
 namespace dra::kubeletplugin::internal {
@@ -54,7 +57,7 @@ class ClaimPreparer {
   // taking the lock and not trusted before. Everything must outlive this.
   ClaimPreparer(Driver& driver, std::string driver_name, ClaimSource& claims, Checkpoint& checkpoint,
                 bool checkpoint_shared, const ClaimFiles& files, CallSerializer& serializer, CallTracker& calls,
-                HelperMetrics& metrics, WorkPool& work_pool);
+                HelperMetrics& metrics, WorkPool& work_pool, DeviceExclusivityOptions exclusivity);
 
   // An error status fails the whole call (the kubelet retries all claims).
   using Done = absl::AnyInvocable<void(absl::StatusOr<ClaimOutcomes>) &&>;
@@ -147,10 +150,19 @@ class ClaimPreparer {
   // error, or with the context's status if the call was cancelled while it
   // waited; reloads a shared checkpoint.
   absl::Status EnterSerialized(const CallContext& ctx, const absl::Status& locked);
+  // Claim UID -> the devices it is to hold (device exclusivity; empty when
+  // that is off).
+  using HeldByClaim = std::map<std::string, std::vector<HeldDevice>>;
+  HeldByClaim HeldDevicesOfPending(const std::vector<k8s::ResourceClaim>& pending) const;
   // Marks claims as being prepared by this call from the "started" record to
-  // the "prepared" one, so that the orphan reaper leaves them alone; drops
-  // (and fails in `outcomes`) those the reaper is unpreparing right now.
-  void MarkPreparing(std::vector<k8s::ResourceClaim>& pending, ClaimOutcomes& outcomes);
+  // the "prepared" one, so that the orphan reaper leaves them alone and no
+  // other claim takes their devices; drops (and fails in `outcomes`) those the
+  // reaper is unpreparing right now and those with a device another claim
+  // holds (in the checkpoint, or being prepared by this or another call).
+  void MarkPreparing(std::vector<k8s::ResourceClaim>& pending, const HeldByClaim& held, ClaimOutcomes& outcomes);
+  // Why the claim `uid` may not take `wanted`, or nullopt.
+  std::optional<std::string> HeldElsewhere(const std::string& uid, const std::vector<HeldDevice>& wanted) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_);
   void UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending);
   // Removes a claim's files after the driver unprepared it.
   absl::Status RemoveClaimFiles(const k8s::ClaimRef& ref);
@@ -165,12 +177,19 @@ class ClaimPreparer {
   CallTracker& calls_;
   HelperMetrics& metrics_;
   WorkPool& work_pool_;  // Prepare's concurrent fetches
+  const DeviceExclusivityOptions exclusivity_;
 
-  // Only matter with serialize off: with it on, a Prepare call and the
-  // reaper never run at the same time.
-  dra::Mutex in_flight_mu_;
-  // Claim UID -> Prepare calls working on it.
-  std::map<std::string, int> preparing_ ABSL_GUARDED_BY(in_flight_mu_);
+  // A claim Prepare calls are working on.
+  struct Preparing {
+    int calls = 0;
+    k8s::ClaimRef claim;
+    std::vector<HeldDevice> held;
+  };
+  // Matter with serialize off, where a Prepare call, another one and the
+  // reaper may run at the same time.
+  mutable dra::Mutex in_flight_mu_;
+  // Claim UID -> the Prepare calls working on it.
+  std::map<std::string, Preparing> preparing_ ABSL_GUARDED_BY(in_flight_mu_);
   // Claim UIDs UnprepareOrphan is working on.
   std::set<std::string> reaping_ ABSL_GUARDED_BY(in_flight_mu_);
 };

@@ -279,7 +279,7 @@ absl::Status Helper::Impl::OpenNodeState() {
   claim_files_ = *std::move(files);
   preparer_ = std::make_unique<ClaimPreparer>(driver_, options_.driver_name, *options_.claim_source, *checkpoint_,
                                               /*checkpoint_shared=*/!options_.rolling_update_uid.empty(), *claim_files_,
-                                              *serializer_, calls_, metrics_, *work_pool_);
+                                              *serializer_, calls_, metrics_, *work_pool_, options_.device_exclusivity);
   return absl::OkStatus();
 }
 

@@ -29,6 +29,11 @@ void HelperMetrics::ObserveCall(Method method, bool call_failed, int claims, int
   stats.seconds_sum += seconds;
 }
 
+void HelperMetrics::ObserveExclusivityRefusal() {
+  dra::MutexLock lock(&mu_);
+  ++exclusivity_refusals_;
+}
+
 void HelperMetrics::ObserveBackgroundError(ErrorSeverity severity) {
   dra::MutexLock lock(&mu_);
   ++background_errors_[severity == ErrorSeverity::kFatal ? 1 : 0];
@@ -60,6 +65,9 @@ std::string HelperMetrics::Render(const Gauges& gauges) const {
     absl::StrAppend(&out, "dra_kubelet_call_duration_seconds_sum{", label, "} ", stats.seconds_sum, "\n");
     absl::StrAppend(&out, "dra_kubelet_call_duration_seconds_count{", label, "} ", stats.calls, "\n");
   }
+  AppendHeader(out, "dra_device_exclusivity_refusals_total", "counter",
+               "Claims refused because another claim on the node holds one of their devices.");
+  absl::StrAppend(&out, "dra_device_exclusivity_refusals_total ", exclusivity_refusals_, "\n");
   AppendHeader(out, "dra_prepared_claims", "gauge", "Claims recorded as prepared in the checkpoint.");
   absl::StrAppend(&out, "dra_prepared_claims ", gauges.prepared_claims, "\n");
   AppendHeader(out, "dra_checkpoint_writes_total", "counter", "Durable checkpoint writes.");

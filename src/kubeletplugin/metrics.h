@@ -24,6 +24,9 @@ class HelperMetrics {
   // failed, and how long it took.
   void ObserveCall(Method method, bool call_failed, int claims, int failed_claims, absl::Duration duration);
 
+  // A claim refused because another claim holds one of its devices.
+  void ObserveExclusivityRefusal();
+
   // An error reported to Driver::HandleError.
   void ObserveBackgroundError(ErrorSeverity severity);
 
@@ -57,6 +60,7 @@ class HelperMetrics {
   mutable dra::Mutex mu_;
   std::array<MethodStats, 2> methods_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, 2> background_errors_ ABSL_GUARDED_BY(mu_){};  // recoverable, fatal
+  uint64_t exclusivity_refusals_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace dra::kubeletplugin::internal

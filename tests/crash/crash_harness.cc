@@ -198,8 +198,8 @@ class Run {
   }
 
   // Claims allocated as the scheduler would: GPU claims of 1-3 GPUs, each
-  // whole (one of gpu-0..3) or a share of one (gpu-4..7); CPU claims of 1-3
-  // CPUs of one socket.
+  // whole (one of gpu-0..3, never two claims the same one) or a share of one
+  // (gpu-4..7); CPU claims of 1-3 CPUs of one socket.
   bool CreateClaims() {
     const bool gpu = scenario_.name == "gpu";
     const int count = gpu ? 12 : 10;
@@ -213,8 +213,8 @@ class Run {
         for (int d = 0; d < devices; ++d) {
           k8s::DeviceRequestAllocationResult& result = results.emplace_back();
           result.request = absl::StrCat("gpu-", d);
-          if (Chance(0.5)) {
-            result.device = absl::StrCat("gpu-", next_whole++ % 4);
+          if (next_whole < 4 && Chance(0.5)) {
+            result.device = absl::StrCat("gpu-", next_whole++);
           } else {
             result.device = absl::StrCat("gpu-", std::uniform_int_distribution<int>(4, 7)(rng_));
             result.share_id = Uuid();

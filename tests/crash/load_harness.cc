@@ -103,8 +103,9 @@ class Load {
     if (gpu) {
       binary = DRA_GPU_DRIVER;
       driver_name_ = "gpu.example.com";
-      driver_flags.insert(driver_flags.end(), {"--num-devices=8", "--gpu-allow-multiple-allocations",
-                                               "--gpu-device-status", "--device-metadata"});
+      driver_flags.insert(driver_flags.end(),
+                          {absl::StrCat("--num-devices=", flags_.callers + 4), "--gpu-allow-multiple-allocations",
+                           "--gpu-device-status", "--device-metadata"});
     } else {
       // Two sockets of 8 cores with 2 threads (32 CPUs, CPU 0 reserved).
       // Caller g's claims are all on socket g % 2, so that at most 15 of
@@ -122,13 +123,13 @@ class Load {
     for (int i = 0; i < 2 * flags_.callers; ++i) {
       k8s::DeviceRequestAllocationResult result;
       if (gpu) {
-        // Whole GPUs (gpu-0..3) that several claims are given at once, and
-        // shares of the shareable ones (gpu-4..7).
+        // A whole GPU for each caller (gpu-0..callers-1), as the scheduler
+        // gives them, and shares of four more.
         result.request = "gpu";
         if (i % 2 == 0) {
-          result.device = absl::StrCat("gpu-", (i / 2) % 4);
+          result.device = absl::StrCat("gpu-", i / 2);
         } else {
-          result.device = absl::StrCat("gpu-", 4 + (i / 2) % 4);
+          result.device = absl::StrCat("gpu-", flags_.callers + (i / 2) % 4);
           result.share_id = ClaimUid(i, 1);
           result.consumed_capacity["memory"] = k8s::Quantity::FromInt(int64_t{1} << 30);
         }

@@ -214,7 +214,9 @@ TEST_CASE("the claims of one call are fetched concurrently", "[api_claim_source]
   auto server = StartServer();
   auto admin = MakeClient(*server);
   std::vector<k8s::ClaimRef> refs;
-  for (int i = 0; i < kClaims; ++i) refs.push_back(CreateAllocatedClaim(*admin, absl::StrCat("c", i)));
+  for (int i = 0; i < kClaims; ++i) {
+    refs.push_back(CreateAllocatedClaim(*admin, absl::StrCat("c", i), {absl::StrCat("gpu-", i)}));
+  }
 
   Fixture f;
   TestDriver driver;
@@ -273,7 +275,7 @@ TEST_CASE(
   auto server = StartServer();
   auto client = MakeClient(*server);
   const k8s::ClaimRef a = CreateAllocatedClaim(*client, "a");
-  const k8s::ClaimRef b = CreateAllocatedClaim(*client, "b");
+  const k8s::ClaimRef b = CreateAllocatedClaim(*client, "b", {"gpu-1"});
   Fixture f;
   TestDriver driver;
   auto helper = f.Start(driver, f.MakeOptions(client));

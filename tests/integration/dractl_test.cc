@@ -187,7 +187,7 @@ TEST_CASE("dractl prepare --json lists devices per claim") {
 TEST_CASE("dractl prepare exits 1 when one claim fails and reports each claim") {
   Plugin plugin;
   plugin.claims->Put(testing::AllocatedClaim("default", "good", "uid-good"));
-  plugin.claims->Put(testing::AllocatedClaim("default", "bad", "uid-bad"));
+  plugin.claims->Put(testing::AllocatedClaim("default", "bad", "uid-bad", {"gpu-1"}));
   plugin.driver.FailClaim("uid-bad");
 
   const testing::ProcessResult result =

@@ -44,7 +44,7 @@ struct Fixture : testing::HelperDirs {
 
   Fixture() {
     for (const char* id : {"1", "2"}) {
-      claims->Put(AllocatedClaim("ns", std::string("c-") + id, std::string("uid-") + id));
+      claims->Put(AllocatedClaim("ns", std::string("c-") + id, std::string("uid-") + id, {std::string("gpu-") + id}));
     }
   }
   Options MakeOptions() const {

@@ -202,7 +202,7 @@ TEST_CASE("at start, a prepared claim's spec that a power loss left empty is wri
   TestDriver driver;
   driver.ReturnCdiEdits();
   f.claims->Put(AllocatedClaim("ns", "damaged", "uid-damaged"));
-  f.claims->Put(AllocatedClaim("ns", "intact", "uid-intact"));
+  f.claims->Put(AllocatedClaim("ns", "intact", "uid-intact", {"gpu-1"}));
   {
     auto helper = f.Start(driver);
     auto client = DraClient::Create(helper->dra_socket_path());

@@ -189,7 +189,7 @@ TEST_CASE("each bad claim fails only itself", "[helper]") {
   k8s::ResourceClaim unallocated = AllocatedClaim("ns", "pending", "uid-pending");
   unallocated.status.allocation.reset();
   f.claims->Put(unallocated);
-  f.claims->Put(AllocatedClaim("ns", "broken", "uid-broken"));
+  f.claims->Put(AllocatedClaim("ns", "broken", "uid-broken", {"gpu-1"}));
   driver.FailClaim("uid-broken");
 
   auto client = DraClient::Create(helper->dra_socket_path());
@@ -325,7 +325,7 @@ int MaxConcurrencySeen(bool serialize) {
   std::vector<std::future<bool>> calls;
   for (int i = 0; i < 8; ++i) {
     const std::string uid = "uid-" + std::to_string(i);
-    f.claims->Put(AllocatedClaim("ns", "c" + std::to_string(i), uid));
+    f.claims->Put(AllocatedClaim("ns", "c" + std::to_string(i), uid, {"gpu-" + std::to_string(i)}));
     calls.push_back(std::async(std::launch::async, [&client, i, uid] {
       auto result = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c" + std::to_string(i), uid}}));
       return result.ok() && result->at(uid).error.empty();
@@ -358,7 +358,7 @@ TEST_CASE("rolling update: sockets carry the UID, two instances run side by side
 
   // Both serve and share one checkpoint: what one prepared, the other knows.
   f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
-  f.claims->Put(AllocatedClaim("ns", "d", "uid-2"));
+  f.claims->Put(AllocatedClaim("ns", "d", "uid-2", {"gpu-1"}));
   auto old_client = DraClient::Create(old_helper->dra_socket_path());
   auto new_client = DraClient::Create(new_helper->dra_socket_path());
   for (Helper* helper : {old_helper.get(), new_helper.get()}) {
@@ -510,7 +510,7 @@ class RecordingDriver : public TestDriver {
 TEST_CASE("the driver's data of each prepared claim comes back after a restart, unprepared ones not", "[helper]") {
   Fixture f;
   f.claims->Put(AllocatedClaim("ns", "a", "uid-a", {"gpu-0", "gpu-1"}));
-  f.claims->Put(AllocatedClaim("ns", "b", "uid-b"));
+  f.claims->Put(AllocatedClaim("ns", "b", "uid-b", {"gpu-2"}));
   {
     RecordingDriver driver;
     auto helper = f.Start(driver);

@@ -234,6 +234,47 @@ TEST_CASE("Checkpoint commits survive a reopen") {
   }
 }
 
+TEST_CASE("Checkpoint keeps what a claim holds (device exclusivity), written only when set") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  CheckpointEntry holding = Entry("uid-a", ClaimState::kPrepareStarted);
+  holding.held = {HeldDevice{.pool = "node-1", .device = "gpu-0-full", .units = {"gpu-0/0", "gpu-0/1"}},
+                  HeldDevice{.pool = "node-1", .device = "gpu-4", .share_id = "share-1", .admin_access = true}};
+  const CheckpointEntry plain = Entry("uid-b", ClaimState::kPrepared, {MakeDevice("gpu-1")});
+  {
+    auto checkpoint = MustOpen(path);
+    REQUIRE(checkpoint->Commit({Set(holding), Set(plain)}).ok());
+  }
+  CHECK(MustOpen(path)->Entries() == std::vector<CheckpointEntry>{holding, plain});
+  const json claims = Record(Lines(path)[1])["claims"];
+  CHECK(claims["uid-a"]["held"] ==
+        json::parse(R"([{"pool":"node-1","device":"gpu-0-full","units":["gpu-0/0","gpu-0/1"]},
+                                                    {"pool":"node-1","device":"gpu-4","shareID":"share-1","adminAccess":true}])"));
+  CHECK_FALSE(claims["uid-b"].contains("held"));
+}
+
+TEST_CASE("Checkpoint reads a file with keys it does not know (written by a later minor release)") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  json entry = {{"namespace", "ns"},
+                {"name", "claim"},
+                {"state", "Prepared"},
+                {"devices", json::array({{{"requests", {"gpu"}},
+                                          {"poolName", "node-1"},
+                                          {"deviceName", "gpu-0"},
+                                          {"cdiDeviceIDs", json::array()},
+                                          {"newDeviceKey", 1}}})},
+                {"newEntryKey", {{"nested", true}}}};
+  WriteFile(path, Join({Sign({{"version", 2}}), Sign({{"seq", 1}, {"claims", {{"uid-a", entry}}}, {"newKey", "x"}}),
+                        Sign({{"seq", 2}, {"set", json::object()}, {"erase", json::array()}, {"newKey", 2}})}));
+  auto checkpoint = MustOpen(path);
+  const std::optional<CheckpointEntry> loaded = checkpoint->Get("uid-a");
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->state == ClaimState::kPrepared);
+  REQUIRE(loaded->devices.size() == 1);
+  CHECK(loaded->devices[0].device_name == "gpu-0");
+}
+
 TEST_CASE("Checkpoint strings that need escaping survive, in snapshots and in changes") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");

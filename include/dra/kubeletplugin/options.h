@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +58,35 @@ struct CdiOptions {
   /// emptied while the driver ran on, or someone removed it). Their kinds
   /// must differ from the per-claim kind.
   std::vector<cdi::Spec> node_specs;
+};
+
+/// Which physical units a device occupies: any strings the driver chooses,
+/// the same for the same hardware. Two devices whose units intersect
+/// overlap (a partition and its whole GPU, both drawn from one counter set).
+/// Given the pool and name of an allocated device; an empty answer means the
+/// device occupies only itself.
+using DeviceUnits = std::function<std::vector<std::string>(std::string_view pool, std::string_view device)>;
+
+/// Device exclusivity: the Helper refuses to prepare a claim whose allocated
+/// device another claim on this node still holds, prepared or being
+/// prepared, before the driver sees it. The scheduler never allocates one
+/// device to two unrelated claims, but a force-deleted pod
+/// (`--grace-period=0`) or a lost node lets it hand the device to a
+/// replacement while the old container still runs; the driver is the last
+/// line of defence (the contract of Kubernetes 1.38's kubeletplugin). The
+/// refused claim fails alone, naming the device and the claim that holds
+/// it; the kubelet retries it, and it is prepared once the kubelet unprepared
+/// the holder. Two allocations may hold one device at once when both carry a
+/// shareID (the device allows multiple allocations) or either has
+/// adminAccess. Needs the checkpoint (Options::checkpoint), which records what
+/// each claim holds and survives restarts; with it off nothing is checked.
+struct DeviceExclusivityOptions {
+  /// Default: true. Off, every claim goes to the driver as before.
+  bool enabled = true;
+  /// For devices that overlap without having the same name. Called under
+  /// the Helper's serialization, once per allocated device of a claim being
+  /// prepared: must be quick. Default: none (every device is only itself).
+  DeviceUnits units;
 };
 
 /// Everything Helper::Start needs besides the Driver.
@@ -171,6 +201,10 @@ struct Options {
   /// reboot emptied the spec dir), removed after the driver unprepared the
   /// claim. Default: off.
   DeviceMetadataOptions device_metadata;
+
+  /// Refusing a device another claim holds. Default: on, see
+  /// DeviceExclusivityOptions.
+  DeviceExclusivityOptions device_exclusivity;
 };
 
 }  // namespace dra::kubeletplugin

@@ -1,0 +1,75 @@
+#include "kubeletplugin/device_exclusivity.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+
+namespace dra::kubeletplugin::internal {
+namespace {
+
+HeldDevice Held(std::string pool, std::string device, std::optional<std::string> share_id, bool admin_access,
+                const DeviceUnits& units) {
+  HeldDevice held{std::move(pool), std::move(device), std::move(share_id), admin_access};
+  if (units) {
+    held.units = units(held.pool, held.device);
+    std::sort(held.units.begin(), held.units.end());
+    held.units.erase(std::unique(held.units.begin(), held.units.end()), held.units.end());
+  }
+  return held;
+}
+
+bool SameDevice(const HeldDevice& a, const HeldDevice& b) { return a.pool == b.pool && a.device == b.device; }
+
+// A unit both occupy, or nullopt.
+std::optional<std::string> SharedUnit(const HeldDevice& a, const HeldDevice& b) {
+  std::vector<std::string> shared;
+  std::set_intersection(a.units.begin(), a.units.end(), b.units.begin(), b.units.end(), std::back_inserter(shared));
+  if (shared.empty()) return std::nullopt;
+  return shared.front();
+}
+
+}  // namespace
+
+std::vector<HeldDevice> HeldDevicesOf(const k8s::ResourceClaim& claim, const DeviceUnits& units) {
+  std::vector<HeldDevice> held;
+  if (!claim.status.allocation.has_value()) return held;
+  for (const k8s::DeviceRequestAllocationResult& result : claim.status.allocation->devices.results) {
+    held.push_back(Held(result.pool, result.device, result.share_id, result.admin_access.value_or(false), units));
+  }
+  return held;
+}
+
+std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const DeviceUnits& units) {
+  std::vector<HeldDevice> held;
+  for (const Device& device : prepared) {
+    held.push_back(Held(device.pool_name, device.device_name, device.share_id, /*admin_access=*/false, units));
+  }
+  return held;
+}
+
+std::optional<std::string> Collision(std::span<const HeldDevice> wanted, const Holder& holder) {
+  for (const HeldDevice& want : wanted) {
+    for (const HeldDevice& held : holder.devices) {
+      if (want.admin_access || held.admin_access) continue;
+      const bool same = SameDevice(want, held);
+      const std::optional<std::string> unit = same ? std::nullopt : SharedUnit(want, held);
+      if (!same && !unit.has_value()) continue;
+      if (same && want.share_id.has_value() && held.share_id.has_value()) continue;
+      std::string why = absl::StrCat("device ", want.pool, "/", want.device, " is in use by claim ",
+                                     holder.claim.ToString(), " (UID ", holder.claim.uid, "), ",
+                                     holder.prepared ? "prepared" : "whose preparation started", " on this node");
+      if (unit.has_value()) {
+        absl::StrAppend(&why, " (its device ", held.pool, "/", held.device, " occupies the same unit \"", *unit, "\")");
+      }
+      absl::StrAppend(&why,
+                      ": a device without a shareID or adminAccess serves one claim at a time; this claim is "
+                      "prepared once the kubelet has unprepared that one (after its pod's containers stopped) "
+                      "or its ResourceClaim is gone");
+      return why;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dra::kubeletplugin::internal
