@@ -24,6 +24,10 @@ void PluginFlags::Register(FlagSet& flags) {
   flags.Bool("serialize", &serialize,
              "one prepare or unprepare call at a time; false lets calls run side by side (the driver is thread-safe)",
              "SERIALIZE");
+  flags.Bool("device-exclusivity", &device_exclusivity,
+             "refuse a claim whose device another claim on the node still holds (a force-deleted pod's); false "
+             "leaves that to the scheduler alone",
+             "DEVICE_EXCLUSIVITY");
   flags.Double("kube-api-qps", &kube_api_qps, "API requests per second, sustained (0: no client-side limit)",
                "KUBE_API_QPS", 0, 1e6);
   flags.Int("kube-api-burst", &kube_api_burst, "API requests at once above the sustained rate", "KUBE_API_BURST", 1,
@@ -65,6 +69,7 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   options.rolling_update_uid = pod_uid;
   options.http_endpoint = http_endpoint;
   options.serialize = serialize;
+  options.device_exclusivity.enabled = device_exclusivity;
   options.cdi.dir.path = cdi_root;
   options.logger = logger;
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = MakeClient(absl::StrCat(driver_name, "/kubelet-plugin"));

@@ -26,9 +26,10 @@ struct PluginFlags {
   std::string registrar_dir = "/var/lib/kubelet/plugins_registry";  // --kubelet-registrar-directory-path
   std::string plugins_dir = "/var/lib/kubelet/plugins";             // --kubelet-plugins-directory-path
   std::string pod_uid;                                              // --pod-uid, POD_UID (rolling updates)
-  std::string http_endpoint;                            // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
-  int healthcheck_port = -1;                            // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
-  bool serialize = true;                                // --serialize, SERIALIZE: Options::serialize
+  std::string http_endpoint;       // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
+  int healthcheck_port = -1;       // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
+  bool serialize = true;           // --serialize, SERIALIZE: Options::serialize
+  bool device_exclusivity = true;  // --device-exclusivity, DEVICE_EXCLUSIVITY: Options::device_exclusivity.enabled
   double kube_api_qps = dra::k8s::ClientConfig().qps;   // --kube-api-qps, KUBE_API_QPS (0: no limit)
   int kube_api_burst = dra::k8s::ClientConfig().burst;  // --kube-api-burst, KUBE_API_BURST
   int verbosity = 0;                                    // -v

@@ -63,6 +63,19 @@ std::vector<std::string> DeviceNames(int index, int partitions) {
   return names;
 }
 std::string FabricDeviceName(int index) { return absl::StrCat("fabric-gpu-", index); }
+std::map<std::string, std::vector<std::string>, std::less<>> DeviceUnits(const std::vector<GpuInfo>& gpus,
+                                                                         int partitions) {
+  std::map<std::string, std::vector<std::string>, std::less<>> units;
+  for (const GpuInfo& gpu : gpus) {
+    for (int p = 0; p < partitions; ++p) {
+      const std::string unit = absl::StrCat(GpuDeviceName(gpu.index), "/", p);
+      units[PartitionDeviceName(gpu.index, p)].push_back(unit);
+      units[FullDeviceName(gpu.index)].push_back(unit);
+    }
+  }
+  return units;
+}
+
 std::string UnhealthyTaintKey(const std::string& driver_name) { return driver_name + "/unhealthy"; }
 std::string IsPreparedCondition(const std::string& driver_name) { return driver_name + "/is-prepared"; }
 std::string PreparingFailedCondition(const std::string& driver_name) { return driver_name + "/preparing-failed"; }

@@ -4,6 +4,8 @@
 // selector picks.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,6 +47,13 @@ std::string FullDeviceName(int index);
 std::string PartitionDeviceName(int index, int partition);
 // All the devices GPU `index` is published as, with `partitions`.
 std::vector<std::string> DeviceNames(int index, int partitions);
+// Which units of the GPUs each device of the node's pool occupies, for the
+// Helper's device exclusivity (DeviceExclusivityOptions::units): with
+// partitions, partition p of GPU i occupies "gpu-<i>/<p>" and gpu-<i>-full
+// all of GPU i's, so a claim for the whole GPU is refused while another holds
+// one of its partitions. Without partitions: none (each GPU is only itself).
+std::map<std::string, std::vector<std::string>, std::less<>> DeviceUnits(const std::vector<GpuInfo>& gpus,
+                                                                         int partitions);
 // The taint key an unhealthy GPU carries: "<driver>/unhealthy".
 std::string UnhealthyTaintKey(const std::string& driver_name);
 

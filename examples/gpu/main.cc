@@ -359,6 +359,13 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
   if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
+  // A partition and its GPU's whole device overlap: the Helper refuses one
+  // while another claim holds the other.
+  options->device_exclusivity.units = [units = gpu::DeviceUnits(*gpus, gpu_flags.partitions),
+                                       node_pool = plugin.node_name](std::string_view pool, std::string_view device) {
+    const auto it = pool == node_pool ? units.find(device) : units.end();
+    return it == units.end() ? std::vector<std::string>() : it->second;
+  };
   gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, "gpu", plugin.node_name);
   options->cdi.node_specs.push_back(std::move(common.spec));
 
