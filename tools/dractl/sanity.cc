@@ -74,6 +74,10 @@ constexpr Check kChecks[] = {
      "pkg/kubelet/pkg/apis/dra/v1/api.proto (NodePrepareResourceResponse.error, per claim)"},
     {"PRE-11", Level::kRequired, "concurrent calls are each answered as when alone",
      "pkg/kubelet/cm/dra/manager.go (pods of a node start in parallel)"},
+    {"PRE-12", Level::kRecommended,
+     "a device held by a prepared claim is refused for an unrelated claim, and prepared for it once unprepared",
+     "k8s.io/dynamic-resource-allocation/kubeletplugin v0.38 (DRAPlugin.PrepareResourceClaims: the driver is the "
+     "last line of defence after a force deletion)"},
     {"UNP-1", Level::kRequired, "unprepare of a prepared claim succeeds, and succeeds again",
      "pkg/kubelet/cm/dra/manager.go (unprepareResourcesForPod: retried until it succeeds)"},
     {"UNP-2", Level::kRequired, "unprepare of a claim never prepared succeeds",
@@ -177,6 +181,7 @@ class SanityRun {
   void CheckPrepare();
   void CheckRefusals(const k8s::ClaimRef& good);
   void CheckConcurrency();
+  void CheckExclusivity();
   void CheckUnprepare(const k8s::ClaimRef& good);
   void CheckCdi(const std::vector<kc::PreparedDevice>& devices);
   void CheckHealth();
@@ -688,6 +693,37 @@ void SanityRun::CheckConcurrency() {
   }
 }
 
+// Two unrelated claims allocated the same device (no shareID, no
+// adminAccess), as a force-deleted pod's claim and its replacement's.
+void SanityRun::CheckExclusivity() {
+  const absl::StatusOr<k8s::ClaimRef> holder = CreateClaim("sanity-holder", {devices_[0]}, info_.name);
+  const absl::StatusOr<k8s::ClaimRef> second = CreateClaim("sanity-second", {devices_[0]}, info_.name);
+  if (!holder.ok() || !second.ok()) {
+    Fail("PRE-12", absl::StrCat("creating the claims: ", (holder.ok() ? second.status() : holder.status()).message()));
+    return;
+  }
+  const std::string device = absl::StrCat(devices_[0].pool, "/", devices_[0].device);
+  if (const ClaimAnswer held = Prepare(api_, *holder); !held.prepared()) {
+    Skip("PRE-12", absl::StrCat(holder->ToString(), " on ", device, " was not prepared: ", held.Describe()));
+    return;
+  }
+  const ClaimAnswer refused = Prepare(api_, *second);
+  const std::string unprepared = Unprepare(*holder);
+  const ClaimAnswer after = unprepared.empty() ? Prepare(api_, *second) : ClaimAnswer{};
+  if (refused.prepared() || after.prepared()) Unprepare(*second);
+  if (refused.prepared()) {
+    Fail("PRE-12", absl::StrCat(second->ToString(), " on ", device, " while ", holder->ToString(),
+                                " holds it: ", refused.Describe()));
+  } else if (!unprepared.empty()) {
+    Fail("PRE-12", absl::StrCat("unprepare of ", holder->ToString(), ": ", unprepared));
+  } else if (!after.prepared()) {
+    Fail("PRE-12",
+         absl::StrCat(second->ToString(), " after ", holder->ToString(), " was unprepared: ", after.Describe()));
+  } else {
+    Pass("PRE-12", refused.Describe());
+  }
+}
+
 void SanityRun::CheckCdi(const std::vector<kc::PreparedDevice>& devices) {
   std::vector<std::string> ids;
   for (const kc::PreparedDevice& device : devices) {
@@ -904,6 +940,7 @@ absl::StatusOr<std::vector<Result>> SanityRun::Run() {
   } else {
     CheckPrepare();
     CheckConcurrency();
+    CheckExclusivity();
     dra::MutexLock lock(&unanswered_mu_);
     if (unanswered_.empty()) {
       Pass("PRE-1");
