@@ -33,7 +33,7 @@ using k8s::Client;
 using nlohmann::json;
 
 inline constexpr char kBusybox[] = "localhost/dra-e2e/busybox:1";
-inline constexpr char kImageTag[] = "0.1.0";
+inline constexpr char kImageTag[] = "0.2.0";
 inline constexpr char kGpuDriver[] = "gpu.example.com";
 inline constexpr char kCpuDriver[] = "cpu.example.com";
 // Long enough for a pod to start on a loaded machine: a bound on a wait for
