@@ -8,6 +8,9 @@
 // the API server, as `kubectl logs` does).
 #include <signal.h>
 
+#include <filesystem>
+#include <iostream>
+
 #include "absl/strings/str_replace.h"
 #include "cpuset.h"
 #include "e2e/runtime_node.h"
@@ -490,6 +493,132 @@ TEST_CASE(
   CHECK(Logged(killed, "Prepared claim", first) == 1);
   CHECK(Logged(log, "Prepared claim", first) == 0);
   CHECK(Logged(log, "Prepared claim", second) == 1);
+}
+
+// A container frozen through its freezer cgroup (cgroup v1, as on the
+// suite's node): its processes cannot die, not even of SIGKILL, until it is
+// thawed, so the kubelet cannot stop it. Thawed when this goes.
+class FrozenContainer {
+ public:
+  explicit FrozenContainer(const std::string& container_id) {
+    testing::ProcessResult inspect = Run({DRA_E2E_CLUSTER_SH, "crictl", ClusterDir(), "inspect", container_id});
+    RequireSuccess(inspect, "crictl inspect");
+    const int pid = json::parse(inspect.out)["info"]["pid"].get<int>();
+    REQUIRE(pid > 1);
+    for (absl::string_view line : absl::StrSplit(testing::ReadFile(absl::StrCat("/proc/", pid, "/cgroup")), '\n')) {
+      const std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (fields.size() == 3 && fields[1] == "freezer")
+        state_ = "/sys/fs/cgroup/freezer" + fields[2] + "/freezer.state";
+    }
+    INFO("the container's freezer cgroup: " << state_);
+    REQUIRE(!state_.empty());
+    testing::WriteFile(state_, "FROZEN");
+    REQUIRE(Eventually([&] { return absl::StartsWith(testing::ReadFile(state_), "FROZEN"); }, kPodStart));
+  }
+  FrozenContainer(const FrozenContainer&) = delete;
+  FrozenContainer& operator=(const FrozenContainer&) = delete;
+  ~FrozenContainer() { Thaw(); }
+  void Thaw() {
+    if (!state_.empty() && std::filesystem::exists(state_)) testing::WriteFile(state_, "THAWED");
+    state_.clear();
+  }
+
+ private:
+  std::string state_;
+};
+
+// `kubectl delete pod --force --grace-period=0`: the pod object goes at
+// once, whatever its containers do.
+void ForceDeletePod(const std::string& ns, const std::string& pod) {
+  const std::string dir = ClusterDir();
+  RequireSuccess(Run({"/usr/bin/curl", "-sf", "--max-time", "30", "--cacert", dir + "/pki/ca.crt", "--cert",
+                      dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key", "-X", "DELETE", "-H",
+                      "Content-Type: application/json", "-d",
+                      R"({"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":0})",
+                      absl::StrCat(AdminConfig().server, "/api/v1/namespaces/", ns, "/pods/", pod)}),
+                 "force deletion of " + ns + "/" + pod);
+}
+
+// Where `message` about claim `uid` first stands in the driver's log, or npos.
+size_t LoggedAt(const std::string& log, const std::string& message, const std::string& uid) {
+  size_t start = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "\"" + message + "\"") && absl::StrContains(line, uid)) return start;
+    start += line.size() + 1;
+  }
+  return std::string::npos;
+}
+
+TEST_CASE(
+    "the GPU driver: a running pod force-deleted while its container still runs, and a replacement given the "
+    "same GPU: the replacement's prepare is refused until the kubelet unprepared the old claim, then it runs",
+    "[e2e][runtime][gpu][exclusivity]") {
+  GpuInstall gpu({"--num-devices=1"}, /*devices=*/1);
+  Client& admin = *gpu.admin;
+  const Workloads workloads(admin, "gpu-force");
+  const std::string& ns = workloads.ns;
+  const ClaimWorkload old_workload = RunClaimPod(admin, ns, "old-gpu", "old");
+  CHECK(GpuIndexes(old_workload.log) == std::vector<std::string>{"0"});
+  const std::string old_spec = absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", old_workload.uid, ".json");
+  REQUIRE(std::filesystem::exists(old_spec));
+
+  // The old container keeps running (frozen) after its pod object is gone:
+  // what a force deletion leaves when the container does not stop at once.
+  const json old_pod = RunningPod(admin, ns, "old");
+  FrozenContainer frozen(old_pod["status"]["containerStatuses"][0]["containerID"].get<std::string>().substr(
+      std::string("containerd://").size()));
+  const absl::Time start = absl::Now();
+  ForceDeletePod(ns, "old");
+
+  // The only GPU goes to the replacement once the old claim is deallocated.
+  CreateClaim(admin, ns, "new-gpu", "gpu.example.com");
+  ApplyObject(admin, ClaimPod(ns, "new", "new-gpu"), ns);
+  const std::string new_uid = ClaimUid(admin, ns, "new-gpu");
+  std::string log;
+  const bool refused = Eventually(
+      [&] {
+        log = gpu.driver_log();
+        return Logged(log, "Claim failed", new_uid) > 0;
+      },
+      kPodStart);
+  INFO("the driver's log:\n" << log);
+  REQUIRE(refused);
+  const absl::Duration refused_after = absl::Now() - start;
+  CHECK(absl::StrContains(log, absl::StrCat("device ", gpu.node.name, "/gpu-0 is in use by claim ", ns,
+                                            "/old-gpu (UID ", old_workload.uid, "), prepared on this node")));
+  // Only the old claim has the GPU: its CDI spec is there, the new one's is
+  // not, and the new pod does not run.
+  CHECK(std::filesystem::exists(old_spec));
+  CHECK_FALSE(std::filesystem::exists(absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", new_uid, ".json")));
+  absl::StatusOr<json> waiting = admin.Get(kPods, ns, "new");
+  REQUIRE(waiting.ok());
+  CHECK_FALSE(PodRunning(*waiting));
+  CHECK(Logged(log, "Prepared claim", new_uid) == 0);
+
+  // The old container stops; the kubelet unprepares its claim, and its next
+  // retry prepares the new one.
+  frozen.Thaw();
+  const absl::Duration thawed_after = absl::Now() - start;
+  CHECK(Eventually([&] { return Logged(gpu.driver_log(), "Unprepared claim", old_workload.uid) > 0; }, kPodStart));
+  const absl::Duration unprepared_after = absl::Now() - start;
+  const std::string new_log = WaitForLog(ns, "new", "app");
+  const absl::Duration running_after = absl::Now() - start;
+  CHECK(GpuIndexes(new_log) == std::vector<std::string>{"0"});
+  CHECK(HasDeviceNode(new_log, "0"));
+  log = gpu.driver_log();
+  INFO("the driver's log:\n" << log);
+  const size_t unprepared = LoggedAt(log, "Unprepared claim", old_workload.uid);
+  const size_t prepared = LoggedAt(log, "Prepared claim", new_uid);
+  REQUIRE(unprepared != std::string::npos);
+  REQUIRE(prepared != std::string::npos);
+  CHECK(unprepared < prepared);
+  CHECK_FALSE(std::filesystem::exists(old_spec));
+  std::cout << "force deletion timeline (from the force deletion): replacement refused seen after "
+            << absl::FormatDuration(refused_after) << ", old container thawed after "
+            << absl::FormatDuration(thawed_after) << ", its claim unprepared (its container stopped) after "
+            << absl::FormatDuration(unprepared_after) << ", replacement running after "
+            << absl::FormatDuration(running_after) << "; refusals: " << Logged(log, "Claim failed", new_uid) << "\n";
+  CHECK(DeleteWorkloads(admin, ns));
 }
 
 }  // namespace
