@@ -327,8 +327,11 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     h.WaitIdle();
     slices = h.Slices();
     CHECK(DeviceNames(slices) == DeviceNames(resources.pools.at(kNode)));
-    CHECK(slices[0].spec.pool.generation == 2);
-    CHECK(slices[1].spec.pool.generation == 2);
+    // The two deletions reach the publisher as two watch events. Within the
+    // drift delay of each other the pool is written anew at the next
+    // generation; further apart (seen under ASan on a loaded machine) each
+    // slice is recreated as it goes. Either way the slices agree.
+    CHECK(slices[0].spec.pool.generation == slices[1].spec.pool.generation);
   }
   h.WaitIdle();
   h.ResetCounts();
