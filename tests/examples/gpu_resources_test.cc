@@ -80,6 +80,17 @@ TEST_CASE("partitioned GPUs: partitions and the whole draw from one counter set 
   CHECK(std::vector<std::string>(names.begin(), names.begin() + 5) == gpu::DeviceNames(0, 4));
 }
 
+TEST_CASE("device units: a partition occupies its share of its GPU, the whole device all of them", "[gpu][resources]") {
+  const auto units = gpu::DeviceUnits(Gpus(2), /*partitions=*/2);
+  CHECK(units.at("gpu-0-partition-0") == std::vector<std::string>{"gpu-0/0"});
+  CHECK(units.at("gpu-0-partition-1") == std::vector<std::string>{"gpu-0/1"});
+  CHECK(units.at("gpu-0-full") == std::vector<std::string>{"gpu-0/0", "gpu-0/1"});
+  CHECK(units.at("gpu-1-full") == std::vector<std::string>{"gpu-1/0", "gpu-1/1"});
+  CHECK(units.size() == 6);
+  // Without partitions every GPU is only itself.
+  CHECK(gpu::DeviceUnits(Gpus(2), /*partitions=*/0).empty());
+}
+
 TEST_CASE("a GPU whose multiprocessor count is unknown has no compute capacity or counter", "[gpu][resources]") {
   std::vector<gpu::GpuInfo> gpus = Gpus(1);
   gpus[0].compute_units = std::nullopt;
