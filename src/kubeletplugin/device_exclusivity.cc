@@ -62,10 +62,11 @@ std::optional<std::string> Collision(std::span<const HeldDevice> wanted, const H
       if (unit.has_value()) {
         absl::StrAppend(&why, " (its device ", held.pool, "/", held.device, " occupies the same unit \"", *unit, "\")");
       }
+      // The orphan check unprepares only claims whose preparation started.
       absl::StrAppend(&why,
                       ": a device without a shareID or adminAccess serves one claim at a time; this claim is "
-                      "prepared once the kubelet has unprepared that one (after its pod's containers stopped) "
-                      "or its ResourceClaim is gone");
+                      "prepared once the kubelet has unprepared that one (after its pod's containers stopped)",
+                      holder.prepared ? "" : " or the orphan check has (its ResourceClaim gone)");
       return why;
     }
   }

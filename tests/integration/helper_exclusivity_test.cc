@@ -66,7 +66,7 @@ TEST_CASE("exclusivity: a device held by a prepared claim is refused until the k
   CHECK(refused ==
         "device pool-a/gpu-0 is in use by claim team-a/old (UID 00000000-0000-4000-8000-00000000000a), prepared on "
         "this node: a device without a shareID or adminAccess serves one claim at a time; this claim is prepared "
-        "once the kubelet has unprepared that one (after its pod's containers stopped) or its ResourceClaim is gone");
+        "once the kubelet has unprepared that one (after its pod's containers stopped)");
   // The driver never saw it; v1beta1 gets the same answer; the holder is
   // still answered.
   CHECK(driver.prepared_uids() == std::vector<std::string>{kOld.uid});
