@@ -530,12 +530,9 @@ class FrozenContainer {
 // `kubectl delete pod --force --grace-period=0`: the pod object goes at
 // once, whatever its containers do.
 void ForceDeletePod(const std::string& ns, const std::string& pod) {
-  const std::string dir = ClusterDir();
-  RequireSuccess(Run({"/usr/bin/curl", "-sf", "--max-time", "30", "--cacert", dir + "/pki/ca.crt", "--cert",
-                      dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key", "-X", "DELETE", "-H",
-                      "Content-Type: application/json", "-d",
-                      R"({"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":0})",
-                      absl::StrCat(AdminConfig().server, "/api/v1/namespaces/", ns, "/pods/", pod)}),
+  RequireSuccess(AdminCurl({"-X", "DELETE", "-H", "Content-Type: application/json", "-d",
+                            R"({"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":0})",
+                            absl::StrCat(AdminConfig().server, "/api/v1/namespaces/", ns, "/pods/", pod)}),
                  "force deletion of " + ns + "/" + pod);
 }
 
@@ -543,7 +540,7 @@ void ForceDeletePod(const std::string& ns, const std::string& pod) {
 size_t LoggedAt(const std::string& log, const std::string& message, const std::string& uid) {
   size_t start = 0;
   for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    if (absl::StrContains(line, "\"" + message + "\"") && absl::StrContains(line, uid)) return start;
+    if (LogLineAbout(line, message, uid)) return start;
     start += line.size() + 1;
   }
   return std::string::npos;

@@ -174,12 +174,20 @@ inline size_t PublishedDevices(Client& admin, const NodeEnv& node, const std::st
   return devices;
 }
 
+// curl with the admin certificate and `args` (options, then the URL).
+inline testing::ProcessResult AdminCurl(const std::vector<std::string>& args) {
+  const std::string dir = ClusterDir();
+  std::vector<std::string> argv = {
+      "/usr/bin/curl",     "-sf",    "--max-time",           "30",    "--cacert",
+      dir + "/pki/ca.crt", "--cert", dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
+}
+
 // GET on the API server with the admin certificate (text, as kubectl's
 // raw requests); "" when it fails.
 inline std::string AdminGetText(const std::string& url) {
-  const std::string dir = ClusterDir();
-  testing::ProcessResult result = Run({"/usr/bin/curl", "-sf", "--max-time", "30", "--cacert", dir + "/pki/ca.crt",
-                                       "--cert", dir + "/pki/admin.crt", "--key", dir + "/pki/admin.key", url});
+  testing::ProcessResult result = AdminCurl({url});
   return result.exit_code == 0 ? result.out : "";
 }
 
@@ -406,12 +414,15 @@ struct GpuInstall : Install {
   }
 };
 
+// Whether a line of the driver's log has `message` and names the claim `uid`.
+inline bool LogLineAbout(absl::string_view line, const std::string& message, const std::string& uid) {
+  return absl::StrContains(line, "\"" + message + "\"") && absl::StrContains(line, uid);
+}
+
 // The driver's log lines with `message` that name the claim `uid`.
 inline size_t Logged(const std::string& log, const std::string& message, const std::string& uid) {
   size_t count = 0;
-  for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    if (absl::StrContains(line, "\"" + message + "\"") && absl::StrContains(line, uid)) ++count;
-  }
+  for (absl::string_view line : absl::StrSplit(log, '\n')) count += LogLineAbout(line, message, uid) ? 1 : 0;
   return count;
 }
 
