@@ -8,6 +8,14 @@
 #include "dra/cdi/validation.h"
 
 namespace dra::kubeletplugin::internal {
+namespace {
+
+cdi::SpecDirOptions WithFormat(cdi::SpecDirOptions options, cdi::Format format) {
+  options.format = format;
+  return options;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind kind, cdi::SpecDirOptions dir,
                                                                      std::vector<cdi::Spec> node_specs) {
@@ -31,7 +39,11 @@ absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind k
 
 ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir,
                              std::vector<std::pair<std::string, cdi::Spec>> node_specs)
-    : kind_(std::move(kind)), dir_(std::move(dir)), node_specs_(std::move(node_specs)) {}
+    : kind_(std::move(kind)),
+      dir_(dir),
+      json_dir_(WithFormat(dir, cdi::Format::kJson)),
+      yaml_dir_(WithFormat(dir, cdi::Format::kYaml)),
+      node_specs_(std::move(node_specs)) {}
 
 absl::Status ClaimCdiSpecs::WriteNodeSpecs(bool only_missing) const {
   for (const auto& [name, spec] : node_specs_) {
@@ -81,25 +93,45 @@ absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, c
   return json;
 }
 
-bool ClaimCdiSpecs::Exists(const std::string& claim_uid) const { return dir_.Exists(FileName(claim_uid)); }
+ClaimCdiSpecs::Location ClaimCdiSpecs::LocationOf(const std::string& claim_uid, const cdi::Spec& spec) const {
+  absl::StatusOr<cdi::Kind> kind = cdi::ParseKind(spec.kind);
+  if (!kind.ok() || kind->ToString() == kind_.ToString()) return {&dir_, FileName(claim_uid)};
+  std::string name = cdi::TransientSpecFileName(*kind, claim_uid);
+  const cdi::SpecDir* dir = yaml_dir_.Exists(name) ? &yaml_dir_ : &json_dir_;
+  return {dir, std::move(name)};
+}
+
+absl::StatusOr<bool> ClaimCdiSpecs::Exists(const std::string& claim_uid, const std::string& spec_json) const {
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
+  if (!spec.ok()) return spec.status();
+  const Location location = LocationOf(claim_uid, *spec);
+  return location.dir->Exists(location.name);
+}
 
 absl::Status ClaimCdiSpecs::Restore(const std::string& claim_uid, const std::string& spec_json) const {
   absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
   if (!spec.ok()) return spec.status();
-  return dir_.Write(FileName(claim_uid), *spec, cdi::WriteSync::kUnsynced).status();
+  const Location location = LocationOf(claim_uid, *spec);
+  return location.dir->Write(location.name, *spec, cdi::WriteSync::kUnsynced).status();
 }
 
 absl::StatusOr<bool> ClaimCdiSpecs::Repair(const std::string& claim_uid, const std::string& spec_json) const {
   absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
   if (!spec.ok()) return spec.status();
-  absl::StatusOr<bool> matches = dir_.Matches(FileName(claim_uid), *spec);
+  const Location location = LocationOf(claim_uid, *spec);
+  absl::StatusOr<bool> matches = location.dir->Matches(location.name, *spec);
   if (!matches.ok()) return matches.status();
   if (*matches) return false;
-  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), *spec); !path.ok()) return path.status();
+  if (absl::StatusOr<std::string> path = location.dir->Write(location.name, *spec); !path.ok()) return path.status();
   return true;
 }
 
-absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid) const { return dir_.Remove(FileName(claim_uid)); }
+absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid, const std::string& spec_json) const {
+  if (spec_json.empty()) return dir_.Remove(FileName(claim_uid));
+  absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
+  if (!spec.ok()) return spec.status();
+  return dir_.Remove(LocationOf(claim_uid, *spec).name);  // either format
+}
 
 absl::StatusOr<std::vector<std::string>> ClaimCdiSpecs::RemoveAllExcept(const std::set<std::string>& keep) const {
   return dir_.RemoveTransientSpecsExcept(kind_, keep);

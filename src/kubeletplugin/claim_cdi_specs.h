@@ -40,25 +40,41 @@ class ClaimCdiSpecs {
   // checkpoint. Without fsync: the checkpoint's durable copy is what
   // survives a power loss, and Repair puts the file right after one.
   absl::StatusOr<std::string> Write(const std::string& claim_uid, const cdi::Spec& spec) const;
+  // A checkpointed spec (`spec_json`, as Write returned it) lives in a file
+  // named after the kind inside it. A spec that an earlier version of the
+  // driver wrote under another kind (options.cdi.vendor or class_name have
+  // changed since) so stays where the runtime found it until its claim is
+  // unprepared, in the format it has on disk (JSON when it is gone).
+
   // Whether the claim's spec file is there.
-  bool Exists(const std::string& claim_uid) const;
+  absl::StatusOr<bool> Exists(const std::string& claim_uid, const std::string& spec_json) const;
   // Writes the spec file again from its checkpointed JSON (after a reboot
   // emptied the spec dir), as Write does.
   absl::Status Restore(const std::string& claim_uid, const std::string& spec_json) const;
   // Writes the spec file again, with fsync, unless it holds exactly what the
   // checkpointed JSON gives; true when it did.
   absl::StatusOr<bool> Repair(const std::string& claim_uid, const std::string& spec_json) const;
-  // Removes the claim's spec file; a missing one is success.
-  absl::Status Remove(const std::string& claim_uid) const;
+  // Removes the claim's spec file, the one its checkpointed JSON names when
+  // there is one, else this kind's; a missing one is success.
+  absl::Status Remove(const std::string& claim_uid, const std::string& spec_json = "") const;
   // Removes this kind's per-claim spec files whose claim UID is not in `keep`.
   absl::StatusOr<std::vector<std::string>> RemoveAllExcept(const std::set<std::string>& keep) const;
 
  private:
   ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, std::vector<std::pair<std::string, cdi::Spec>> node_specs);
   std::string FileName(const std::string& claim_uid) const;
+  // Where a checkpointed spec's file is: the spec dir in the format to use,
+  // and the file name.
+  struct Location {
+    const cdi::SpecDir* dir;
+    std::string name;
+  };
+  Location LocationOf(const std::string& claim_uid, const cdi::Spec& spec) const;
 
   const cdi::Kind kind_;
   const cdi::SpecDir dir_;
+  const cdi::SpecDir json_dir_;  // spec files of another kind
+  const cdi::SpecDir yaml_dir_;
   const std::vector<std::pair<std::string, cdi::Spec>> node_specs_;  // by file name
 };
 

@@ -53,7 +53,9 @@ absl::StatusOr<ClaimFiles::Written> ClaimFiles::Write(const k8s::ResourceClaim& 
 }
 
 bool ClaimFiles::CdiSpecLost(const CheckpointEntry& entry) const {
-  return cdi_specs_ != nullptr && !entry.cdi_spec.empty() && !cdi_specs_->Exists(entry.claim.uid);
+  if (cdi_specs_ == nullptr || entry.cdi_spec.empty()) return false;
+  absl::StatusOr<bool> exists = cdi_specs_->Exists(entry.claim.uid, entry.cdi_spec);
+  return !exists.ok() || !*exists;  // Restore reports what is wrong
 }
 
 bool ClaimFiles::Lost(const CheckpointEntry& entry) const {
@@ -76,7 +78,10 @@ absl::Status ClaimFiles::Remove(const k8s::ClaimRef& ref, const CheckpointEntry*
     if (absl::Status status = metadata_files_->Remove(ref); !status.ok()) return status;
   }
   if (cdi_specs_ != nullptr && (prepared == nullptr || !prepared->cdi_spec.empty())) {
-    if (absl::Status status = cdi_specs_->Remove(ref.uid); !status.ok()) return Annotate(status, "remove CDI spec");
+    const std::string no_spec;
+    const std::string& spec = prepared == nullptr ? no_spec : prepared->cdi_spec;
+    if (absl::Status status = cdi_specs_->Remove(ref.uid, spec); !status.ok())
+      return Annotate(status, "remove CDI spec");
   }
   return absl::OkStatus();
 }

@@ -318,6 +318,54 @@ TEST_CASE("invalid CDI edits fail the claim, naming the device and the field", "
   CHECK_FALSE(std::filesystem::exists(f.SpecPath("uid-1")));
 }
 
+TEST_CASE(
+    "a driver upgraded to another per-claim kind and format: its running claims' specs stay where they are until "
+    "unprepared, new claims get the new kind",
+    "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "old", "uid-old"));
+  f.claims->Put(AllocatedClaim("ns", "new", "uid-new", {"gpu-1"}));
+  {
+    auto helper = f.Start(driver);
+    auto client = DraClient::Create(helper->dra_socket_path());
+    auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "old", "uid-old"}}));
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->at("uid-old").error.empty());
+  }
+  const std::string old_spec = f.SpecPath("uid-old");
+  const std::string old_content = ReadFile(old_spec);
+
+  Options upgraded = f.MakeOptions();
+  upgraded.cdi.vendor = "k8s.gpu.example.com";
+  upgraded.cdi.class_name = "gpu";
+  upgraded.cdi.dir.format = cdi::Format::kYaml;
+  auto helper = f.Start(driver, upgraded);
+  // Start repaired nothing and wrote no second file defining the old devices.
+  CHECK(ReadFile(old_spec) == old_content);
+  CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-claim_uid-old.yaml"));
+  CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/k8s.gpu.example.com-gpu_uid-old.yaml"));
+  auto client = DraClient::Create(helper->dra_socket_path());
+  // Lost, it comes back where it was, as JSON.
+  std::filesystem::remove(old_spec);
+  auto again = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "old", "uid-old"}}));
+  REQUIRE(again.ok());
+  CHECK(again->at("uid-old").devices.at(0).cdi_device_ids.at(0) == "gpu.example.com/claim=uid-old-gpu-0");
+  CHECK(ReadFile(old_spec) == old_content);
+
+  auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "new", "uid-new"}}));
+  REQUIRE(prepared.ok());
+  CHECK(prepared->at("uid-new").devices.at(0).cdi_device_ids.at(0) == "k8s.gpu.example.com/gpu=uid-new-gpu-1");
+  CheckSchema(f.cdi_dir + "/k8s.gpu.example.com-gpu_uid-new.yaml");
+
+  auto unprepared = client->NodeUnprepareResources(DraApi::kV1, Refs({{"ns", "old", "uid-old"}}));
+  REQUIRE(unprepared.ok());
+  CHECK(unprepared->at("uid-old").empty());
+  CHECK_FALSE(std::filesystem::exists(old_spec));
+  CHECK(driver.prepare_calls() == 2);
+}
+
 TEST_CASE("CDI options: vendor, class, format, edits with CDI off fail the claim", "[helper][cdi]") {
   Fixture f;
   TestDriver driver;
