@@ -132,9 +132,11 @@ step "dractl prepare default/gpu-claim (NodePrepareResources): the devices and C
 "$dractl" prepare --endpoint "$endpoint" --claim "default/gpu-claim/$uid"
 
 step "the claim's CDI spec, written by the SDK for the driver (the container runtime reads it)"
-spec="$work/cdi/gpu.example.com-claim_$uid.json"
+# Named and kinded as dra-example-driver names its own, which the GPU example
+# stands in for (its unprepare removes it after a rollback).
+spec="$work/cdi/k8s.gpu.example.com-gpu_$uid.yaml"
 ls -l "$work/cdi"
-py 'print(json.dumps(doc["devices"][0]["containerEdits"], indent=2))' < "$spec"
+cat "$spec"
 
 step "the device status the driver wrote into the claim (ClaimStatusWriter)"
 api "$server/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim" |

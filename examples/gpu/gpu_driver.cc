@@ -1,7 +1,6 @@
 #include "gpu_driver.h"
 
 #include <algorithm>
-#include <cerrno>
 
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include "dra/k8s/device_attributes.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "gpu_config.h"
-#include "reference_takeover.h"
 
 namespace gpu {
 namespace {
@@ -132,18 +130,10 @@ kp::PrepareResult GpuDriver::Prepare(const dra::CallContext& ctx, const k8s::Res
 absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const dra::CallContext& ctx,
                                                                         std::span<const k8s::ClaimRef> claims) {
   // The Helper removes the claims' CDI specs; mock and NVML GPUs keep no
-  // other per-claim state. A claim adopted from dra-example-driver may still
-  // have the spec it wrote.
+  // other per-claim state.
   kp::UnprepareResults results;
   for (const k8s::ClaimRef& claim : claims) {
-    absl::Status& result = results[claim.uid];
-    if (!options_.reference_cdi_root.empty() && ValidClaimUid(claim.uid)) {
-      const std::string spec = ReferenceClaimSpecPath(options_.reference_cdi_root, options_.driver_name, claim.uid);
-      if (::unlink(spec.c_str()) != 0 && errno != ENOENT) {
-        result = absl::ErrnoToStatus(errno, "remove dra-example-driver's CDI spec " + spec);
-        continue;
-      }
-    }
+    results[claim.uid] = absl::OkStatus();
     ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
   }
   return results;

@@ -37,10 +37,6 @@ class GpuDriver : public dra::kubeletplugin::Driver {
     std::map<std::string, GpuInfo> devices;  // the GPU each device name is (a partition of)
     std::shared_ptr<const dra::resourceclaim::ClaimStatusWriter> status_writer;  // may be null
     bool device_metadata = false;  // give each prepared GPU Device::metadata
-    // Where dra-example-driver wrote its CDI specs, on a node taken over
-    // from it (reference_takeover.h): an unprepared claim's spec there goes
-    // too. Empty: none.
-    std::string reference_cdi_root;
     dra::Logger logger;
   };
 

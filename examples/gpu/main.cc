@@ -398,11 +398,9 @@ int main(int argc, char** argv) {
     options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};
   }
 
-  // A node taken over from dra-example-driver: its prepared claims are
-  // adopted, its CDI specs removed as they are unprepared.
-  options->adopt_checkpoint =
-      gpu::AdoptReferenceCheckpoint(options->kube_client, gpu_flags.driver_name, options->cdi.dir.path, logger);
-  driver_options.reference_cdi_root = options->cdi.dir.path;
+  // A node taken over from dra-example-driver, or rolled back to it: the
+  // claims either prepared can be unprepared by the other.
+  gpu::ShareNodeWithReference(*options, gpu_flags.driver_name, logger);
 
   gpu::GpuDriver driver(std::move(driver_options), signals);
   std::shared_ptr<k8s::Client> client = options->kube_client;

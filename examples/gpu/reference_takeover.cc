@@ -62,6 +62,16 @@ absl::StatusOr<std::vector<std::string>> ReferenceCheckpointClaims(const std::st
   return uids;
 }
 
+std::string ReferenceCheckpoint(const std::vector<k8s::ClaimRef>& claims) {
+  // Field order and indentation as its Go encoder writes them.
+  nlohmann::ordered_json checkpoint = {{"kind", "Checkpoint"}, {"apiVersion", kApiVersion}};
+  if (!claims.empty()) {
+    nlohmann::ordered_json& prepared = checkpoint["preparedClaims"] = nlohmann::ordered_json::array();
+    for (const k8s::ClaimRef& claim : claims) prepared.push_back({{"uid", claim.uid}});
+  }
+  return checkpoint.dump(2) + "\n";
+}
+
 std::string ReferenceClaimSpecPath(const std::string& cdi_root, const std::string& driver_name,
                                    const std::string& uid) {
   return absl::StrCat(cdi_root, "/k8s.", driver_name, "-gpu_", uid, ".yaml");
@@ -108,6 +118,15 @@ CheckpointAdopter AdoptReferenceCheckpoint(std::shared_ptr<k8s::Client> client, 
     }
     return adopted;
   };
+}
+
+void ShareNodeWithReference(dra::kubeletplugin::Options& options, const std::string& driver_name,
+                            const dra::Logger& logger) {
+  options.adopt_checkpoint = AdoptReferenceCheckpoint(options.kube_client, driver_name, options.cdi.dir.path, logger);
+  options.encode_foreign_checkpoint = ReferenceCheckpoint;
+  options.cdi.vendor = "k8s." + driver_name;
+  options.cdi.class_name = "gpu";
+  options.cdi.dir.format = dra::cdi::Format::kYaml;
 }
 
 }  // namespace gpu

@@ -485,6 +485,90 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, c
   return checkpoint;
 }
 
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string path, Foreign foreign) {
+  absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(foreign.path);
+  if (!content.ok() && !absl::IsNotFound(content.status())) return content.status();
+  if (content.ok() && Decode(*content).ok()) {
+    // A release that kept no foreign file had its own checkpoint there, and
+    // ran after this one wrote `path` (a downgrade and back): it is the newer.
+    if (absl::Status status = dra::internal::WriteFileAtomically(path, *content, kFileMode); !status.ok()) {
+      return status;
+    }
+    content = absl::NotFoundError(foreign.path);
+  }
+  absl::StatusOr<std::unique_ptr<Checkpoint>> opened = Open(std::move(path));
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<Checkpoint> checkpoint = *std::move(opened);
+  checkpoint->foreign_ = std::move(foreign);
+  if (content.ok()) {
+    std::vector<k8s::ClaimRef> recorded;
+    checkpoint->ForEach([&](const CheckpointEntry& entry) { recorded.push_back(entry.claim); });
+    if (*content != checkpoint->foreign_->encode(recorded)) {
+      absl::StatusOr<std::vector<k8s::ClaimRef>> listed = checkpoint->foreign_->read(*content);
+      if (!listed.ok()) {
+        return absl::Status(listed.status().code(),
+                            absl::StrCat("checkpoint ", checkpoint->foreign_->path,
+                                         ": changed by another driver since this one wrote it, and not readable: ",
+                                         listed.status().message()));
+      }
+      std::vector<CheckpointChange> changes;
+      std::set<std::string> listed_uids;
+      for (k8s::ClaimRef& claim : *listed) {
+        listed_uids.insert(claim.uid);
+        if (checkpoint->Get(claim.uid).has_value()) continue;  // what it recorded stays
+        std::string uid = claim.uid;
+        changes.push_back({std::move(uid), CheckpointEntry{std::move(claim), ClaimState::kPrepareStarted, {}}});
+      }
+      for (const k8s::ClaimRef& claim : recorded) {
+        if (!listed_uids.contains(claim.uid)) changes.push_back({claim.uid, std::nullopt});  // unprepared by it
+      }
+      if (!changes.empty()) {
+        if (absl::Status status = checkpoint->Commit(std::move(changes)); !status.ok()) return status;
+      }
+    }
+  }
+  if (absl::Status status = checkpoint->SyncForeign(); !status.ok()) return status;
+  return checkpoint;
+}
+
+std::optional<std::string> Checkpoint::ForeignContent() {
+  if (!foreign_.has_value()) return std::nullopt;
+  if (foreign_claims_.has_value() &&
+      std::equal(entries_.begin(), entries_.end(), foreign_claims_->begin(), foreign_claims_->end(),
+                 [](const auto& entry, const std::string& uid) { return entry.first == uid; })) {
+    return std::nullopt;
+  }
+  std::set<std::string> uids;
+  std::vector<k8s::ClaimRef> claims;
+  for (const auto& [uid, entry] : entries_) {
+    uids.insert(uid);
+    claims.push_back(entry.claim);
+  }
+  foreign_claims_ = std::move(uids);
+  return foreign_->encode(claims);
+}
+
+absl::Status Checkpoint::SyncForeign() {
+  std::vector<k8s::ClaimRef> claims;
+  {
+    dra::MutexLock lock(&mu_);
+    foreign_claims_.emplace();
+    for (const auto& [uid, entry] : entries_) {
+      foreign_claims_->insert(uid);
+      claims.push_back(entry.claim);
+    }
+  }
+  const std::string expected = foreign_->encode(claims);
+  absl::StatusOr<std::string> current = dra::internal::ReadWholeFile(foreign_->path);
+  if (current.ok() && *current == expected) return absl::OkStatus();
+  absl::Status status = dra::internal::WriteFileAtomically(foreign_->path, expected, kFileMode);
+  if (!status.ok()) {
+    dra::MutexLock lock(&mu_);
+    foreign_claims_.reset();
+  }
+  return status;
+}
+
 absl::Status Checkpoint::Load() {
   struct stat file {};
   absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(path_, &file);
@@ -585,6 +669,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   // because its end may be garbage.
   const bool replace = fd_ < 0 || rewrite_ || log_changes_ >= MaxChangeRecords(entries_.size());
   const std::string content = replace ? Snapshot(record_seq) : ChangeRecord(record_seq);
+  const std::optional<std::string> foreign = ForeignContent();
   std::set<std::string> written = std::exchange(dirty_, {});
   const int fd = fd_;
   mu_.Unlock();
@@ -601,11 +686,23 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   } else {
     status = Append(fd, content, path_);
   }
+  absl::Status foreign_status;
+  if (status.ok() && foreign.has_value()) {
+    foreign_status = dra::internal::WriteFileAtomically(foreign_->path, *foreign, kFileMode);
+  }
 
   mu_.Lock();
   writing_ = false;
+  if (status.ok() && !foreign_status.ok()) {
+    // This file has the changes; the foreign one is written with the next
+    // commit. Its callers learn that it lags.
+    foreign_claims_.reset();
+    last_failed_seq_ = covered;
+    last_write_status_ =
+        absl::Status(foreign_status.code(), absl::StrCat("write ", foreign_->path, ": ", foreign_status.message()));
+  }
   if (status.ok()) {
-    durable_seq_ = covered;
+    if (foreign_status.ok()) durable_seq_ = covered;
     ++writes_;
     record_seq_ = record_seq;
     if (replace) {
@@ -622,9 +719,10 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
     dirty_.merge(written);  // written with the next commit
     // A failed append may have left part of its line.
     rewrite_ = true;
+    if (foreign.has_value()) foreign_claims_.reset();
   }
   cv_.SignalAll();
-  return status;
+  return foreign_status.ok() ? status : last_write_status_;
 }
 
 std::string Checkpoint::Snapshot(uint64_t seq) const {

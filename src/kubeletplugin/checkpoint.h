@@ -98,6 +98,24 @@ class Checkpoint {
   // Open returns. When `adopt` fails too, the error names both reasons.
   using Adopter = std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)>;
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path, const Adopter& adopt);
+  // Another driver's checkpoint kept beside this one, so that the node stays
+  // readable by that driver (Options::encode_foreign_checkpoint).
+  struct Foreign {
+    std::string path;
+    Adopter read;  // its claims, or an error when it is not that driver's
+    std::function<std::string(const std::vector<k8s::ClaimRef>& claims)> encode;  // sorted by UID
+  };
+  // Opens the checkpoint at `path` with `foreign` kept beside it: after each
+  // durable write that changed which claims are recorded, and before the
+  // commit returns, foreign.path is replaced (temp file, fsync, rename) with
+  // foreign.encode of them all. At open, a foreign file of this format (an
+  // earlier release kept its checkpoint there) replaces `path`; one that is
+  // not what foreign.encode gives for the claims recorded was changed by the
+  // other driver since (a rollback to it and back): its claims are the
+  // node's, so recorded claims it does not list are dropped and those it
+  // adds are adopted as kPrepareStarted entries. The foreign file is written
+  // before Open returns.
+  static absl::StatusOr<std::unique_ptr<Checkpoint>> OpenBeside(std::string path, Foreign foreign);
   // A checkpoint that records nothing (Options::checkpoint off): commits
   // succeed and are dropped, so it is always empty, and it has no file.
   static std::unique_ptr<Checkpoint> Off();
@@ -129,6 +147,8 @@ class Checkpoint {
   // replacements (creation, compaction), each in place of an append.
   uint64_t writes() const;
   const std::string& path() const { return path_; }
+  // The foreign file kept beside it (OpenBeside); empty without one.
+  std::string foreign_path() const { return foreign_.has_value() ? foreign_->path : ""; }
   // False for Off(): no claim is ever known, so there is nothing to repair
   // and no orphan to look for.
   bool records() const { return !path_.empty(); }
@@ -140,6 +160,11 @@ class Checkpoint {
   std::string Snapshot(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The line for dirty_.
   std::string ChangeRecord(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The foreign file's content, when which claims are recorded changed since
+  // it was last written (or its write failed).
+  std::optional<std::string> ForeignContent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes the foreign file hold what it should; at open.
+  absl::Status SyncForeign();
 
   const std::string path_;
   mutable dra::Mutex mu_;
@@ -162,6 +187,11 @@ class Checkpoint {
   uint64_t log_changes_ ABSL_GUARDED_BY(mu_) = 0;  // change records in the file
   // The file may end in garbage: replace it rather than append.
   bool rewrite_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Set by OpenBeside before the first commit, then constant.
+  std::optional<Foreign> foreign_;
+  // The claims the foreign file lists; nullopt: it must be written.
+  std::optional<std::set<std::string>> foreign_claims_ ABSL_GUARDED_BY(mu_);
 };
 
 // CRC-32C (Castagnoli), the checksum of each line: with SSE4.2's crc32

@@ -385,12 +385,17 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFiles() {
 }
 
 absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized() {
-  // Serialized, no other instance is replacing the file.
-  absl::StatusOr<std::vector<std::string>> temps = dra::internal::RemoveAtomicTempFiles(checkpoint_.path());
-  if (!temps.ok()) return temps.status();
+  // Serialized, no other instance is replacing the files.
+  std::vector<std::string> temps;
+  for (const std::string& path : {checkpoint_.path(), checkpoint_.foreign_path()}) {
+    if (path.empty()) continue;
+    absl::StatusOr<std::vector<std::string>> left = dra::internal::RemoveAtomicTempFiles(path);
+    if (!left.ok()) return left.status();
+    temps.insert(temps.end(), left->begin(), left->end());
+  }
   absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_.Entries());
   if (!repaired.ok()) return repaired.status();
-  repaired->removed.insert(repaired->removed.begin(), temps->begin(), temps->end());
+  repaired->removed.insert(repaired->removed.begin(), temps.begin(), temps.end());
   return repaired;
 }
 

@@ -83,6 +83,10 @@ absl::Status ValidateOptions(const Options& options) {
       return status;
     }
   }
+  if (options.encode_foreign_checkpoint && !options.adopt_checkpoint) {
+    return absl::InvalidArgumentError(
+        "options.encode_foreign_checkpoint: needs options.adopt_checkpoint, to read that driver's checkpoint back");
+  }
   if (options.orphan_check_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("options.orphan_check_interval: Invalid value: \"",
                                                    absl::FormatDuration(options.orphan_check_interval),
@@ -262,8 +266,12 @@ absl::Status Helper::Impl::ResolveOptions() {
 
 absl::Status Helper::Impl::OpenNodeState() {
   if (options_.checkpoint) {
+    const std::string path = options_.plugin_data_dir + "/checkpoint.json";
     absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint =
-        Checkpoint::Open(options_.plugin_data_dir + "/checkpoint.json", options_.adopt_checkpoint);
+        options_.encode_foreign_checkpoint
+            ? Checkpoint::OpenBeside(options_.plugin_data_dir + "/dra-cpp-checkpoint",
+                                     {path, options_.adopt_checkpoint, options_.encode_foreign_checkpoint})
+            : Checkpoint::Open(path, options_.adopt_checkpoint);
     if (!checkpoint.ok()) return checkpoint.status();
     checkpoint_ = *std::move(checkpoint);
   } else {

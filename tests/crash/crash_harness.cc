@@ -40,11 +40,13 @@
 #include "crash/example_node.h"
 #include "crash/kubelet_peer.h"
 #include "crashpoint/crash_point.h"
+#include "dra/cdi/codec.h"
 #include "dra/cdi/spec_dir.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "example_driver_process.h"
 #include "fake_sysfs.h"
 #include "kubeletplugin/checkpoint.h"
+#include "support/checkpoint_file.h"
 #include "support/poll.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -101,6 +103,8 @@ struct Scenario {
   std::vector<std::string> flags;
   std::set<std::string> unreachable;  // crash points this driver never reaches
   int published_devices = 0;          // in its pool
+  cdi::Kind claim_kind;               // of its per-claim CDI specs
+  cdi::Format claim_format = cdi::Format::kJson;
 };
 
 struct Tally {
@@ -346,7 +350,7 @@ class Run {
   // is held twice.
   void CheckNode() {
     absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
-        kubeletplugin::internal::Checkpoint::Open(PluginDir() + "/checkpoint.json");
+        kubeletplugin::internal::Checkpoint::Open(testing::CheckpointFile(PluginDir()));
     if (!checkpoint.ok()) {
       Violation(absl::StrCat("the checkpoint does not load: ", checkpoint.status().ToString()));
       return;
@@ -366,7 +370,8 @@ class Run {
     }
     for (const auto& file : std::filesystem::directory_iterator(PluginDir())) {
       const std::string name = file.path().filename();
-      if (name != "checkpoint.json" && name != "dra.sock" && name != "dra-device-metadata") {
+      if (name != "checkpoint.json" && name != "dra-cpp-checkpoint" && name != "dra.sock" &&
+          name != "dra-device-metadata") {
         Violation(absl::StrCat("plugin data dir: ", name, " is left over"));
       }
     }
@@ -385,7 +390,7 @@ class Run {
     std::map<int, std::string> holder;
     for (const auto& [uid, entry] : entries) {
       if (entry.state != kubeletplugin::internal::ClaimState::kPrepared) continue;
-      if (!entry.cdi_spec.empty() && ReadFile(SpecPath(uid)) != entry.cdi_spec) {
+      if (!entry.cdi_spec.empty() && !SpecFileHolds(uid, entry.cdi_spec)) {
         Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": its CDI spec ", SpecPath(uid),
                                " is not the checkpoint's"));
       }
@@ -408,12 +413,20 @@ class Run {
   }
 
   std::string SpecPath(const std::string& uid) const {
-    return dir_.Join(absl::StrCat("cdi/", cdi::TransientSpecFileName({scenario_.driver_name, "claim"}, uid), ".json"));
+    return dir_.Join(absl::StrCat("cdi/", cdi::TransientSpecFileName(scenario_.claim_kind, uid),
+                                  cdi::FileExtension(scenario_.claim_format)));
+  }
+
+  // Whether the claim's spec file holds the spec the checkpoint has as JSON.
+  bool SpecFileHolds(const std::string& uid, const std::string& checkpointed) const {
+    absl::StatusOr<cdi::Spec> file = cdi::DecodeSpec(ReadFile(SpecPath(uid)), scenario_.claim_format);
+    absl::StatusOr<cdi::Spec> recorded = cdi::DecodeSpec(checkpointed, cdi::Format::kJson);
+    return file.ok() && recorded.ok() && *file == *recorded;
   }
 
   // A CPU claim's CPUs, from the CDI spec the kubelet's runtime reads.
   absl::StatusOr<std::vector<int>> SpecCpus(const Claim& claim) const {
-    const json spec = json::parse(ReadFile(SpecPath(claim.ref.uid)), nullptr, false);
+    const json spec = json::parse(ReadFile(SpecPath(claim.ref.uid)), nullptr, false);  // the CPU driver's is JSON
     const std::string prefix = cpu::CpusetEnvName(claim.ref.uid) + "=";
     if (spec.is_object() && spec.contains("devices")) {
       for (const json& device : spec["devices"]) {
@@ -431,12 +444,11 @@ class Run {
   std::set<std::string> CdiDevices() const {
     std::set<std::string> ids;
     for (const auto& file : std::filesystem::directory_iterator(dir_.Join("cdi"))) {
-      if (file.path().extension() != ".json" || file.path().filename().string().starts_with(".")) continue;
-      const json spec = json::parse(ReadFile(file.path()), nullptr, false);
-      if (!spec.is_object()) continue;
-      for (const json& device : spec.value("devices", json::array())) {
-        ids.insert(absl::StrCat(spec.value("kind", ""), "=", device.value("name", "")));
-      }
+      const std::string extension = file.path().extension();
+      if (file.path().filename().string().starts_with(".") || (extension != ".json" && extension != ".yaml")) continue;
+      absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(ReadFile(file.path()), cdi::Format::kYaml);  // YAML reads JSON
+      if (!spec.ok()) continue;
+      for (const cdi::Device& device : spec->devices) ids.insert(absl::StrCat(spec->kind, "=", device.name));
     }
     return ids;
   }
@@ -811,7 +823,9 @@ int Main(int argc, char** argv) {
                   "gpu.example.com",
                   {"--num-devices=8", "--gpu-allow-multiple-allocations", "--gpu-device-status", "--device-metadata"},
                   {},
-                  8};
+                  8,
+                  {"k8s.gpu.example.com", "gpu"},  // dra-example-driver's (reference_takeover.h)
+                  cdi::Format::kYaml};
     } else if (flags.drivers[i] == "cpu") {
       // One device per socket.
       scenario = {"cpu",
@@ -819,7 +833,8 @@ int Main(int argc, char** argv) {
                   "cpu.example.com",
                   {},
                   {"prepare.after_metadata_files", "status.before_write", "status.after_write"},
-                  2};
+                  2,
+                  {"cpu.example.com", "claim"}};
     } else {
       return Usage("--drivers: gpu and cpu, not " + flags.drivers[i]);
     }

@@ -8,6 +8,7 @@
 #include "dra/k8s/resource_claim_json.h"
 #include "example_driver_process.h"
 #include "kubeletplugin/checkpoint.h"
+#include "support/checkpoint_file.h"
 #include "support/subprocess.h"
 
 namespace dra::testing {
@@ -80,7 +81,7 @@ std::vector<std::string> LeftAfterUnprepare(const TempDir& dir, const std::strin
     left.push_back(absl::StrCat("device metadata ", file.path().string()));
   }
   absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
-      kubeletplugin::internal::Checkpoint::Open(plugin_dir + "/checkpoint.json");
+      kubeletplugin::internal::Checkpoint::Open(testing::CheckpointFile(plugin_dir));
   if (!checkpoint.ok()) {
     left.push_back(absl::StrCat("a checkpoint that does not load: ", checkpoint.status().ToString()));
   } else if (const size_t entries = (*checkpoint)->Entries().size(); entries > 0) {

@@ -26,6 +26,7 @@
 #include "e2e/e2e_node.h"
 #include "e2e/node_driver.h"
 #include "kubeletplugin/checkpoint.h"
+#include "support/checkpoint_file.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -263,7 +264,7 @@ TEST_CASE(
   for (const std::string& uid : uids) CHECK_FALSE(std::filesystem::exists(gpu.driver.CdiSpecFile(uid)));
   const std::string data = absl::StrCat(gpu.node.plugins_dir, "/", gpu.driver.name());
   absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
-      kubeletplugin::internal::Checkpoint::Open(data + "/checkpoint.json");
+      kubeletplugin::internal::Checkpoint::Open(testing::CheckpointFile(data));
   REQUIRE(checkpoint.ok());
   CHECK((*checkpoint)->Entries().empty());
   std::error_code error;

@@ -1,14 +1,10 @@
-// Taking over from dra-example-driver: reading both of its checkpoint formats
-// (refusing anything else, naming why), the names of its CDI spec files, and
-// the GPU driver removing an adopted claim's spec when it unprepares it.
-#include <filesystem>
-
+// Sharing a node with dra-example-driver: reading both of its checkpoint
+// formats (refusing anything else, naming why), writing the one it reads, and
+// the names of its CDI spec files, which the GPU example's are.
 #include <catch2/catch.hpp>
 
-#include "dra/call_context.h"
-#include "gpu_driver.h"
+#include "dra/cdi/spec_dir.h"
 #include "reference_takeover.h"
-#include "support/temp_dir.h"
 
 namespace {
 
@@ -48,24 +44,32 @@ TEST_CASE("anything else is not adopted, and says why", "[gpu][takeover]") {
   }
 }
 
-TEST_CASE("the GPU driver removes an adopted claim's dra-example-driver CDI spec when it unprepares it",
+TEST_CASE("the checkpoint the GPU example keeps for dra-example-driver reads back, and is the reference's own form",
           "[gpu][takeover]") {
-  dra::testing::TempDir cdi;
-  const std::string spec = gpu::ReferenceClaimSpecPath(cdi.path(), "gpu.example.com", "u1");
-  CHECK(spec == cdi.path() + "/k8s.gpu.example.com-gpu_u1.yaml");
-  CHECK(gpu::ReferenceCommonSpecPath(cdi.path(), "gpu.example.com") ==
-        cdi.path() + "/k8s.gpu.example.com-gpu_common.yaml");
-  dra::testing::WriteFile(spec, "---\n");
-  kp::TerminationSignals signals;
-  gpu::GpuDriver::Options options;
-  options.driver_name = "gpu.example.com";
-  options.reference_cdi_root = cdi.path();
-  gpu::GpuDriver driver(std::move(options), signals);
-  const std::vector<k8s::ClaimRef> claims = {{"ns", "a", "u1"}, {"ns", "b", "u2"}, {"ns", "c", "../x"}};
-  absl::StatusOr<kp::UnprepareResults> results = driver.UnprepareResourceClaims(dra::CallContext::Background(), claims);
-  REQUIRE(results.ok());
-  for (const k8s::ClaimRef& claim : claims) CHECK(results->at(claim.uid).ok());
-  CHECK_FALSE(std::filesystem::exists(spec));
+  CHECK(gpu::ReferenceCheckpoint({}) ==
+        "{\n  \"kind\": \"Checkpoint\",\n  \"apiVersion\": \"checkpoint.internal.example.com/v1\"\n}\n");
+  const std::vector<k8s::ClaimRef> claims = {{"ns", "a", "u1"}, {"ns", "b", "u2"}};
+  const std::string content = gpu::ReferenceCheckpoint(claims);
+  CHECK(content ==
+        "{\n  \"kind\": \"Checkpoint\",\n  \"apiVersion\": \"checkpoint.internal.example.com/v1\",\n"
+        "  \"preparedClaims\": [\n    {\n      \"uid\": \"u1\"\n    },\n    {\n      \"uid\": \"u2\"\n    }\n  ]\n}\n");
+  CHECK(*gpu::ReferenceCheckpointClaims(content) == std::vector<std::string>{"u1", "u2"});
+}
+
+TEST_CASE("the GPU example writes each claim's CDI spec where dra-example-driver's unprepare removes it",
+          "[gpu][takeover]") {
+  kp::Options options;
+  options.cdi.dir.path = "/var/run/cdi";
+  gpu::ShareNodeWithReference(options, "gpu.example.com", dra::Logger());
+  CHECK(gpu::ReferenceClaimSpecPath("/var/run/cdi", "gpu.example.com", "u1") ==
+        "/var/run/cdi/k8s.gpu.example.com-gpu_u1.yaml");
+  CHECK(gpu::ReferenceCommonSpecPath("/var/run/cdi", "gpu.example.com") ==
+        "/var/run/cdi/k8s.gpu.example.com-gpu_common.yaml");
+  const dra::cdi::SpecDir dir(options.cdi.dir);
+  CHECK(dir.PathOf(dra::cdi::TransientSpecFileName({options.cdi.vendor, options.cdi.class_name}, "u1")) ==
+        gpu::ReferenceClaimSpecPath("/var/run/cdi", "gpu.example.com", "u1"));
+  CHECK(options.adopt_checkpoint != nullptr);
+  CHECK(options.encode_foreign_checkpoint != nullptr);
 }
 
 }  // namespace

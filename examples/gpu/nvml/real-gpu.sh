@@ -153,7 +153,7 @@ for s in json.load(sys.stdin)["items"]:
 
   step "the claim's CDI spec"
   ls -l "$work/cdi"
-  pretty < "$work/cdi/gpu.example.com-claim_$uid.json"
+  cat "$work/cdi/k8s.gpu.example.com-gpu_$uid.yaml"
 
   step "the device status the driver wrote into the claim"
   api "$server/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim" |

@@ -162,6 +162,23 @@ struct Options {
   /// stops Start, naming it).
   std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)> adopt_checkpoint;
 
+  /// Keeping the node readable by that other driver, so that it can be
+  /// rolled back to with pods running: given every claim the checkpoint
+  /// records (prepared or being prepared, sorted by UID), that driver's
+  /// checkpoint listing them as prepared. With it the Helper keeps its own
+  /// checkpoint in plugin_data_dir/dra-cpp-checkpoint and replaces
+  /// checkpoint.json with this content (temp file, fsync, rename; mode 0600)
+  /// whenever which claims it records changes, before the kubelet is
+  /// answered (a failed write fails that call; the next change writes it
+  /// again). At Start, a checkpoint.json in this SDK's format (a release
+  /// without this option ran since) is taken as the Helper's checkpoint, and
+  /// one that differs from this content was changed by the other driver
+  /// since: the claims adopt_checkpoint reads from it are the node's
+  /// (recorded claims it no longer lists are dropped, claims it adds are
+  /// adopted). Needs adopt_checkpoint. Must not call back into the Helper.
+  /// Default: none.
+  std::function<std::string(const std::vector<k8s::ClaimRef>& claims)> encode_foreign_checkpoint;
+
   /// How often the Helper looks for orphans: claims whose preparation started
   /// (say, before a crash) that the kubelet never asks about again. A started
   /// claim first seen at least one interval ago whose ResourceClaim the
