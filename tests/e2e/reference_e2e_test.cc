@@ -380,10 +380,6 @@ struct ReferenceDriver {
 
   // `sets`: more chart values (another image, say).
   explicit ReferenceDriver(const NodeEnv& node, const std::vector<std::string>& sets = {}) : node(node) {
-    // The way back from the example (examples/gpu/README.md): with none of
-    // its claims left prepared, its checkpoint goes, since the reference
-    // cannot read it and would fail every prepare.
-    std::filesystem::remove(absl::StrCat(node.dir, "/kubelet/plugins/", kGpuDriver, "/checkpoint.json"));
     const testing::ProcessResult images =
         Run({absl::StrCat(DRA_SOURCE_DIR, "/tests/e2e/build-images.sh"), "--print-dir", "dra-example-driver"});
     RequireSuccess(images, "build-images.sh dra-example-driver");
@@ -414,6 +410,21 @@ struct ReferenceDriver {
   }
 };
 
+// The basic-resourceclaimtemplate demo's pod0 as `name`, with the node's
+// workload image: one more pod with a GPU of its own claim.
+json DemoPod(const std::string& name) {
+  const std::string path =
+      absl::StrCat(ReferenceDir(), "/demo/examples/basic-resourceclaimtemplate/basic-resourceclaimtemplate.yaml");
+  for (json& object : ManifestObjects(testing::ReadFile(path), path)) {
+    if (object["kind"] != "Pod" || object["metadata"]["name"] != "pod0") continue;
+    object["metadata"]["name"] = name;
+    object["spec"]["containers"][0]["image"] = kWorkloadImage;
+    return object;
+  }
+  FAIL("no pod0 in " << path);
+  return json();
+}
+
 // Whether the node's slices of the driver are the GPU example's (it gives
 // its GPUs a productName; the reference does not).
 bool PublishedByExample(Client& admin, const NodeEnv& node) {
@@ -430,8 +441,8 @@ bool PublishedByExample(Client& admin, const NodeEnv& node) {
 }
 
 TEST_CASE(
-    "taking over a node from dra-example-driver: the GPU example adopts its running pods' claims and "
-    "unprepares them when the pods go - new pods get GPUs from it",
+    "taking over a node from dra-example-driver and rolling it back, pods running throughout: each driver "
+    "unprepares the other's claims, new pods run on both, no CDI spec is left behind",
     "[e2e][runtime][gpu][reference]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
@@ -443,13 +454,31 @@ TEST_CASE(
   const auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
   std::map<std::string, std::string> gpu_of;  // by pod
   std::map<std::string, std::string> claim_uid;
+  const auto spec_of = [&](const std::string& pod) {
+    return absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[pod], ".yaml");
+  };
+  const auto run_pod = [&](const std::string& pod) {
+    ApplyObject(*admin, DemoPod(pod));
+    const std::string log = ExportLog(demo->ns, pod, "ctr0");
+    INFO(log);
+    const std::vector<std::string> gpus = Gpus(log);
+    REQUIRE(gpus.size() == 1);
+    gpu_of[pod] = gpus[0];
+    claim_uid[pod] =
+        GetClaim(*admin, demo->ns, PodClaimName(RunningPod(*admin, demo->ns, pod), "gpu"))["metadata"]["uid"];
+  };
+  const auto delete_pod = [&](const std::string& pod) {
+    REQUIRE(admin->Delete(kPods, demo->ns, pod).ok());
+    CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, demo->ns, pod).status()); }, kPodStart));
+    CHECK(Eventually([&] { return !std::filesystem::exists(spec_of(pod)); }, kPodStart));
+  };
   for (const char* name : {"pod0", "pod1"}) {
     const std::vector<std::string> gpus = Gpus(ExportLog(demo->ns, name, "ctr0"));
     REQUIRE(gpus.size() == 1);
     gpu_of[name] = gpus[0];
     const std::string claim = PodClaimName(RunningPod(*admin, demo->ns, name), "gpu");
     claim_uid[name] = GetClaim(*admin, demo->ns, claim)["metadata"]["uid"];
-    CHECK(std::filesystem::exists(absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[name], ".yaml")));
+    CHECK(std::filesystem::exists(spec_of(name)));
   }
 
   // The swap: the reference goes, its pods run on; the example comes.
@@ -471,24 +500,31 @@ TEST_CASE(
         return Logged(log, "Unprepared claim", claim_uid["pod0"]) == 1;
       },
       kPodStart));
-  CHECK_FALSE(
-      std::filesystem::exists(absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid["pod0"], ".yaml")));
+  CHECK_FALSE(std::filesystem::exists(spec_of("pod0")));
 
-  // A new pod of the demo gets the GPU pod0 left, prepared by the example.
-  const std::string path =
-      absl::StrCat(ReferenceDir(), "/demo/examples/basic-resourceclaimtemplate/basic-resourceclaimtemplate.yaml");
-  for (json& object : ManifestObjects(testing::ReadFile(path), path)) {
-    if (object["kind"] != "Pod" || object["metadata"]["name"] != "pod0") continue;
-    object["metadata"]["name"] = "pod2";
-    object["spec"]["containers"][0]["image"] = kWorkloadImage;
-    ApplyObject(*admin, std::move(object));
-  }
-  const std::string pod2 = ExportLog(demo->ns, "pod2", "ctr0");
-  INFO(pod2);
-  const std::vector<std::string> gpus = Gpus(pod2);
-  REQUIRE(gpus.size() == 1);
-  CHECK(gpus[0] == gpu_of["pod0"]);
-  CHECK_FALSE(GpuProperty(pod2, gpus[0], "UUID").empty());
+  // A new pod of the demo gets the GPU pod0 left, prepared by the example,
+  // whose spec is named as the reference names its own.
+  run_pod("pod2");
+  CHECK(gpu_of["pod2"] == gpu_of["pod0"]);
+  CHECK(std::filesystem::exists(spec_of("pod2")));
+  const std::string checkpoint =
+      testing::ReadFile(absl::StrCat(node.dir, "/kubelet/plugins/", kGpuDriver, "/checkpoint.json"));
+  INFO("the reference's checkpoint, kept by the example:\n" << checkpoint);
+  for (const char* pod : {"pod1", "pod2"}) CHECK(absl::StrContains(checkpoint, claim_uid[pod]));
+
+  // The way back, pods running: the reference reads its checkpoint, and its
+  // unprepare removes the spec of a claim the example prepared (pod2) as of
+  // one it prepared itself before the swap (pod1).
+  example.reset();
+  reference = std::make_unique<ReferenceDriver>(node);
+  REQUIRE(Eventually(
+      [&] { return PublishedDevices(*admin, node, kGpuDriver) == 2 && !PublishedByExample(*admin, node); }, kPodStart));
+  for (const char* name : {"pod1", "pod2"}) CHECK(RunningPod(*admin, demo->ns, name)["status"]["phase"] == "Running");
+  delete_pod("pod2");
+  run_pod("pod3");  // prepared by the reference
+  delete_pod("pod1");
+  for (const char* pod : {"pod0", "pod1", "pod2"}) CHECK_FALSE(std::filesystem::exists(spec_of(pod)));
+  CHECK(std::filesystem::exists(spec_of("pod3")));
 }
 
 TEST_CASE(
