@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "crashpoint/crash_point.h"
 #include "dra/mutex.h"
 #include "fileutil/atomic_file.h"
@@ -162,6 +163,10 @@ void AppendEntry(std::string& out, const std::string& uid, const CheckpointEntry
     }
     out.push_back(']');
   }
+  if (!entry.quarantined.empty()) {
+    out.append(",\"quarantined\":");
+    AppendString(out, entry.quarantined);
+  }
   out.push_back('}');
 }
 
@@ -247,6 +252,7 @@ CheckpointEntry DecodeEntry(FieldReader& reader, const std::string& where_map, c
   }
   if (in.contains("cdiSpec")) entry.cdi_spec = reader.String(in, where, "cdiSpec");
   if (in.contains("driverData")) entry.driver_data = reader.String(in, where, "driverData");
+  if (in.contains("quarantined")) entry.quarantined = reader.String(in, where, "quarantined");
   if (in.contains("metadataFiles")) {
     if (const json* files = reader.Field(in, where, "metadataFiles", json::value_t::object, "an object")) {
       for (const auto& [path, content] : files->items()) {
@@ -358,6 +364,125 @@ absl::StatusOr<Log> Decode(absl::string_view content) {
   return log;
 }
 
+// A field of `object` of `type`, or nullptr.
+const json* Member(const json& object, const char* key, json::value_t type) {
+  const auto it = object.find(key);  // end() when `object` is not an object
+  return it != object.end() && it->type() == type ? &*it : nullptr;
+}
+
+// A string field of `object`, or "" when it is missing or not a string.
+std::string StringOr(const json& object, const char* key) {
+  const json* value = Member(object, key, json::value_t::string);
+  return value != nullptr ? value->get<std::string>() : std::string();
+}
+
+// What can be read of an entry that does not decode: its name and the
+// devices it holds ("held", or else its prepared "devices").
+void ReadWhatCan(const json& in, CheckpointEntry& entry) {
+  if (!in.is_object()) return;
+  if (std::string ns = StringOr(in, "namespace"); !ns.empty()) entry.claim.namespace_ = std::move(ns);
+  if (std::string name = StringOr(in, "name"); !name.empty()) entry.claim.name = std::move(name);
+  std::vector<HeldDevice> held;
+  const bool own = in.contains("held");
+  const json* list = Member(in, own ? "held" : "devices", json::value_t::array);
+  if (list == nullptr) return;
+  for (const json& device : *list) {
+    if (!device.is_object()) continue;
+    HeldDevice one{StringOr(device, own ? "pool" : "poolName"), StringOr(device, own ? "device" : "deviceName")};
+    if (one.pool.empty() || one.device.empty()) continue;
+    if (device.contains("shareID")) one.share_id = StringOr(device, "shareID");
+    const json* admin = Member(device, "adminAccess", json::value_t::boolean);
+    one.admin_access = admin != nullptr && admin->get<bool>();
+    if (const json* units = Member(device, "units", json::value_t::array)) {
+      for (const json& unit : *units) {
+        if (unit.is_string()) one.units.push_back(unit.get<std::string>());
+      }
+    }
+    held.push_back(std::move(one));
+  }
+  if (!held.empty()) entry.held = std::move(held);
+}
+
+// What a file that cannot be read whole still gives.
+struct Salvaged {
+  std::map<std::string, CheckpointEntry> entries;
+  size_t unreadable_lines = 0;
+};
+
+// Replays every line that verifies, decoding each entry on its own; an entry
+// that does not decode, or that a line failing its checksum names, is
+// quarantined with what can be read of it.
+Salvaged SalvageLog(absl::string_view content) {
+  Salvaged out;
+  const auto quarantine = [&](const std::string& uid, const json& in, std::string why) {
+    CheckpointEntry& entry = out.entries[uid];
+    entry.claim.uid = uid;
+    entry.state = ClaimState::kPrepareStarted;
+    if (entry.held.empty()) {
+      for (const Device& device : entry.devices)
+        entry.held.push_back({device.pool_name, device.device_name, device.share_id});
+    }
+    entry.devices.clear();
+    entry.cdi_spec.clear();
+    entry.metadata_files.clear();
+    entry.driver_data.clear();
+    ReadWhatCan(in, entry);
+    entry.quarantined = std::move(why);
+  };
+  size_t pos = 0;
+  for (uint64_t number = 1; pos < content.size(); ++number) {
+    const size_t newline = content.find('\n', pos);
+    const bool complete = newline != absl::string_view::npos;
+    const absl::string_view line = content.substr(pos, complete ? newline - pos : absl::string_view::npos);
+    pos = complete ? newline + 1 : content.size();
+    absl::StatusOr<absl::string_view> verified = Verify(line);
+    if (number >= 3 && pos == content.size() && (!complete || !verified.ok())) break;  // torn: never answered
+    const absl::string_view text =
+        verified.ok() ? *verified : (line.size() > kCrcDigits ? line.substr(kCrcDigits + 1) : absl::string_view());
+    const json record = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (number == 1 && record.is_object() && record.contains("version")) continue;  // the header
+    const json* claims = Member(record, "claims", json::value_t::object);
+    if (claims == nullptr) claims = Member(record, "set", json::value_t::object);
+    const json* erase = Member(record, "erase", json::value_t::array);
+    if (claims == nullptr && (erase == nullptr || erase->empty())) {
+      ++out.unreadable_lines;
+      continue;
+    }
+    const std::string at = absl::StrCat("line ", number, ": ");
+    if (claims != nullptr) {
+      for (const auto& [uid, in] : claims->items()) {
+        if (!verified.ok()) {
+          quarantine(uid, in, absl::StrCat(at, verified.status().message()));
+          continue;
+        }
+        FieldReader reader;
+        CheckpointEntry entry = DecodeEntry(reader, "", uid, in);
+        if (reader.status().ok()) {
+          out.entries.insert_or_assign(uid, std::move(entry));
+        } else {
+          quarantine(uid, in, absl::StrCat(at, reader.status().message()));
+        }
+      }
+    }
+    if (erase == nullptr) continue;
+    for (const json& uid : *erase) {
+      if (!uid.is_string()) continue;
+      const auto it = out.entries.find(uid.get<std::string>());
+      if (it == out.entries.end()) continue;
+      if (verified.ok()) {
+        out.entries.erase(it);
+      } else {  // perhaps unprepared: it holds its devices until the kubelet says
+        quarantine(it->first, json::object(), absl::StrCat(at, verified.status().message()));
+      }
+    }
+  }
+  return out;
+}
+
+// Whether `content` is a file of this format, damaged or not: its first
+// line verifies.
+bool OfThisFormat(absl::string_view content) { return Verify(content.substr(0, content.find('\n'))).ok(); }
+
 absl::Status SyscallError(absl::string_view syscall, const std::string& path) {
   return absl::ErrnoToStatus(errno, absl::StrCat(syscall, " ", path));
 }
@@ -460,13 +585,28 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, c
     loaded = checkpoint->Load();
   }
   if (loaded.ok()) return checkpoint;
-  if (!adopt) return loaded;
-  // Only a file that is not of this format; a read error stays one.
+  // Another driver's file goes to `adopt`: one whose header is this
+  // format's is this driver's, damaged.
   absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(checkpoint->path_);
-  if (!content.ok() || Decode(*content).ok()) return loaded;
-  absl::StatusOr<std::vector<k8s::ClaimRef>> claims = adopt(*content);
+  absl::StatusOr<std::vector<k8s::ClaimRef>> claims = absl::FailedPreconditionError("");
+  if (adopt && content.ok() && !OfThisFormat(*content)) {
+    claims = adopt(*content);
+    if (!claims.ok()) {
+      loaded =
+          absl::Status(loaded.code(), absl::StrCat(loaded.message(), "; not adopted: ", claims.status().message()));
+      // Not knowing yet (the API server did not answer, say) is no reason
+      // to set the file aside: the next start tries again.
+      if (!absl::IsInvalidArgument(claims.status())) return loaded;
+    }
+  }
   if (!claims.ok()) {
-    return absl::Status(loaded.code(), absl::StrCat(loaded.message(), "; not adopted: ", claims.status().message()));
+    {
+      dra::MutexLock lock(&checkpoint->mu_);
+      if (absl::Status kept = checkpoint->KeepAsideAndSalvage(loaded); !kept.ok()) return kept;
+    }
+    // The salvaged entries, as a new file in place of the one kept aside.
+    if (absl::Status status = checkpoint->Commit({}); !status.ok()) return status;
+    return checkpoint;
   }
   if (claims->empty()) {
     if (::unlink(checkpoint->path_.c_str()) != 0 && errno != ENOENT) {
@@ -488,7 +628,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, c
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string path, Foreign foreign) {
   absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(foreign.path);
   if (!content.ok() && !absl::IsNotFound(content.status())) return content.status();
-  if (content.ok() && Decode(*content).ok()) {
+  if (content.ok() && OfThisFormat(*content)) {
     // A release that kept no foreign file had its own checkpoint there, and
     // ran after this one wrote `path` (a downgrade and back): it is the newer.
     if (absl::Status status = dra::internal::WriteFileAtomically(path, *content, kFileMode); !status.ok()) {
@@ -503,14 +643,25 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string p
   if (content.ok()) {
     std::vector<k8s::ClaimRef> recorded;
     checkpoint->ForEach([&](const CheckpointEntry& entry) { recorded.push_back(entry.claim); });
-    if (*content != checkpoint->foreign_->encode(recorded)) {
-      absl::StatusOr<std::vector<k8s::ClaimRef>> listed = checkpoint->foreign_->read(*content);
-      if (!listed.ok()) {
-        return absl::Status(listed.status().code(),
-                            absl::StrCat("checkpoint ", checkpoint->foreign_->path,
-                                         ": changed by another driver since this one wrote it, and not readable: ",
-                                         listed.status().message()));
+    absl::StatusOr<std::vector<k8s::ClaimRef>> listed = std::vector<k8s::ClaimRef>();
+    if (*content != checkpoint->foreign_->encode(recorded)) listed = checkpoint->foreign_->read(*content);
+    if (!listed.ok() && !absl::IsInvalidArgument(listed.status())) {
+      return absl::Status(listed.status().code(), absl::StrCat("checkpoint ", checkpoint->foreign_->path,
+                                                               ": changed by another driver since this one wrote it: ",
+                                                               listed.status().message()));
+    }
+    if (!listed.ok()) {
+      // What it says cannot be known: this driver's own records stand.
+      const std::string& path = checkpoint->foreign_->path;
+      const std::string aside = absl::StrCat(path, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
+      if (::rename(path.c_str(), aside.c_str()) != 0) {
+        return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint ", path, ": ", listed.status().message(),
+                                                       "; and it cannot be kept aside as ", aside));
       }
+      checkpoint->salvage_.kept_aside.emplace_back(
+          aside, absl::StrCat("changed by another driver since this one wrote it, and not readable: ",
+                              listed.status().message()));
+    } else if (*content != checkpoint->foreign_->encode(recorded)) {
       std::vector<CheckpointChange> changes;
       std::set<std::string> listed_uids;
       for (k8s::ClaimRef& claim : *listed) {
@@ -578,8 +729,7 @@ absl::Status Checkpoint::Load() {
     absl::StatusOr<Log> decoded = Decode(*content);
     if (!decoded.ok()) {
       return absl::Status(decoded.status().code(),
-                          absl::StrCat("checkpoint ", path_, ": ", decoded.status().message(),
-                                       "; it has been left in place, move it away to start with an empty checkpoint"));
+                          absl::StrCat("checkpoint ", path_, ": ", decoded.status().message()));
     }
     log = *std::move(decoded);
   }
@@ -597,6 +747,29 @@ absl::Status Checkpoint::Load() {
     fd_ = -1;
   }
   if (fd_ < 0 && content.ok()) fd_ = OpenForAppend(path_, file);
+  return absl::OkStatus();
+}
+
+absl::Status Checkpoint::KeepAsideAndSalvage(const absl::Status& unreadable) {
+  absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(path_);
+  const std::string aside = absl::StrCat(path_, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
+  if (::rename(path_.c_str(), aside.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint ", path_, ": ", unreadable.message(),
+                                                   "; and it cannot be kept aside as ", aside));
+  }
+  Salvaged salvaged = content.ok() ? SalvageLog(*content) : Salvaged{{}, 1};
+  salvage_.kept_aside.emplace_back(aside, std::string(unreadable.message()));
+  salvage_.unreadable_lines += salvaged.unreadable_lines;
+  for (const auto& [uid, entry] : salvaged.entries) {
+    if (!entry.quarantined.empty()) salvage_.quarantined.emplace_back(entry.claim, entry.quarantined);
+  }
+  entries_ = std::move(salvaged.entries);
+  dirty_.clear();
+  record_seq_ = 0;
+  log_changes_ = 0;
+  rewrite_ = false;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;  // the next write replaces the file
   return absl::OkStatus();
 }
 

@@ -43,6 +43,12 @@ struct CheckpointEntry {
   // (device exclusivity): what no unrelated claim may be prepared with.
   // Empty in entries of 0.1.0, adopted ones, and with exclusivity off.
   std::vector<HeldDevice> held{};
+  // Why the entry, as found on disk, could not be used (its record does not
+  // decode, or its files could not be restored); empty when it is sound. A
+  // quarantined entry is kPrepareStarted with what could be read of it: a
+  // prepare of its claim calls the driver again and replaces it, an
+  // unprepare erases it, and until then it holds the devices it names.
+  std::string quarantined{};
 
   bool operator==(const CheckpointEntry&) const = default;
 };
@@ -61,9 +67,10 @@ struct CheckpointChange {
 // with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
 //   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}],
 //   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...},"driverData":"..",
-//   "held":[{"pool":"..","device":"..","shareID":"..","adminAccess":true,"units":[..]}]}
-// ("shareID", "cdiSpec", "metadataFiles", "driverData", "held", "adminAccess"
-// and "units" only when set; files without them load as before). Fields are
+//   "held":[{"pool":"..","device":"..","shareID":"..","adminAccess":true,"units":[..]}],
+//   "quarantined":"<why>"}
+// ("shareID", "cdiSpec", "metadataFiles", "driverData", "held", "adminAccess",
+// "units" and "quarantined" only when set; files without them load as before). Fields are
 // only ever added, and a reader ignores keys it does not know, so the
 // previous minor release reads what this one writes (docs/compatibility.md). "seq" grows by one per line. Replaying the
 // changes over the snapshot, in order, gives the entries.
@@ -86,10 +93,15 @@ struct CheckpointChange {
 // a caller returns once a write that includes its change has reached disk.
 class Checkpoint {
  public:
-  // Loads `path` or starts empty if it does not exist; never writes. A file
-  // with a line that does not verify or decode (other than a torn last
-  // change), an unknown version or no header and snapshot is an error naming
-  // the file and the line; the file is left as it is.
+  // Loads `path` or starts empty if it does not exist. A file that cannot
+  // be read whole (a line that does not verify or decode, other than a torn
+  // last change; an unknown version; no header and snapshot; a read error)
+  // is kept aside as <path>.unreadable-<unix seconds>, never deleted, and
+  // what can be read of it is salvaged and written as a new file before Open
+  // returns: every verified record, each claim whose entry does not decode
+  // quarantined (CheckpointEntry::quarantined), and each claim a record that
+  // fails its checksum names quarantined too. salvage() says what was done.
+  // Only when the file can be neither read nor moved aside is it an error.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path);
   // The same, but a file that is no checkpoint of this format is offered to
   // `adopt` (Options::adopt_checkpoint): the claims it returns become
@@ -153,9 +165,23 @@ class Checkpoint {
   // and no orphan to look for.
   bool records() const { return !path_.empty(); }
 
+  // What Open salvaged from a file it could not read whole.
+  struct Salvage {
+    // Files kept aside, each as {its new path, why it could not be read}.
+    std::vector<std::pair<std::string, std::string>> kept_aside;
+    // Claims whose entries were quarantined, with why.
+    std::vector<std::pair<k8s::ClaimRef, std::string>> quarantined;
+    // Lines that named no claim that could be read: what they held is not
+    // accounted for.
+    size_t unreadable_lines = 0;
+  };
+  const Salvage& salvage() const { return salvage_; }
+
  private:
   explicit Checkpoint(std::string path);
   absl::Status Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // no commit in flight
+  // After Load failed at Open: keeps the file aside, salvages it.
+  absl::Status KeepAsideAndSalvage(const absl::Status& unreadable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Header and snapshot lines.
   std::string Snapshot(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The line for dirty_.
@@ -188,6 +214,8 @@ class Checkpoint {
   // The file may end in garbage: replace it rather than append.
   bool rewrite_ ABSL_GUARDED_BY(mu_) = false;
 
+  // Set by Open, then constant.
+  Salvage salvage_;
   // Set by OpenBeside before the first commit, then constant.
   std::optional<Foreign> foreign_;
   // The claims the foreign file lists; nullopt: it must be written.

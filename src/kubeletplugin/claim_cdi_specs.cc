@@ -3,9 +3,11 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "dra/cdi/codec.h"
 #include "dra/cdi/validation.h"
+#include "fileutil/atomic_file.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {
@@ -131,6 +133,27 @@ absl::Status ClaimCdiSpecs::Remove(const std::string& claim_uid, const std::stri
   absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(spec_json, cdi::Format::kJson);
   if (!spec.ok()) return spec.status();
   return dir_.Remove(LocationOf(claim_uid, *spec).name);  // either format
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ClaimCdiSpecs::ClaimsOnDisk(
+    const std::set<std::string>& known) const {
+  absl::StatusOr<std::set<std::string>> ids = dir_.ListTransientIds(kind_);
+  if (!ids.ok()) return ids.status();
+  std::map<std::string, std::vector<std::string>> claims;
+  for (const std::string& uid : *ids) {
+    if (known.contains(uid)) continue;
+    std::vector<std::string>& devices = claims[uid];
+    for (const cdi::SpecDir* dir : {&json_dir_, &yaml_dir_}) {
+      absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(dir->PathOf(FileName(uid)));
+      if (!content.ok()) continue;
+      absl::StatusOr<cdi::Spec> spec = cdi::DecodeSpec(*content, cdi::Format::kYaml);  // YAML reads JSON too
+      if (!spec.ok()) continue;
+      for (const cdi::Device& device : spec->devices) {
+        if (absl::StartsWith(device.name, uid + "-")) devices.push_back(device.name.substr(uid.size() + 1));
+      }
+    }
+  }
+  return claims;
 }
 
 absl::StatusOr<std::vector<std::string>> ClaimCdiSpecs::RemoveAllExcept(const std::set<std::string>& keep) const {

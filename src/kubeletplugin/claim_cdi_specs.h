@@ -3,6 +3,7 @@
 // the driver gave (Options::cdi.node_specs).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -59,6 +60,11 @@ class ClaimCdiSpecs {
   absl::Status Remove(const std::string& claim_uid, const std::string& spec_json = "") const;
   // Removes this kind's per-claim spec files whose claim UID is not in `keep`.
   absl::StatusOr<std::vector<std::string>> RemoveAllExcept(const std::set<std::string>& keep) const;
+  // This kind's per-claim spec files whose claim UID is not in `known`: UID
+  // -> the names of the devices in it (its CDI devices "<uid>-<device>";
+  // none when it does not decode).
+  absl::StatusOr<std::map<std::string, std::vector<std::string>>> ClaimsOnDisk(
+      const std::set<std::string>& known) const;
 
  private:
   ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, std::vector<std::pair<std::string, cdi::Spec>> node_specs);

@@ -105,7 +105,8 @@ absl::Status ClaimFiles::WriteNodeSpecs(bool only_missing) const {
   return cdi_specs_->WriteNodeSpecs(only_missing);
 }
 
-absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<CheckpointEntry>& entries) const {
+absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<CheckpointEntry>& entries,
+                                                        bool unaccounted) const {
   Repaired repaired;
   if (cdi_specs_ == nullptr) return repaired;  // metadata files need CDI too
   std::set<std::string> known;
@@ -114,10 +115,16 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<Checkp
     known.insert(entry.claim.uid);
     claims.push_back(entry.claim);
   }
-  absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
-  if (!specs.ok()) return specs.status();
-  repaired.removed = *std::move(specs);
-  if (metadata_files_ != nullptr) {
+  if (unaccounted) {
+    absl::StatusOr<std::map<std::string, std::vector<std::string>>> unknown = cdi_specs_->ClaimsOnDisk(known);
+    if (!unknown.ok()) return unknown.status();
+    repaired.unknown = *std::move(unknown);
+  } else {
+    absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
+    if (!specs.ok()) return specs.status();
+    repaired.removed = *std::move(specs);
+  }
+  if (metadata_files_ != nullptr && !unaccounted) {
     absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
     if (!metadata.ok()) return metadata.status();
     repaired.removed.insert(repaired.removed.end(), metadata->begin(), metadata->end());
@@ -127,13 +134,17 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<Checkp
     bool rewritten = false;
     if (!entry.cdi_spec.empty()) {
       absl::StatusOr<bool> spec = cdi_specs_->Repair(entry.claim.uid, entry.cdi_spec);
-      if (!spec.ok()) return Annotate(spec.status(), absl::StrCat("repair CDI spec of claim ", entry.claim.ToString()));
+      if (!spec.ok()) {
+        repaired.failed.emplace_back(entry.claim.uid, Annotate(spec.status(), "repair its CDI spec"));
+        continue;
+      }
       rewritten = *spec;
     }
     if (metadata_files_ != nullptr && !entry.metadata_files.empty()) {
       absl::StatusOr<bool> metadata = metadata_files_->Repair(entry.metadata_files);
       if (!metadata.ok()) {
-        return Annotate(metadata.status(), absl::StrCat("repair device metadata of claim ", entry.claim.ToString()));
+        repaired.failed.emplace_back(entry.claim.uid, Annotate(metadata.status(), "repair its device metadata"));
+        continue;
       }
       rewritten = rewritten || *metadata;
     }

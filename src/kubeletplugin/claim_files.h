@@ -64,6 +64,12 @@ class ClaimFiles {
   struct Repaired {
     std::vector<std::string> removed;    // paths
     std::vector<std::string> rewritten;  // claim UIDs
+    // Claims whose files could not be written again, by UID, with why; the
+    // others are repaired all the same.
+    std::vector<std::pair<std::string, absl::Status>> failed;
+    // With `unaccounted`: claims the entries lack whose CDI spec is there,
+    // by UID, with the devices it names.
+    std::map<std::string, std::vector<std::string>> unknown;
   };
   // Removes the per-claim files of claims not in `entries` (left by a crash
   // between writing them and recording the claim, or by an unprepare that
@@ -71,8 +77,9 @@ class ClaimFiles {
   // spec file that does not hold the entry's copy (they are written without
   // fsync, so a power loss may have left one empty), and each metadata file
   // that does not (a crash between recording a metadata update and writing
-  // it).
-  absl::StatusOr<Repaired> Repair(const std::vector<CheckpointEntry>& entries) const;
+  // it). With `unaccounted` (the checkpoint lost records) the files of
+  // claims not in `entries` stay, and their claims are reported instead.
+  absl::StatusOr<Repaired> Repair(const std::vector<CheckpointEntry>& entries, bool unaccounted) const;
 
  private:
   bool CdiSpecLost(const CheckpointEntry& entry) const;

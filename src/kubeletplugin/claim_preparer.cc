@@ -393,9 +393,37 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
     if (!left.ok()) return left.status();
     temps.insert(temps.end(), left->begin(), left->end());
   }
-  absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_.Entries());
+  const Checkpoint::Salvage& salvage = checkpoint_.salvage();
+  const bool unaccounted = salvage.unreadable_lines > 0;
+  absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_.Entries(), unaccounted);
   if (!repaired.ok()) return repaired.status();
   repaired->removed.insert(repaired->removed.begin(), temps.begin(), temps.end());
+  // A claim whose files cannot be restored is quarantined: the kubelet's
+  // next prepare of it calls the driver again, and it holds its devices
+  // until then or until its unprepare.
+  std::vector<CheckpointChange> quarantined;
+  for (const auto& [uid, why] : repaired->failed) {
+    std::optional<CheckpointEntry> entry = checkpoint_.Get(uid);
+    if (!entry.has_value()) continue;
+    if (entry->held.empty()) {
+      for (const Device& device : entry->devices) {
+        entry->held.push_back({device.pool_name, device.device_name, device.share_id});
+      }
+    }
+    entry->state = ClaimState::kPrepareStarted;
+    entry->devices.clear();
+    entry->quarantined = std::string(why.message());
+    quarantined.push_back({uid, *std::move(entry)});
+  }
+  // A claim whose record was lost but whose CDI spec is there holds the
+  // devices it names, in whichever pool: only the kubelet can say more.
+  for (const auto& [uid, devices] : repaired->unknown) {
+    CheckpointEntry entry{{"", "", uid}, ClaimState::kPrepareStarted, {}};
+    for (const std::string& device : devices) entry.held.push_back({"", device});
+    entry.quarantined = "its CDI spec is on the node, the checkpoint records that named it could not be read";
+    quarantined.push_back({uid, std::move(entry)});
+  }
+  if (absl::Status status = Commit(std::move(quarantined)); !status.ok()) return status;
   return repaired;
 }
 

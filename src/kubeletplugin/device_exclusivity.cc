@@ -19,7 +19,11 @@ HeldDevice Held(std::string pool, std::string device, std::optional<std::string>
   return held;
 }
 
-bool SameDevice(const HeldDevice& a, const HeldDevice& b) { return a.pool == b.pool && a.device == b.device; }
+// A held device without a pool is one whose pool was lost (a quarantined
+// claim's, known from its CDI spec): it is the device of that name in any.
+bool SameDevice(const HeldDevice& a, const HeldDevice& b) {
+  return (a.pool == b.pool || a.pool.empty() || b.pool.empty()) && a.device == b.device;
+}
 
 // A unit both occupy, or nullopt.
 std::optional<std::string> SharedUnit(const HeldDevice& a, const HeldDevice& b) {
@@ -56,17 +60,21 @@ std::optional<std::string> Collision(std::span<const HeldDevice> wanted, const H
       const std::optional<std::string> unit = same ? std::nullopt : SharedUnit(want, held);
       if (!same && !unit.has_value()) continue;
       if (same && want.share_id.has_value() && held.share_id.has_value()) continue;
-      std::string why = absl::StrCat("device ", want.pool, "/", want.device, " is in use by claim ",
-                                     holder.claim.ToString(), " (UID ", holder.claim.uid, "), ",
+      // A quarantined claim may be known by its UID alone.
+      const std::string claim = holder.claim.name.empty()
+                                    ? absl::StrCat("claim UID ", holder.claim.uid)
+                                    : absl::StrCat("claim ", holder.claim.ToString(), " (UID ", holder.claim.uid, ")");
+      std::string why = absl::StrCat("device ", want.pool, "/", want.device, " is in use by ", claim, ", ",
                                      holder.prepared ? "prepared" : "whose preparation started", " on this node");
       if (unit.has_value()) {
         absl::StrAppend(&why, " (its device ", held.pool, "/", held.device, " occupies the same unit \"", *unit, "\")");
       }
       // The orphan check unprepares only claims whose preparation started.
-      absl::StrAppend(&why,
-                      ": a device without a shareID or adminAccess serves one claim at a time; this claim is "
-                      "prepared once the kubelet has unprepared that one (after its pod's containers stopped)",
-                      holder.prepared ? "" : " or the orphan check has (its ResourceClaim gone)");
+      absl::StrAppend(
+          &why,
+          ": a device without a shareID or adminAccess serves one claim at a time; this claim is "
+          "prepared once the kubelet has unprepared that one (after its pod's containers stopped)",
+          holder.prepared || holder.claim.name.empty() ? "" : " or the orphan check has (its ResourceClaim gone)");
       return why;
     }
   }

@@ -185,6 +185,8 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   // not a container, and a prepared claim's spec is written again when the
   // kubelet asks for it).
   void RestorePreparedClaims();
+  // Logs and counts a claim whose checkpoint entry was quarantined.
+  void ReportQuarantined(const k8s::ClaimRef& claim, const std::string& why);
   // The DRA server, then the registration server; returns the advertised
   // versions.
   absl::StatusOr<std::vector<std::string>> StartServers();
@@ -299,6 +301,12 @@ void Helper::Impl::RestorePreparedClaims() {
     prepared.push_back({std::move(entry.claim), std::move(entry.devices), std::move(entry.driver_data)});
   }
   driver_.RestorePreparedClaims(prepared);
+  const Checkpoint::Salvage& salvage = checkpoint_->salvage();
+  for (const auto& [path, why] : salvage.kept_aside) {
+    options_.logger.Error("Kept an unreadable checkpoint aside and started with what could be read of it",
+                          {{"path", path}, {"err", why}, {"unreadableLines", absl::StrCat(salvage.unreadable_lines)}});
+  }
+  for (const auto& [claim, why] : salvage.quarantined) ReportQuarantined(claim, why);
   absl::StatusOr<internal::ClaimFiles::Repaired> repaired = preparer_->RepairClaimFiles();
   if (!repaired.ok()) {
     driver_.HandleError(repaired.status(), ErrorSeverity::kRecoverable, "repair claim files");
@@ -310,6 +318,22 @@ void Helper::Impl::RestorePreparedClaims() {
   for (const std::string& uid : repaired->rewritten) {
     options_.logger.Info("Wrote a prepared claim's CDI spec again", {{"uid", uid}});
   }
+  // Quarantined by the repair: its entry says why.
+  std::vector<std::string> quarantined;
+  for (const auto& [uid, why] : repaired->failed) quarantined.push_back(uid);
+  for (const auto& [uid, devices] : repaired->unknown) quarantined.push_back(uid);
+  for (const std::string& uid : quarantined) {
+    const std::optional<internal::CheckpointEntry> entry = checkpoint_->Get(uid);
+    if (entry.has_value() && !entry->quarantined.empty()) ReportQuarantined(entry->claim, entry->quarantined);
+  }
+}
+
+void Helper::Impl::ReportQuarantined(const k8s::ClaimRef& claim, const std::string& why) {
+  metrics_.ObserveQuarantinedClaim();
+  options_.logger.Error(
+      "Quarantined a claim's checkpoint entry: its devices stay held until the kubelet prepares the claim again or "
+      "unprepares it",
+      {{"claim", claim.ToString()}, {"uid", claim.uid}, {"err", why}});
 }
 
 absl::StatusOr<std::vector<std::string>> Helper::Impl::StartServers() {

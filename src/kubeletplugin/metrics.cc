@@ -34,6 +34,11 @@ void HelperMetrics::ObserveExclusivityRefusal() {
   ++exclusivity_refusals_;
 }
 
+void HelperMetrics::ObserveQuarantinedClaim() {
+  dra::MutexLock lock(&mu_);
+  ++quarantined_claims_;
+}
+
 void HelperMetrics::ObserveBackgroundError(ErrorSeverity severity) {
   dra::MutexLock lock(&mu_);
   ++background_errors_[severity == ErrorSeverity::kFatal ? 1 : 0];
@@ -68,6 +73,9 @@ std::string HelperMetrics::Render(const Gauges& gauges) const {
   AppendHeader(out, "dra_device_exclusivity_refusals_total", "counter",
                "Claims refused because another claim on the node holds one of their devices.");
   absl::StrAppend(&out, "dra_device_exclusivity_refusals_total ", exclusivity_refusals_, "\n");
+  AppendHeader(out, "dra_checkpoint_quarantined_claims_total", "counter",
+               "Claims whose checkpoint entry could not be read or whose files could not be restored at start.");
+  absl::StrAppend(&out, "dra_checkpoint_quarantined_claims_total ", quarantined_claims_, "\n");
   AppendHeader(out, "dra_prepared_claims", "gauge", "Claims recorded as prepared in the checkpoint.");
   absl::StrAppend(&out, "dra_prepared_claims ", gauges.prepared_claims, "\n");
   AppendHeader(out, "dra_checkpoint_writes_total", "counter", "Durable checkpoint writes.");

@@ -26,6 +26,9 @@ class HelperMetrics {
 
   // A claim refused because another claim holds one of its devices.
   void ObserveExclusivityRefusal();
+  // A claim's checkpoint entry quarantined (Checkpoint::Salvage, or its
+  // files not restorable at start).
+  void ObserveQuarantinedClaim();
 
   // An error reported to Driver::HandleError.
   void ObserveBackgroundError(ErrorSeverity severity);
@@ -61,6 +64,7 @@ class HelperMetrics {
   std::array<MethodStats, 2> methods_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, 2> background_errors_ ABSL_GUARDED_BY(mu_){};  // recoverable, fatal
   uint64_t exclusivity_refusals_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t quarantined_claims_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace dra::kubeletplugin::internal

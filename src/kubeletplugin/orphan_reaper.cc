@@ -85,7 +85,9 @@ std::vector<std::string> OrphanReaper::CheckOnce(Clock::time_point now) {
   std::vector<k8s::ClaimRef> due;
   std::set<std::string> started;
   for (const CheckpointEntry& entry : checkpoint_.Entries()) {
-    if (entry.state != ClaimState::kPrepareStarted) continue;
+    // A quarantined entry may have lost its claim's name: only the
+    // kubelet, which names the claim by UID too, can release it then.
+    if (entry.state != ClaimState::kPrepareStarted || entry.claim.name.empty()) continue;
     started.insert(entry.claim.uid);
     auto [it, first_time] = first_seen_.try_emplace(entry.claim.uid, now);
     if (!first_time && now - it->second >= interval_) due.push_back(entry.claim);

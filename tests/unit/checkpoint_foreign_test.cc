@@ -100,16 +100,17 @@ TEST_CASE(
   CHECK((*checkpoint)->Get("c") == CheckpointEntry{{"ns", "claim-c", "c"}, ClaimState::kPrepareStarted, {}});
   CHECK(ReadFile(files.foreign) == "claims:b,c");
 
-  // Not readable as the other driver's: start-up stops, naming the file.
+  // Not readable as the other driver's: kept aside, this driver's records stand.
   checkpoint->reset();
   WriteFile(files.foreign, "garbage");
-  auto refused = files.Open();
-  REQUIRE_FALSE(refused.ok());
-  CHECK(
-      refused.status().message() ==
-      absl::StrCat("checkpoint ", files.foreign,
-                   ": changed by another driver since this one wrote it, and not readable: not a foreign checkpoint"));
-  CHECK(ReadFile(files.foreign) == "garbage");
+  auto kept = files.Open();
+  REQUIRE(kept.ok());
+  CHECK(Uids(**kept) == std::vector<std::string>{"b", "c"});
+  REQUIRE((*kept)->salvage().kept_aside.size() == 1);
+  CHECK((*kept)->salvage().kept_aside[0].second ==
+        "changed by another driver since this one wrote it, and not readable: not a foreign checkpoint");
+  CHECK(ReadFile((*kept)->salvage().kept_aside[0].first) == "garbage");
+  CHECK(ReadFile(files.foreign) == "claims:b,c");
 }
 
 TEST_CASE("a checkpoint of this format where the foreign one goes (an older release ran since) is taken as this one",

@@ -32,8 +32,6 @@ using dra::testing::TempDir;
 using dra::testing::WriteFile;
 using nlohmann::json;
 
-constexpr char kLeftInPlace[] = "; it has been left in place, move it away to start with an empty checkpoint";
-
 CheckpointEntry Entry(const std::string& uid, ClaimState state, std::vector<Device> devices = {}) {
   return CheckpointEntry{.claim = {.namespace_ = "ns-" + uid, .name = "claim-" + uid, .uid = uid},
                          .state = state,
@@ -326,7 +324,7 @@ TEST_CASE("Checkpoint file has mode 0600, also after appends and compaction") {
   CHECK(Mode(path) == 0600);
 }
 
-TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in place") {
+TEST_CASE("Checkpoint keeps a damaged file aside, naming the line, and salvages what it can read") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   const std::string valid = WriteValidCheckpoint(path);
@@ -335,17 +333,25 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
   const json snapshot = Record(lines[1]);
   const json change = Record(lines[2]);
   std::string damaged;
-  absl::StatusCode code = absl::StatusCode::kDataLoss;
   std::string problem;
+  // What is salvaged: sound entries, quarantined ones, lines nothing could be
+  // read from.
+  std::set<std::string> sound = {"uid-a", "uid-b"};
+  std::set<std::string> quarantined;
+  size_t unreadable = 0;
 
   SECTION("a line without a checksum") {
     lines[1] = snapshot.dump();
     damaged = Join(lines);
     problem = "line 2: not a checksummed record";
+    sound = {"uid-b"};  // the snapshot, uid-a, is unreadable
+    unreadable = 1;
   }
   SECTION("the version 1 format") {
     damaged = R"({"version":1,"checksum":"00","data":{"claims":{}}})";
     problem = "line 1: not a checksummed record";
+    sound = {};
+    unreadable = 1;
   }
   SECTION("a byte inside the snapshot changed") {
     const size_t pos = lines[1].find("gpu-0");
@@ -353,6 +359,8 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
     lines[1][pos + 4] = '1';
     damaged = Join(lines);
     problem = "line 2: checksum mismatch";
+    sound = {"uid-b"};
+    quarantined = {"uid-a"};
   }
   SECTION("the checksum changed") {
     lines[0][0] = lines[0][0] == '0' ? '1' : '0';
@@ -362,18 +370,19 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
   SECTION("unknown version, correctly checksummed") {
     lines[0] = Sign(json{{"version", 3}});
     damaged = Join(lines);
-    code = absl::StatusCode::kFailedPrecondition;
     problem = "line 1: unsupported version 3 (this build reads version 2)";
   }
   SECTION("a header without version") {
     lines[0] = Sign(json::object());
     damaged = Join(lines);
     problem = "line 1: version: missing or not an integer";
+    unreadable = 1;
   }
   SECTION("a line that is not a JSON object, correctly checksummed") {
     lines[0] = Sign(json::array());
     damaged = Join(lines);
     problem = "line 1: not a JSON object";
+    unreadable = 1;
   }
   SECTION("a claim without state, correctly checksummed") {
     json edited = snapshot;
@@ -381,6 +390,8 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
     lines[1] = Sign(edited);
     damaged = Join(lines);
     problem = "line 2: claims.uid-a.state: missing or not a string";
+    sound = {"uid-b"};
+    quarantined = {"uid-a"};
   }
   SECTION("an unknown state, correctly checksummed") {
     json edited = snapshot;
@@ -388,6 +399,8 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
     lines[1] = Sign(edited);
     damaged = Join(lines);
     problem = R"(line 2: claims.uid-a.state: "Unprepared" is neither "PrepareStarted" nor "Prepared")";
+    sound = {"uid-b"};
+    quarantined = {"uid-a"};
   }
   SECTION("a snapshot without seq, correctly checksummed") {
     json edited = snapshot;
@@ -402,6 +415,8 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
     lines[2] = Sign(edited);
     damaged = Join(lines);
     problem = "line 3: set.uid-b.devices[0].requests: missing or not an array";
+    sound = {"uid-a"};
+    quarantined = {"uid-b"};
   }
   SECTION("a change out of sequence, correctly checksummed") {
     json edited = change;
@@ -420,30 +435,74 @@ TEST_CASE("Checkpoint refuses a damaged file, naming the line, and leaves it in 
   SECTION("the header only") {
     damaged = lines[0] + "\n";
     problem = "line 2: missing snapshot";
+    sound = {};
   }
   SECTION("the snapshot without its newline (only a change can be torn)") {
     damaged = lines[0] + "\n" + lines[1];
     problem = "line 2: truncated (no newline)";
+    sound = {"uid-a"};
   }
   SECTION("half a snapshot (only a change can be torn)") {
     damaged = lines[0] + "\n" + lines[1].substr(0, lines[1].size() / 2);
     problem = "line 2: checksum mismatch";
+    sound = {};
+    unreadable = 1;
   }
-  SECTION("empty file") { problem = "line 1: missing header (empty file)"; }
+  SECTION("empty file") {
+    problem = "line 1: missing header (empty file)";
+    sound = {};
+  }
 
   WriteFile(path, damaged);
   const auto checkpoint = Checkpoint::Open(path);
-  REQUIRE_FALSE(checkpoint.ok());
-  const std::string message(checkpoint.status().message());
-  INFO(message);
-  CHECK(checkpoint.status().code() == code);
-  CHECK_THAT(message, Catch::StartsWith("checkpoint " + path + ": " + problem));
-  CHECK_THAT(message, Catch::EndsWith(kLeftInPlace));
-  CHECK(ReadFile(path) == damaged);
-  CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
+  REQUIRE(checkpoint.ok());
+  const Checkpoint::Salvage& salvage = (*checkpoint)->salvage();
+  REQUIRE(salvage.kept_aside.size() == 1);
+  const auto& [aside, why] = salvage.kept_aside[0];
+  INFO(why);
+  CHECK_THAT(why, Catch::StartsWith("checkpoint " + path + ": " + problem));
+  CHECK_THAT(aside, Catch::StartsWith(path + ".unreadable-"));
+  CHECK(ReadFile(aside) == damaged);  // kept as it was, never deleted
+  CHECK(salvage.unreadable_lines == unreadable);
+  std::set<std::string> sound_found;
+  std::set<std::string> quarantined_found;
+  for (const CheckpointEntry& entry : (*checkpoint)->Entries()) {
+    (entry.quarantined.empty() ? sound_found : quarantined_found).insert(entry.claim.uid);
+  }
+  CHECK(sound_found == sound);
+  CHECK(quarantined_found == quarantined);
+  CHECK(salvage.quarantined.size() == quarantined.size());
+  for (const auto& [claim, reason] : salvage.quarantined) CHECK_THAT(reason, Catch::StartsWith("line "));
+  // What was salvaged is a sound file now.
+  const auto reopened = Checkpoint::Open(path);
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->salvage().kept_aside.empty());
+  CHECK((*reopened)->Entries() == (*checkpoint)->Entries());
 }
 
-TEST_CASE("A bad checksum on a line before the last is corruption, named by its line") {
+TEST_CASE("A quarantined entry keeps what could be read of it: its name and the devices it holds") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  WriteValidCheckpoint(path);
+  std::vector<std::string> lines = Lines(path);
+  json snapshot = Record(lines[1]);
+  snapshot["claims"]["uid-a"]["state"] = "Unprepared";
+  lines[1] = Sign(snapshot);
+  WriteFile(path, Join(lines));
+  const auto checkpoint = Checkpoint::Open(path);
+  REQUIRE(checkpoint.ok());
+  const std::optional<CheckpointEntry> entry = (*checkpoint)->Get("uid-a");
+  REQUIRE(entry.has_value());
+  CHECK(entry->claim == k8s::ClaimRef{"ns-uid-a", "claim-uid-a", "uid-a"});
+  CHECK(entry->state == ClaimState::kPrepareStarted);
+  CHECK(entry->devices.empty());
+  CHECK(entry->held == std::vector<HeldDevice>{{"pool", "gpu-0"}});
+  CHECK(entry->quarantined == R"(line 2: uid-a.state: "Unprepared" is neither "PrepareStarted" nor "Prepared")");
+  REQUIRE((*checkpoint)->salvage().quarantined.size() == 1);
+  CHECK((*checkpoint)->salvage().quarantined[0].first == entry->claim);
+}
+
+TEST_CASE("A bad checksum on a line before the last quarantines the claims that line names, nothing else") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   {
@@ -457,25 +516,22 @@ TEST_CASE("A bad checksum on a line before the last is corruption, named by its 
   const size_t pos = lines[3].find("claim-uid-2");
   REQUIRE(pos != std::string::npos);
   lines[3][pos] = 'C';
-  const std::string damaged = Join(lines);
+  std::string damaged = Join(lines);
+  SECTION("the last line whole") {}
+  SECTION("a torn line after it") { damaged += lines[6].substr(0, 20); }
   WriteFile(path, damaged);
 
   const auto checkpoint = Checkpoint::Open(path);
-  REQUIRE_FALSE(checkpoint.ok());
-  CHECK(absl::IsDataLoss(checkpoint.status()));
-  CHECK(std::string(checkpoint.status().message()) ==
-        "checkpoint " + path + ": line 4: checksum mismatch" + kLeftInPlace);
-  CHECK(ReadFile(path) == damaged);
-  CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
-
-  SECTION("also when a torn line follows") {
-    AppendToFile(path, lines[6].substr(0, 20));
-    const std::string torn = ReadFile(path);
-    const auto again = Checkpoint::Open(path);
-    REQUIRE_FALSE(again.ok());
-    CHECK_THAT(std::string(again.status().message()), Catch::Contains(": line 4: checksum mismatch"));
-    CHECK(ReadFile(path) == torn);
+  REQUIRE(checkpoint.ok());
+  REQUIRE((*checkpoint)->salvage().kept_aside.size() == 1);
+  CHECK((*checkpoint)->salvage().kept_aside[0].second == "checkpoint " + path + ": line 4: checksum mismatch");
+  CHECK(ReadFile((*checkpoint)->salvage().kept_aside[0].first) == damaged);
+  for (int i = 0; i < 6; ++i) {
+    const std::optional<CheckpointEntry> entry = (*checkpoint)->Get(absl::StrCat("uid-", i));
+    REQUIRE(entry.has_value());
+    CHECK(entry->quarantined == (i == 2 ? "line 4: checksum mismatch" : ""));
   }
+  CHECK((*checkpoint)->Get("uid-2")->claim.name == "Claim-uid-2");  // as the damaged line has it
 }
 
 TEST_CASE("A torn last line is a commit that never returned: dropped, and the next write replaces the file") {
@@ -1022,7 +1078,7 @@ TEST_CASE("Checkpoint adopts another driver's file: its claims as started, the f
   CHECK(FileNames(dir.path()) == std::set<std::string>{"checkpoint.json"});
 }
 
-TEST_CASE("Checkpoint adoption: no claims removes the file, a file nobody reads is an error naming both reasons") {
+TEST_CASE("Checkpoint adoption: no claims removes the file, a file nobody reads is kept aside") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   std::vector<std::string> seen;
@@ -1033,13 +1089,15 @@ TEST_CASE("Checkpoint adoption: no claims removes the file, a file nobody reads 
     CHECK((*checkpoint)->Entries().empty());
     CHECK_FALSE(std::filesystem::exists(path));
   }
-  SECTION("neither format") {
+  SECTION("neither format: kept aside, naming both reasons") {
     WriteFile(path, "garbage");
     absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path, AdoptForeign(&seen));
-    REQUIRE_FALSE(checkpoint.ok());
-    CHECK_THAT(std::string(checkpoint.status().message()),
-               Catch::EndsWith(std::string(kLeftInPlace) + "; not adopted: not the other driver's checkpoint"));
-    CHECK(ReadFile(path) == "garbage");
+    REQUIRE(checkpoint.ok());
+    CHECK((*checkpoint)->Entries().empty());
+    REQUIRE((*checkpoint)->salvage().kept_aside.size() == 1);
+    CHECK_THAT((*checkpoint)->salvage().kept_aside[0].second,
+               Catch::EndsWith("; not adopted: not the other driver's checkpoint"));
+    CHECK(ReadFile((*checkpoint)->salvage().kept_aside[0].first) == "garbage");
   }
   SECTION("a checkpoint of this format is never offered") {
     WriteValidCheckpoint(path);
