@@ -483,6 +483,20 @@ Salvaged SalvageLog(absl::string_view content) {
 // line verifies.
 bool OfThisFormat(absl::string_view content) { return Verify(content.substr(0, content.find('\n'))).ok(); }
 
+// Renames `path` to <path>.unreadable-<unix seconds>[-<n>], a name no file
+// has (an earlier one kept aside is never replaced); returns that name.
+// `unreadable` says why, for the error when it cannot be renamed.
+absl::StatusOr<std::string> KeepAside(const std::string& path, const absl::Status& unreadable) {
+  const std::string base = absl::StrCat(path, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
+  std::string aside = base;
+  struct stat st {};
+  for (int n = 2; ::lstat(aside.c_str(), &st) == 0; ++n) aside = absl::StrCat(base, "-", n);
+  if (::rename(path.c_str(), aside.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat(unreadable.message(), "; and it cannot be kept aside as ", aside));
+  }
+  return aside;
+}
+
 absl::Status SyscallError(absl::string_view syscall, const std::string& path) {
   return absl::ErrnoToStatus(errno, absl::StrCat(syscall, " ", path));
 }
@@ -652,15 +666,13 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string p
     }
     if (!listed.ok()) {
       // What it says cannot be known: this driver's own records stand.
-      const std::string& path = checkpoint->foreign_->path;
-      const std::string aside = absl::StrCat(path, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
-      if (::rename(path.c_str(), aside.c_str()) != 0) {
-        return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint ", path, ": ", listed.status().message(),
-                                                       "; and it cannot be kept aside as ", aside));
-      }
-      checkpoint->salvage_.kept_aside.emplace_back(
-          aside, absl::StrCat("changed by another driver since this one wrote it, and not readable: ",
-                              listed.status().message()));
+      const std::string why = absl::StrCat("changed by another driver since this one wrote it, and not readable: ",
+                                           listed.status().message());
+      absl::StatusOr<std::string> aside = KeepAside(
+          checkpoint->foreign_->path,
+          absl::Status(listed.status().code(), absl::StrCat("checkpoint ", checkpoint->foreign_->path, ": ", why)));
+      if (!aside.ok()) return aside.status();
+      checkpoint->salvage_.kept_aside.emplace_back(*std::move(aside), why);
     } else if (*content != checkpoint->foreign_->encode(recorded)) {
       std::vector<CheckpointChange> changes;
       std::set<std::string> listed_uids;
@@ -752,13 +764,10 @@ absl::Status Checkpoint::Load() {
 
 absl::Status Checkpoint::KeepAsideAndSalvage(const absl::Status& unreadable) {
   absl::StatusOr<std::string> content = dra::internal::ReadWholeFile(path_);
-  const std::string aside = absl::StrCat(path_, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
-  if (::rename(path_.c_str(), aside.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint ", path_, ": ", unreadable.message(),
-                                                   "; and it cannot be kept aside as ", aside));
-  }
+  absl::StatusOr<std::string> aside = KeepAside(path_, unreadable);
+  if (!aside.ok()) return aside.status();
   Salvaged salvaged = content.ok() ? SalvageLog(*content) : Salvaged{{}, 1};
-  salvage_.kept_aside.emplace_back(aside, std::string(unreadable.message()));
+  salvage_.kept_aside.emplace_back(*std::move(aside), std::string(unreadable.message()));
   salvage_.unreadable_lines += salvaged.unreadable_lines;
   for (const auto& [uid, entry] : salvaged.entries) {
     if (!entry.quarantined.empty()) salvage_.quarantined.emplace_back(entry.claim, entry.quarantined);
