@@ -1,7 +1,10 @@
 #include "kubeletplugin/claim_cdi_specs.h"
 
+#include <cerrno>
 #include <map>
 #include <utility>
+
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -48,11 +51,20 @@ ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir,
       node_specs_(std::move(node_specs)) {}
 
 absl::Status ClaimCdiSpecs::WriteNodeSpecs(bool only_missing) const {
+  const cdi::SpecDir& other_format = dir_.options().format == cdi::Format::kJson ? yaml_dir_ : json_dir_;
   for (const auto& [name, spec] : node_specs_) {
     if (only_missing && dir_.Exists(name)) continue;
     if (absl::StatusOr<std::string> path = dir_.Write(name, spec); !path.ok()) {
       return absl::Status(path.status().code(),
                           absl::StrCat("write node-wide CDI spec ", dir_.PathOf(name), ": ", path.status().message()));
+    }
+    // The same spec in the other format, as an earlier version of the
+    // driver wrote it, would define its devices twice: runtimes then
+    // resolve none of them.
+    const std::string old = other_format.PathOf(name);
+    if (::unlink(old.c_str()) != 0 && errno != ENOENT) {
+      return absl::ErrnoToStatus(errno,
+                                 absl::StrCat("remove node-wide CDI spec ", old, " (now ", dir_.PathOf(name), ")"));
     }
   }
   return absl::OkStatus();

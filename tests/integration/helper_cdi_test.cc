@@ -327,8 +327,10 @@ TEST_CASE(
   driver.ReturnCdiEdits();
   f.claims->Put(AllocatedClaim("ns", "old", "uid-old"));
   f.claims->Put(AllocatedClaim("ns", "new", "uid-new", {"gpu-1"}));
+  Options previous = f.MakeOptions();
+  previous.cdi.node_specs = {CommonSpec("gpu.example.com/gpu")};
   {
-    auto helper = f.Start(driver);
+    auto helper = f.Start(driver, previous);
     auto client = DraClient::Create(helper->dra_socket_path());
     auto prepared = client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "old", "uid-old"}}));
     REQUIRE(prepared.ok());
@@ -337,11 +339,15 @@ TEST_CASE(
   const std::string old_spec = f.SpecPath("uid-old");
   const std::string old_content = ReadFile(old_spec);
 
-  Options upgraded = f.MakeOptions();
+  Options upgraded = previous;
   upgraded.cdi.vendor = "k8s.gpu.example.com";
   upgraded.cdi.class_name = "gpu";
   upgraded.cdi.dir.format = cdi::Format::kYaml;
   auto helper = f.Start(driver, upgraded);
+  // The node-wide spec in the new format only: two files defining
+  // gpu.example.com/gpu=common would leave it unresolvable.
+  CHECK(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-gpu.yaml"));
+  CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-gpu.json"));
   // Start repaired nothing and wrote no second file defining the old devices.
   CHECK(ReadFile(old_spec) == old_content);
   CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-claim_uid-old.yaml"));
