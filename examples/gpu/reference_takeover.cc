@@ -126,7 +126,7 @@ void ShareNodeWithReference(dra::kubeletplugin::Options& options, const std::str
   options.encode_foreign_checkpoint = ReferenceCheckpoint;
   options.cdi.vendor = "k8s." + driver_name;
   options.cdi.class_name = "gpu";
-  options.cdi.dir.format = dra::cdi::Format::kYaml;
+  options.cdi.claim_format = dra::cdi::Format::kYaml;
 }
 
 }  // namespace gpu

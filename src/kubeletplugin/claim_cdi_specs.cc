@@ -23,6 +23,7 @@ cdi::SpecDirOptions WithFormat(cdi::SpecDirOptions options, cdi::Format format) 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind kind, cdi::SpecDirOptions dir,
+                                                                     cdi::Format claim_format,
                                                                      std::vector<cdi::Spec> node_specs) {
   std::vector<std::pair<std::string, cdi::Spec>> named;
   for (size_t i = 0; i < node_specs.size(); ++i) {
@@ -39,13 +40,15 @@ absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> ClaimCdiSpecs::Create(cdi::Kind k
     }
     named.emplace_back(cdi::SpecFileName(*node_kind), std::move(node_specs[i]));
   }
-  return std::unique_ptr<ClaimCdiSpecs>(new ClaimCdiSpecs(std::move(kind), std::move(dir), std::move(named)));
+  return std::unique_ptr<ClaimCdiSpecs>(
+      new ClaimCdiSpecs(std::move(kind), std::move(dir), claim_format, std::move(named)));
 }
 
-ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir,
+ClaimCdiSpecs::ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, cdi::Format claim_format,
                              std::vector<std::pair<std::string, cdi::Spec>> node_specs)
     : kind_(std::move(kind)),
       dir_(dir),
+      claim_dir_(WithFormat(dir, claim_format)),
       json_dir_(WithFormat(dir, cdi::Format::kJson)),
       yaml_dir_(WithFormat(dir, cdi::Format::kYaml)),
       node_specs_(std::move(node_specs)) {}
@@ -101,7 +104,8 @@ std::optional<cdi::Spec> ClaimCdiSpecs::TakeSpec(const std::string& claim_uid, s
 absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, const cdi::Spec& spec) const {
   absl::StatusOr<std::string> json = cdi::EncodeSpec(spec, cdi::Format::kJson);
   if (!json.ok()) return json.status();
-  if (absl::StatusOr<std::string> path = dir_.Write(FileName(claim_uid), spec, cdi::WriteSync::kUnsynced); !path.ok()) {
+  if (absl::StatusOr<std::string> path = claim_dir_.Write(FileName(claim_uid), spec, cdi::WriteSync::kUnsynced);
+      !path.ok()) {
     return path.status();
   }
   return json;
@@ -109,7 +113,7 @@ absl::StatusOr<std::string> ClaimCdiSpecs::Write(const std::string& claim_uid, c
 
 ClaimCdiSpecs::Location ClaimCdiSpecs::LocationOf(const std::string& claim_uid, const cdi::Spec& spec) const {
   absl::StatusOr<cdi::Kind> kind = cdi::ParseKind(spec.kind);
-  if (!kind.ok() || kind->ToString() == kind_.ToString()) return {&dir_, FileName(claim_uid)};
+  if (!kind.ok() || kind->ToString() == kind_.ToString()) return {&claim_dir_, FileName(claim_uid)};
   std::string name = cdi::TransientSpecFileName(*kind, claim_uid);
   const cdi::SpecDir* dir = yaml_dir_.Exists(name) ? &yaml_dir_ : &json_dir_;
   return {dir, std::move(name)};

@@ -24,7 +24,9 @@ class ClaimCdiSpecs {
  public:
   // Fails, naming the spec, when a node-wide spec does not validate or has
   // the per-claim kind.
+  // Per-claim specs in `claim_format`, node-wide ones in dir.format.
   static absl::StatusOr<std::unique_ptr<ClaimCdiSpecs>> Create(cdi::Kind kind, cdi::SpecDirOptions dir,
+                                                               cdi::Format claim_format,
                                                                std::vector<cdi::Spec> node_specs);
 
   // Writes every node-wide spec (Start), or with `only_missing` those whose
@@ -67,7 +69,8 @@ class ClaimCdiSpecs {
       const std::set<std::string>& known) const;
 
  private:
-  ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, std::vector<std::pair<std::string, cdi::Spec>> node_specs);
+  ClaimCdiSpecs(cdi::Kind kind, cdi::SpecDirOptions dir, cdi::Format claim_format,
+                std::vector<std::pair<std::string, cdi::Spec>> node_specs);
   std::string FileName(const std::string& claim_uid) const;
   // Where a checkpointed spec's file is: the spec dir in the format to use,
   // and the file name.
@@ -78,8 +81,9 @@ class ClaimCdiSpecs {
   Location LocationOf(const std::string& claim_uid, const cdi::Spec& spec) const;
 
   const cdi::Kind kind_;
-  const cdi::SpecDir dir_;
-  const cdi::SpecDir json_dir_;  // spec files of another kind
+  const cdi::SpecDir dir_;        // node-wide specs
+  const cdi::SpecDir claim_dir_;  // this kind's per-claim specs
+  const cdi::SpecDir json_dir_;   // spec files of another kind
   const cdi::SpecDir yaml_dir_;
   const std::vector<std::pair<std::string, cdi::Spec>> node_specs_;  // by file name
 };

@@ -110,8 +110,9 @@ absl::StatusOr<std::unique_ptr<internal::ClaimFiles>> MakeClaimFiles(const Optio
   if (!kind.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("options.cdi.vendor/class_name: ", kind.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<internal::ClaimCdiSpecs>> specs =
-      internal::ClaimCdiSpecs::Create(*std::move(kind), options.cdi.dir, options.cdi.node_specs);
+  absl::StatusOr<std::unique_ptr<internal::ClaimCdiSpecs>> specs = internal::ClaimCdiSpecs::Create(
+      *std::move(kind), options.cdi.dir, options.cdi.claim_format.value_or(options.cdi.dir.format),
+      options.cdi.node_specs);
   if (!specs.ok()) return specs.status();
   std::unique_ptr<internal::ClaimMetadataFiles> metadata;
   if (options.device_metadata.enabled) {

@@ -65,9 +65,12 @@ TEST_CASE("the GPU example writes each claim's CDI spec where dra-example-driver
         "/var/run/cdi/k8s.gpu.example.com-gpu_u1.yaml");
   CHECK(gpu::ReferenceCommonSpecPath("/var/run/cdi", "gpu.example.com") ==
         "/var/run/cdi/k8s.gpu.example.com-gpu_common.yaml");
-  const dra::cdi::SpecDir dir(options.cdi.dir);
+  dra::cdi::SpecDirOptions claim_dir = options.cdi.dir;
+  claim_dir.format = options.cdi.claim_format.value_or(claim_dir.format);
+  const dra::cdi::SpecDir dir(claim_dir);
   CHECK(dir.PathOf(dra::cdi::TransientSpecFileName({options.cdi.vendor, options.cdi.class_name}, "u1")) ==
         gpu::ReferenceClaimSpecPath("/var/run/cdi", "gpu.example.com", "u1"));
+  CHECK(options.cdi.dir.format == dra::cdi::Format::kJson);  // the node-wide spec stays where 0.1.0 wrote it
   CHECK(options.adopt_checkpoint != nullptr);
   CHECK(options.encode_foreign_checkpoint != nullptr);
 }

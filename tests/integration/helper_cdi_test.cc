@@ -342,7 +342,8 @@ TEST_CASE(
   Options upgraded = previous;
   upgraded.cdi.vendor = "k8s.gpu.example.com";
   upgraded.cdi.class_name = "gpu";
-  upgraded.cdi.dir.format = cdi::Format::kYaml;
+  upgraded.cdi.dir.format = cdi::Format::kYaml;  // the node-wide spec's too
+  upgraded.cdi.claim_format = cdi::Format::kYaml;
   auto helper = f.Start(driver, upgraded);
   // The node-wide spec in the new format only: two files defining
   // gpu.example.com/gpu=common would leave it unresolvable.
@@ -370,6 +371,24 @@ TEST_CASE(
   CHECK(unprepared->at("uid-old").empty());
   CHECK_FALSE(std::filesystem::exists(old_spec));
   CHECK(driver.prepare_calls() == 2);
+}
+
+TEST_CASE("per-claim specs in their own format, node-wide ones in the dir's", "[helper][cdi]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.claims->Put(AllocatedClaim("ns", "c", "uid-1"));
+  Options options = f.MakeOptions();
+  options.cdi.node_specs = {CommonSpec("gpu.example.com/gpu")};
+  options.cdi.claim_format = cdi::Format::kYaml;
+  auto helper = f.Start(driver, options);
+  auto client = DraClient::Create(helper->dra_socket_path());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}))->at("uid-1").error.empty());
+  CheckSchema(f.cdi_dir + "/gpu.example.com-gpu.json");
+  CheckSchema(f.cdi_dir + "/gpu.example.com-claim_uid-1.yaml");
+  CHECK_FALSE(std::filesystem::exists(f.SpecPath("uid-1")));
+  REQUIRE(client->NodeUnprepareResources(DraApi::kV1, Refs({{"ns", "c", "uid-1"}}))->at("uid-1").empty());
+  CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/gpu.example.com-claim_uid-1.yaml"));
 }
 
 TEST_CASE("CDI options: vendor, class, format, edits with CDI off fail the claim", "[helper][cdi]") {

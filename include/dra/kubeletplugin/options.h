@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,11 @@ struct CdiOptions {
   std::string vendor;
   /// CDI class of the spec kind. Default: "claim".
   std::string class_name = "claim";
+  /// Format of the per-claim spec files, when it differs from dir.format
+  /// (the node-wide specs'): a driver that names them as another driver
+  /// does, in that driver's format, keeps its node-wide specs where an
+  /// earlier version of it wrote them. Default: dir.format.
+  std::optional<cdi::Format> claim_format;
   /// Node-wide specs that prepared devices name in Device::cdi_device_ids
   /// (a device "common" with the env every container of the driver gets,
   /// say), one file "<vendor>-<class>" each: written by Start, and written
