@@ -147,15 +147,16 @@ inline bool ContainersReady(const json& pod) {
   return true;
 }
 
-// Waits until exactly one pod of the example runs (ready) and returns it.
-inline json WaitForOneDriverPod(Client& admin, const Example& example) {
+// Waits until exactly one pod of the example runs (ready), with `tag`'s
+// image when one is given, and returns it.
+inline json WaitForOneDriverPod(Client& admin, const Example& example, const std::string& tag = "") {
   json pod;
   const bool one = Eventually(
       [&] {
         std::map<std::string, json> pods = DriverPods(admin, example);
         if (pods.size() != 1 || !ContainersReady(pods.begin()->second)) return false;
         pod = pods.begin()->second;
-        return true;
+        return tag.empty() || absl::EndsWith(pod["spec"]["containers"][0].value("image", ""), ":" + tag);
       },
       kPodStart);
   INFO("pods of " << example.release << ": " << json(DriverPods(admin, example)).dump(1));
