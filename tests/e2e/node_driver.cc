@@ -114,10 +114,12 @@ double DriverProcess::Metric(const std::string& series) const {
 }
 
 std::string DriverProcess::CdiId(const std::string& uid, const std::string& device) const {
+  if (specs_ == ClaimSpecs::kReference) return absl::StrCat("k8s.", name_, "/gpu=", uid, "-", device);
   return absl::StrCat(name_, "/claim=", uid, "-", device);
 }
 
 std::string DriverProcess::CdiSpecFile(const std::string& uid) const {
+  if (specs_ == ClaimSpecs::kReference) return absl::StrCat(node_.cdi_dir, "/k8s.", name_, "-gpu_", uid, ".yaml");
   return absl::StrCat(node_.cdi_dir, "/", name_, "-claim_", uid, ".json");
 }
 
@@ -126,7 +128,8 @@ ExampleDriverOnNode::ExampleDriverOnNode(const std::string& binary, const std::s
     : admin(MakeClient(AdminConfig())),
       node(Node()),
       ns(CreateNamespace(*admin, "e2e-" + prefix)),
-      driver(node, UniqueName(prefix) + ".example.com"),
+      driver(node, UniqueName(prefix) + ".example.com",
+             prefix == "gpu" ? DriverProcess::ClaimSpecs::kReference : DriverProcess::ClaimSpecs::kHelperDefault),
       binary(binary) {
   GrantDriverRights(*admin, ns, node.name);
   GrantClaimStatusRights(*admin, ns, driver.name());

@@ -40,8 +40,12 @@ std::set<std::string> SliceUids(k8s::Client& admin, const std::string& node, con
 // own (HttpEndpoint()).
 class DriverProcess {
  public:
-  DriverProcess(const NodeEnv& node, std::string name)
-      : node_(node), name_(std::move(name)), port_(testing::FreePort()) {}
+  // How the driver names its per-claim CDI specs: as the Helper does by
+  // default (<driver>/claim, JSON), or as dra-example-driver does
+  // (k8s.<driver>/gpu, YAML: the GPU example).
+  enum class ClaimSpecs { kHelperDefault, kReference };
+  DriverProcess(const NodeEnv& node, std::string name, ClaimSpecs specs = ClaimSpecs::kHelperDefault)
+      : node_(node), name_(std::move(name)), specs_(specs), port_(testing::FreePort()) {}
 
   const std::string& name() const { return name_; }
   std::string HttpEndpoint() const;
@@ -70,6 +74,7 @@ class DriverProcess {
  private:
   const NodeEnv node_;
   const std::string name_;
+  const ClaimSpecs specs_;
   const int port_;
   testing::TempDir dir_;
   testing::ChildProcess process_;

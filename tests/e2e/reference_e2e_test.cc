@@ -454,9 +454,7 @@ TEST_CASE(
   const auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
   std::map<std::string, std::string> gpu_of;  // by pod
   std::map<std::string, std::string> claim_uid;
-  const auto spec_of = [&](const std::string& pod) {
-    return absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", claim_uid[pod], ".yaml");
-  };
+  const auto spec_of = [&](const std::string& pod) { return GpuClaimSpecFile(node, claim_uid[pod]); };
   const auto run_pod = [&](const std::string& pod) {
     ApplyObject(*admin, DemoPod(pod));
     const std::string log = ExportLog(demo->ns, pod, "ctr0");

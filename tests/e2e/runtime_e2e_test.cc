@@ -429,7 +429,7 @@ TEST_CASE(
   const std::vector<std::string> gpus = GpuIndexes(before.log);
   const std::string& uid = before.uid;
   // The claim's spec and the driver's node-wide one (device "common").
-  const std::string claim_spec = absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", uid, ".json");
+  const std::string claim_spec = GpuClaimSpecFile(gpu.node, uid);
   const std::string common_spec = gpu.node.cdi_dir + "/gpu.example.com-gpu.json";
   REQUIRE(std::filesystem::exists(claim_spec));
   REQUIRE(std::filesystem::exists(common_spec));
@@ -556,7 +556,7 @@ TEST_CASE(
   const std::string& ns = workloads.ns;
   const ClaimWorkload old_workload = RunClaimPod(admin, ns, "old-gpu", "old");
   CHECK(GpuIndexes(old_workload.log) == std::vector<std::string>{"0"});
-  const std::string old_spec = absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", old_workload.uid, ".json");
+  const std::string old_spec = GpuClaimSpecFile(gpu.node, old_workload.uid);
   REQUIRE(std::filesystem::exists(old_spec));
 
   // The old container keeps running (frozen) after its pod object is gone:
@@ -586,7 +586,7 @@ TEST_CASE(
   // Only the old claim has the GPU: its CDI spec is there, the new one's is
   // not, and the new pod does not run.
   CHECK(std::filesystem::exists(old_spec));
-  CHECK_FALSE(std::filesystem::exists(absl::StrCat(gpu.node.cdi_dir, "/gpu.example.com-claim_", new_uid, ".json")));
+  CHECK_FALSE(std::filesystem::exists(GpuClaimSpecFile(gpu.node, new_uid)));
   absl::StatusOr<json> waiting = admin.Get(kPods, ns, "new");
   REQUIRE(waiting.ok());
   CHECK_FALSE(PodRunning(*waiting));

@@ -267,6 +267,12 @@ struct Workloads {
   ~Workloads() { DeleteWorkloads(admin, ns); }
 };
 
+// The GPU example's CDI spec of claim `uid`: named as dra-example-driver
+// names its own.
+inline std::string GpuClaimSpecFile(const NodeEnv& node, const std::string& uid) {
+  return absl::StrCat(node.cdi_dir, "/k8s.", kGpuDriver, "-gpu_", uid, ".yaml");
+}
+
 inline size_t CdiSpecFiles(const NodeEnv& node) {
   return std::distance(std::filesystem::directory_iterator(node.cdi_dir), std::filesystem::directory_iterator());
 }
