@@ -107,7 +107,9 @@ class Checkpoint {
   // `adopt` (Options::adopt_checkpoint): the claims it returns become
   // kPrepareStarted entries, and the file is replaced by this format's
   // (atomically: temp file and rename; removed when there are none) before
-  // Open returns. When `adopt` fails too, the error names both reasons.
+  // Open returns. When `adopt` refuses it too (InvalidArgument), it is kept
+  // aside as above, its reason naming both; another error of `adopt` (the
+  // API server did not answer, say) is Open's, the file left in place.
   using Adopter = std::function<absl::StatusOr<std::vector<k8s::ClaimRef>>(const std::string& content)>;
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path, const Adopter& adopt);
   // Another driver's checkpoint kept beside this one, so that the node stays
