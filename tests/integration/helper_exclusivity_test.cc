@@ -7,6 +7,7 @@
 #include "dractl/kubelet_client.h"
 #include "support/helper_dirs.h"
 #include "support/http_get.h"
+#include "support/kubelet_calls.h"
 #include "support/test_driver.h"
 
 namespace dra {
@@ -19,7 +20,9 @@ using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using testing::AllocatedClaim;
 using testing::HttpGet;
+using testing::Prepare;
 using testing::TestDriver;
+using testing::Unprepare;
 
 struct Fixture : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
@@ -28,18 +31,6 @@ struct Fixture : testing::HelperDirs {
 
 const k8s::ClaimRef kOld{"team-a", "old", "00000000-0000-4000-8000-00000000000a"};
 const k8s::ClaimRef kNew{"team-b", "new", "00000000-0000-4000-8000-00000000000b"};
-
-std::string Prepare(DraClient& client, const k8s::ClaimRef& ref, DraApi api = DraApi::kV1) {
-  auto answer = client.NodePrepareResources(api, std::vector<k8s::ClaimRef>{ref});
-  REQUIRE(answer.ok());
-  return answer->at(ref.uid).error;
-}
-
-std::string Unprepare(DraClient& client, const k8s::ClaimRef& ref) {
-  auto answer = client.NodeUnprepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{ref});
-  REQUIRE(answer.ok());
-  return answer->at(ref.uid);
-}
 
 void Put(Fixture& f, const k8s::ClaimRef& ref, const std::vector<std::string>& devices = {"gpu-0"}) {
   f.claims->Put(AllocatedClaim(ref.namespace_, ref.name, ref.uid, devices));

@@ -15,19 +15,25 @@
 #include "nlohmann/json.hpp"
 #include "support/helper_dirs.h"
 #include "support/http_get.h"
+#include "support/kubelet_calls.h"
 #include "support/test_driver.h"
 
 namespace dra {
 namespace {
 
-using kubeletclient::DraApi;
 using kubeletclient::DraClient;
 using kubeletplugin::InMemoryClaimSource;
 using kubeletplugin::Options;
 using nlohmann::json;
 using testing::AllocatedClaim;
 using testing::HttpGet;
+using testing::Prepare;
 using testing::TestDriver;
+using testing::Unprepare;
+
+const k8s::ClaimRef kDamaged{"team-a", "damaged", "00000000-0000-4000-8000-00000000000a"};
+const k8s::ClaimRef kSound{"team-a", "sound", "00000000-0000-4000-8000-00000000000c"};
+const k8s::ClaimRef kOther{"team-b", "other", "00000000-0000-4000-8000-00000000000b"};
 
 struct Fixture : testing::HelperDirs {
   std::shared_ptr<InMemoryClaimSource> claims = std::make_shared<InMemoryClaimSource>();
@@ -36,23 +42,18 @@ struct Fixture : testing::HelperDirs {
     options.http_endpoint = "127.0.0.1:0";
     return options;
   }
+  // Claims kDamaged (gpu-0), kSound (gpu-1) and kOther (gpu-0, too); the
+  // first two prepared by a Helper that has stopped since.
+  void PrepareDamagedAndSound(TestDriver& driver) {
+    for (const k8s::ClaimRef& ref : {kDamaged, kSound, kOther}) {
+      claims->Put(AllocatedClaim(ref.namespace_, ref.name, ref.uid, {ref.uid == kSound.uid ? "gpu-1" : "gpu-0"}));
+    }
+    auto helper = Start(driver, MakeOptions());
+    auto client = DraClient::Create(helper->dra_socket_path());
+    REQUIRE(Prepare(*client, kDamaged).empty());
+    REQUIRE(Prepare(*client, kSound).empty());
+  }
 };
-
-const k8s::ClaimRef kDamaged{"team-a", "damaged", "00000000-0000-4000-8000-00000000000a"};
-const k8s::ClaimRef kSound{"team-a", "sound", "00000000-0000-4000-8000-00000000000c"};
-const k8s::ClaimRef kOther{"team-b", "other", "00000000-0000-4000-8000-00000000000b"};
-
-std::string Prepare(DraClient& client, const k8s::ClaimRef& ref) {
-  auto answer = client.NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{ref});
-  REQUIRE(answer.ok());
-  return answer->at(ref.uid).error;
-}
-
-std::string Unprepare(DraClient& client, const k8s::ClaimRef& ref) {
-  auto answer = client.NodeUnprepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{ref});
-  REQUIRE(answer.ok());
-  return answer->at(ref.uid);
-}
 
 // Gives the claim's entries in the checkpoint a state no release writes,
 // each line correctly checksummed again: a record that verifies but does
@@ -75,16 +76,8 @@ TEST_CASE(
     "kubelet unprepares its claim, the file is kept aside",
     "[quarantine]") {
   Fixture f;
-  f.claims->Put(AllocatedClaim(kDamaged.namespace_, kDamaged.name, kDamaged.uid, {"gpu-0"}));
-  f.claims->Put(AllocatedClaim(kSound.namespace_, kSound.name, kSound.uid, {"gpu-1"}));
-  f.claims->Put(AllocatedClaim(kOther.namespace_, kOther.name, kOther.uid, {"gpu-0"}));
   TestDriver driver;
-  {
-    auto helper = Fixture::Start(driver, f.MakeOptions());
-    auto client = DraClient::Create(helper->dra_socket_path());
-    REQUIRE(Prepare(*client, kDamaged).empty());
-    REQUIRE(Prepare(*client, kSound).empty());
-  }
+  f.PrepareDamagedAndSound(driver);
   const std::string path = f.data + "/checkpoint.json";
   DamageEntry(path, kDamaged.uid);
 
@@ -121,16 +114,9 @@ TEST_CASE(
 TEST_CASE("a claim whose CDI spec cannot be restored at start is quarantined, the others are repaired",
           "[quarantine]") {
   Fixture f;
-  f.claims->Put(AllocatedClaim(kDamaged.namespace_, kDamaged.name, kDamaged.uid, {"gpu-0"}));
-  f.claims->Put(AllocatedClaim(kSound.namespace_, kSound.name, kSound.uid, {"gpu-1"}));
   TestDriver driver;
   driver.ReturnCdiEdits();
-  {
-    auto helper = Fixture::Start(driver, f.MakeOptions());
-    auto client = DraClient::Create(helper->dra_socket_path());
-    REQUIRE(Prepare(*client, kDamaged).empty());
-    REQUIRE(Prepare(*client, kSound).empty());
-  }
+  f.PrepareDamagedAndSound(driver);
   // A directory where the damaged claim's spec goes, and the sound one's
   // spec emptied: neither is what the checkpoint has.
   const std::string damaged_spec = f.cdi_dir + "/gpu.example.com-claim_" + kDamaged.uid + ".json";
@@ -163,17 +149,9 @@ TEST_CASE("a claim whose CDI spec cannot be restored at start is quarantined, th
 TEST_CASE("records that cannot be read at all: a claim whose CDI spec is on the node holds the devices it names",
           "[quarantine]") {
   Fixture f;
-  f.claims->Put(AllocatedClaim(kDamaged.namespace_, kDamaged.name, kDamaged.uid, {"gpu-0"}));
-  f.claims->Put(AllocatedClaim(kSound.namespace_, kSound.name, kSound.uid, {"gpu-1"}));
-  f.claims->Put(AllocatedClaim(kOther.namespace_, kOther.name, kOther.uid, {"gpu-0"}));
   TestDriver driver;
   driver.ReturnCdiEdits();
-  {
-    auto helper = Fixture::Start(driver, f.MakeOptions());
-    auto client = DraClient::Create(helper->dra_socket_path());
-    REQUIRE(Prepare(*client, kDamaged).empty());
-    REQUIRE(Prepare(*client, kSound).empty());
-  }
+  f.PrepareDamagedAndSound(driver);
   // Every line that names the damaged claim becomes noise.
   const std::string path = f.data + "/checkpoint.json";
   std::string damaged;
