@@ -654,11 +654,10 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string p
   if (!opened.ok()) return opened.status();
   std::unique_ptr<Checkpoint> checkpoint = *std::move(opened);
   checkpoint->foreign_ = std::move(foreign);
-  if (content.ok()) {
-    std::vector<k8s::ClaimRef> recorded;
-    checkpoint->ForEach([&](const CheckpointEntry& entry) { recorded.push_back(entry.claim); });
-    absl::StatusOr<std::vector<k8s::ClaimRef>> listed = std::vector<k8s::ClaimRef>();
-    if (*content != checkpoint->foreign_->encode(recorded)) listed = checkpoint->foreign_->read(*content);
+  std::vector<k8s::ClaimRef> recorded;
+  checkpoint->ForEach([&](const CheckpointEntry& entry) { recorded.push_back(entry.claim); });
+  if (content.ok() && *content != checkpoint->foreign_->encode(recorded)) {
+    absl::StatusOr<std::vector<k8s::ClaimRef>> listed = checkpoint->foreign_->read(*content);
     if (!listed.ok() && !absl::IsInvalidArgument(listed.status())) {
       return absl::Status(listed.status().code(), absl::StrCat("checkpoint ", checkpoint->foreign_->path,
                                                                ": changed by another driver since this one wrote it: ",
@@ -673,7 +672,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::OpenBeside(std::string p
           absl::Status(listed.status().code(), absl::StrCat("checkpoint ", checkpoint->foreign_->path, ": ", why)));
       if (!aside.ok()) return aside.status();
       checkpoint->salvage_.kept_aside.emplace_back(*std::move(aside), why);
-    } else if (*content != checkpoint->foreign_->encode(recorded)) {
+    } else {
       std::vector<CheckpointChange> changes;
       std::set<std::string> listed_uids;
       for (k8s::ClaimRef& claim : *listed) {
@@ -712,16 +711,12 @@ std::optional<std::string> Checkpoint::ForeignContent() {
 }
 
 absl::Status Checkpoint::SyncForeign() {
-  std::vector<k8s::ClaimRef> claims;
+  std::string expected;
   {
     dra::MutexLock lock(&mu_);
-    foreign_claims_.emplace();
-    for (const auto& [uid, entry] : entries_) {
-      foreign_claims_->insert(uid);
-      claims.push_back(entry.claim);
-    }
+    foreign_claims_.reset();  // so that ForeignContent gives it
+    expected = *ForeignContent();
   }
-  const std::string expected = foreign_->encode(claims);
   absl::StatusOr<std::string> current = dra::internal::ReadWholeFile(foreign_->path);
   if (current.ok() && *current == expected) return absl::OkStatus();
   absl::Status status = dra::internal::WriteFileAtomically(foreign_->path, expected, kFileMode);
