@@ -6,9 +6,9 @@
 # built from the Go module proxy on first use and cached in ~/.cache/dra-cpp:
 # that first build takes 25-35 minutes). Then, with clang: the suite again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, but for the packaging
-# and the e2e tests (labels e2e, e2e-node, e2e-runtime: the SDK's side of
-# them runs under the sanitizers in the integration tests, the example
-# drivers in the crash, load and example tests), in a build that also
+# and the e2e tests (labels e2e, e2e-node, e2e-runtime, not even built: the
+# SDK's side of them runs under the sanitizers in the integration tests, the
+# example drivers in the crash, load and example tests), in a build that also
 # checks the locking annotations (-Wthread-safety) and holds the
 # libFuzzer targets, each fuzzed for DRA_FUZZ_SECONDS (default 20); and the
 # multi-threaded tests under ThreadSanitizer. DRA_SKIP_SANITIZERS=1 stops
@@ -33,13 +33,13 @@ if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
   clang=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
   echo "== build (clang: thread-safety analysis, ASan + UBSan, fuzz targets)"
   cmake -S . -B build-clang -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DDRA_SANITIZE=ON \
-    -DDRA_BUILD_FUZZERS=ON -DDRA_BUILD_BENCHMARKS=OFF >/dev/null
+    -DDRA_BUILD_FUZZERS=ON -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
   cmake --build build-clang -j"$jobs"
   echo "== tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-clang --output-on-failure -j"$jobs" -LE '^(packaging|e2e|e2e-node|e2e-runtime)$'
   echo "== fuzzing"
-  DRA_FUZZ_BUILD_DIR=build-clang scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-20}"
+  DRA_FUZZ_BUILD_DIR=build-clang DRA_FUZZ_JOBS="$jobs" scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-20}"
 
   echo "== build (ThreadSanitizer)"
   cmake -S . -B build-tsan -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_THREAD_SANITIZER=ON \
