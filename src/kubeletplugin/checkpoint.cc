@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include <fcntl.h>
@@ -411,7 +412,10 @@ struct Salvaged {
 
 // Replays every line that verifies, decoding each entry on its own; an entry
 // that does not decode, or that a line failing its checksum names, is
-// quarantined with what can be read of it.
+// quarantined with what can be read of it, and so is every claim recorded
+// before a line that fails its checksum or cannot be read: that line may have
+// changed it (erased it, say, so that it would be prepared again from an
+// older record).
 Salvaged SalvageLog(absl::string_view content) {
   Salvaged out;
   const auto quarantine = [&](const std::string& uid, const json& in, std::string why) {
@@ -444,11 +448,20 @@ Salvaged SalvageLog(absl::string_view content) {
     const json* claims = Member(record, "claims", json::value_t::object);
     if (claims == nullptr) claims = Member(record, "set", json::value_t::object);
     const json* erase = Member(record, "erase", json::value_t::array);
-    if (claims == nullptr && (erase == nullptr || erase->empty())) {
+    const bool unreadable = claims == nullptr && (erase == nullptr || erase->empty());
+    const std::string at = absl::StrCat("line ", number, ": ");
+    if (!verified.ok() || unreadable) {
+      // It may have set or erased any claim recorded before it.
+      const std::string why = absl::StrCat(at, verified.ok() ? "not a checkpoint record" : verified.status().message(),
+                                           "; it may have changed this claim's record");
+      for (auto& [uid, entry] : out.entries) {
+        if (entry.quarantined.empty()) quarantine(uid, json::object(), why);
+      }
+    }
+    if (unreadable) {
       ++out.unreadable_lines;
       continue;
     }
-    const std::string at = absl::StrCat("line ", number, ": ");
     if (claims != nullptr) {
       for (const auto& [uid, in] : claims->items()) {
         if (!verified.ok()) {
@@ -483,15 +496,32 @@ Salvaged SalvageLog(absl::string_view content) {
 // line verifies.
 bool OfThisFormat(absl::string_view content) { return Verify(content.substr(0, content.find('\n'))).ok(); }
 
-// Renames `path` to <path>.unreadable-<unix seconds>[-<n>], a name no file
-// has (an earlier one kept aside is never replaced); returns that name.
-// `unreadable` says why, for the error when it cannot be renamed.
+// Links `path` as <path>.unreadable-<unix seconds>[-<n>], a name no file has
+// (an earlier one kept aside is never replaced), or finds the name an earlier
+// start that died before replacing `path` linked it as; returns that name.
+// `path` itself stays until the caller replaces it, so that a crash in
+// between leaves it to be salvaged again, never nothing. `unreadable` says
+// why, for the error when it cannot be kept aside.
 absl::StatusOr<std::string> KeepAside(const std::string& path, const absl::Status& unreadable) {
-  const std::string base = absl::StrCat(path, ".unreadable-", absl::ToUnixSeconds(absl::Now()));
+  const std::string prefix = absl::StrCat(path, ".unreadable-");
+  struct stat file {};
+  if (::stat(path.c_str(), &file) == 0 && file.st_nlink > 1) {
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    std::error_code error;
+    for (const auto& other : std::filesystem::directory_iterator(dir, error)) {
+      struct stat st {};
+      if (other.path().string().starts_with(prefix) && ::lstat(other.path().c_str(), &st) == 0 &&
+          st.st_dev == file.st_dev && st.st_ino == file.st_ino) {
+        return other.path().string();
+      }
+    }
+  }
+  const std::string base = absl::StrCat(prefix, absl::ToUnixSeconds(absl::Now()));
   std::string aside = base;
   struct stat st {};
   for (int n = 2; ::lstat(aside.c_str(), &st) == 0; ++n) aside = absl::StrCat(base, "-", n);
-  if (::rename(path.c_str(), aside.c_str()) != 0) {
+  if (::link(path.c_str(), aside.c_str()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat(unreadable.message(), "; and it cannot be kept aside as ", aside));
   }
   return aside;
@@ -614,12 +644,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(std::string path, c
     }
   }
   if (!claims.ok()) {
-    {
-      dra::MutexLock lock(&checkpoint->mu_);
-      if (absl::Status kept = checkpoint->KeepAsideAndSalvage(loaded); !kept.ok()) return kept;
-    }
-    // The salvaged entries, as a new file in place of the one kept aside.
-    if (absl::Status status = checkpoint->Commit({}); !status.ok()) return status;
+    dra::MutexLock lock(&checkpoint->mu_);
+    if (absl::Status kept = checkpoint->KeepAsideAndSalvage(loaded); !kept.ok()) return kept;
     return checkpoint;
   }
   if (claims->empty()) {
@@ -774,7 +800,16 @@ absl::Status Checkpoint::KeepAsideAndSalvage(const absl::Status& unreadable) {
   rewrite_ = false;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;  // the next write replaces the file
+  salvage_unwritten_ = true;
   return absl::OkStatus();
+}
+
+absl::Status Checkpoint::WriteSalvaged() {
+  {
+    dra::MutexLock lock(&mu_);
+    if (!salvage_unwritten_) return absl::OkStatus();
+  }
+  return Commit({});
 }
 
 absl::Status Checkpoint::Reload() {
@@ -887,6 +922,7 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
       fd_ = new_fd;
       log_changes_ = 0;
       rewrite_ = false;
+      salvage_unwritten_ = false;
     } else {
       ++log_changes_;
     }

@@ -97,11 +97,14 @@ class Checkpoint {
   // be read whole (a line that does not verify or decode, other than a torn
   // last change; an unknown version; no header and snapshot; a read error)
   // is kept aside as <path>.unreadable-<unix seconds>, never deleted, and
-  // what can be read of it is salvaged and written as a new file before Open
-  // returns: every verified record, each claim whose entry does not decode
-  // quarantined (CheckpointEntry::quarantined), and each claim a record that
-  // fails its checksum names quarantined too. salvage() says what was done.
-  // Only when the file can be neither read nor moved aside is it an error.
+  // what can be read of it is salvaged: every verified record, each claim
+  // whose entry does not decode quarantined (CheckpointEntry::quarantined),
+  // and each claim a record that fails its checksum names quarantined too.
+  // salvage() says what was done. The salvage replaces the damaged file at
+  // the first Commit (or WriteSalvaged): until then a crash leaves the
+  // damaged file to be salvaged again, with what the caller learns from it
+  // (the claims its unreadable lines may have named). Only when the file can
+  // be neither read nor kept aside is it an error.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(std::string path);
   // The same, but a file that is no checkpoint of this format is offered to
   // `adopt` (Options::adopt_checkpoint): the claims it returns become
@@ -178,6 +181,9 @@ class Checkpoint {
     size_t unreadable_lines = 0;
   };
   const Salvage& salvage() const { return salvage_; }
+  // Writes what Open salvaged in place of the damaged file, if no Commit
+  // has yet; nothing otherwise.
+  absl::Status WriteSalvaged();
 
  private:
   explicit Checkpoint(std::string path);
@@ -217,6 +223,7 @@ class Checkpoint {
   bool rewrite_ ABSL_GUARDED_BY(mu_) = false;
 
   // Set by Open, then constant.
+  bool salvage_unwritten_ ABSL_GUARDED_BY(mu_) = false;
   Salvage salvage_;
   // Set by OpenBeside before the first commit, then constant.
   std::optional<Foreign> foreign_;

@@ -1,5 +1,7 @@
 #include "kubeletplugin/claim_files.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <utility>
@@ -110,20 +112,37 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimFiles::Repair(const std::vector<Checkp
   Repaired repaired;
   if (cdi_specs_ == nullptr) return repaired;  // metadata files need CDI too
   std::set<std::string> known;
+  std::set<std::string> unsure;  // of their held devices
   std::vector<k8s::ClaimRef> claims;
   for (const CheckpointEntry& entry : entries) {
     known.insert(entry.claim.uid);
     claims.push_back(entry.claim);
+    if ((entry.state == ClaimState::kPrepareStarted && entry.held.empty()) || !entry.quarantined.empty()) {
+      unsure.insert(entry.claim.uid);
+    }
   }
-  if (unaccounted) {
-    absl::StatusOr<std::map<std::string, std::vector<std::string>>> unknown = cdi_specs_->ClaimsOnDisk(known);
-    if (!unknown.ok()) return unknown.status();
-    repaired.unknown = *std::move(unknown);
-  } else {
-    absl::StatusOr<std::vector<std::string>> specs = cdi_specs_->RemoveAllExcept(known);
+  std::map<std::string, std::vector<std::string>> on_disk;
+  if (unaccounted || !unsure.empty()) {
+    std::set<std::string> skip;
+    std::set_difference(known.begin(), known.end(), unsure.begin(), unsure.end(), std::inserter(skip, skip.end()));
+    absl::StatusOr<std::map<std::string, std::vector<std::string>>> specs = cdi_specs_->ClaimsOnDisk(skip);
     if (!specs.ok()) return specs.status();
-    repaired.removed = *std::move(specs);
+    on_disk = *std::move(specs);
   }
+  // Unaccounted, a spec of a claim not in `entries` stays; its temp files
+  // without it never held a whole spec.
+  std::set<std::string> keep = known;
+  for (auto& [uid, devices] : on_disk) {
+    if (unsure.contains(uid)) {
+      repaired.spec_devices[uid] = std::move(devices);
+    } else if (unaccounted) {
+      keep.insert(uid);
+      repaired.unknown[uid] = std::move(devices);
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> removed = cdi_specs_->RemoveAllExcept(keep);
+  if (!removed.ok()) return removed.status();
+  repaired.removed = *std::move(removed);
   if (metadata_files_ != nullptr && !unaccounted) {
     absl::StatusOr<std::vector<std::string>> metadata = metadata_files_->RemoveAllExcept(claims);
     if (!metadata.ok()) return metadata.status();

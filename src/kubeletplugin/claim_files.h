@@ -70,6 +70,11 @@ class ClaimFiles {
     // With `unaccounted`: claims the entries lack whose CDI spec is there,
     // by UID, with the devices it names.
     std::map<std::string, std::vector<std::string>> unknown;
+    // Entries whose held devices may be short (quarantined ones, and started
+    // ones that hold none: adopted from another driver's checkpoint, or
+    // written by 0.1.0) whose CDI spec is there, by UID, with the devices it
+    // names.
+    std::map<std::string, std::vector<std::string>> spec_devices;
   };
   // Removes the per-claim files of claims not in `entries` (left by a crash
   // between writing them and recording the claim, or by an unprepare that
@@ -79,6 +84,7 @@ class ClaimFiles {
   // that does not (a crash between recording a metadata update and writing
   // it). With `unaccounted` (the checkpoint lost records) the files of
   // claims not in `entries` stay, and their claims are reported instead.
+  // Reports what the CDI specs of entries whose held devices may be short name.
   absl::StatusOr<Repaired> Repair(const std::vector<CheckpointEntry>& entries, bool unaccounted) const;
 
  private:

@@ -401,7 +401,7 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
   // A claim whose files cannot be restored is quarantined: the kubelet's
   // next prepare of it calls the driver again, and it holds its devices
   // until then or until its unprepare.
-  std::vector<CheckpointChange> quarantined;
+  std::vector<CheckpointChange> changes;
   for (const auto& [uid, why] : repaired->failed) {
     std::optional<CheckpointEntry> entry = checkpoint_.Get(uid);
     if (!entry.has_value()) continue;
@@ -413,7 +413,7 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
     entry->state = ClaimState::kPrepareStarted;
     entry->devices.clear();
     entry->quarantined = std::string(why.message());
-    quarantined.push_back({uid, *std::move(entry)});
+    changes.push_back({uid, *std::move(entry)});
   }
   // A claim whose record was lost but whose CDI spec is there holds the
   // devices it names, in whichever pool: only the kubelet can say more.
@@ -421,9 +421,28 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
     CheckpointEntry entry{{"", "", uid}, ClaimState::kPrepareStarted, {}};
     for (const std::string& device : devices) entry.held.push_back({"", device});
     entry.quarantined = "its CDI spec is on the node, the checkpoint records that named it could not be read";
-    quarantined.push_back({uid, std::move(entry)});
+    changes.push_back({uid, std::move(entry)});
   }
-  if (absl::Status status = Commit(std::move(quarantined)); !status.ok()) return status;
+  // A claim whose held devices may be short (quarantined, adopted, or
+  // recorded by 0.1.0) also holds those its CDI spec names, as above.
+  for (const auto& [uid, devices] : repaired->spec_devices) {
+    std::optional<CheckpointEntry> entry = checkpoint_.Get(uid);
+    if (!exclusivity_.enabled || !entry.has_value()) continue;
+    bool added = false;
+    for (const std::string& device : devices) {
+      if (std::any_of(entry->held.begin(), entry->held.end(),
+                      [&](const HeldDevice& held) { return held.device == device; })) {
+        continue;
+      }
+      entry->held.push_back({"", device});
+      added = true;
+    }
+    if (added) changes.push_back({uid, *std::move(entry)});
+  }
+  if (absl::Status status = Commit(std::move(changes)); !status.ok()) return status;
+  // Only now, with the claims it could not account for held again, may a
+  // salvaged checkpoint replace the damaged one.
+  if (absl::Status status = checkpoint_.WriteSalvaged(); !status.ok()) return status;
   return repaired;
 }
 

@@ -19,8 +19,10 @@ HeldDevice Held(std::string pool, std::string device, std::optional<std::string>
   return held;
 }
 
-// A held device without a pool is one whose pool was lost (a quarantined
-// claim's, known from its CDI spec): it is the device of that name in any.
+// A held device without a pool is one known from a CDI spec alone (a
+// quarantined claim's, or an adopted one's): it is the device of that name in
+// any pool, and its allocation was shared when the other one is (a device
+// either allows multiple allocations, each with a shareID, or not).
 bool SameDevice(const HeldDevice& a, const HeldDevice& b) {
   return (a.pool == b.pool || a.pool.empty() || b.pool.empty()) && a.device == b.device;
 }
@@ -59,7 +61,7 @@ std::optional<std::string> Collision(std::span<const HeldDevice> wanted, const H
       const bool same = SameDevice(want, held);
       const std::optional<std::string> unit = same ? std::nullopt : SharedUnit(want, held);
       if (!same && !unit.has_value()) continue;
-      if (same && want.share_id.has_value() && held.share_id.has_value()) continue;
+      if (same && want.share_id.has_value() && (held.share_id.has_value() || held.pool.empty())) continue;
       // A quarantined claim may be known by its UID alone.
       const std::string claim = holder.claim.name.empty()
                                     ? absl::StrCat("claim UID ", holder.claim.uid)

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -326,6 +327,15 @@ void Helper::Impl::RestorePreparedClaims() {
   for (const std::string& uid : quarantined) {
     const std::optional<internal::CheckpointEntry> entry = checkpoint_->Get(uid);
     if (entry.has_value() && !entry->quarantined.empty()) ReportQuarantined(entry->claim, entry->quarantined);
+  }
+  // Quarantined by an earlier start, and neither prepared nor unprepared since.
+  for (const auto& [claim, why] : salvage.quarantined) quarantined.push_back(claim.uid);
+  for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
+    if (entry.quarantined.empty() || absl::c_linear_search(quarantined, entry.claim.uid)) continue;
+    options_.logger.Warning(
+        "A claim's checkpoint entry is still quarantined: its devices stay held until the kubelet "
+        "prepares the claim again or unprepares it",
+        {{"claim", entry.claim.ToString()}, {"uid", entry.claim.uid}, {"err", entry.quarantined}});
   }
 }
 

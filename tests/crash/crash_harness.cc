@@ -16,22 +16,43 @@
 //   - at the end everything unprepares, nothing is left on disk, and the
 //     driver's pool is published whole.
 //
+// Some restarts also find damage on disk, as a bad disk or a careless hand
+// leaves it (docs/reliability.md, "Damage"): a byte of a checkpoint line
+// changed (any line but the last, whose damage is a commit cut short, which
+// the crash points cover), the checkpoint overwritten with garbage, a
+// prepared claim's CDI spec or a device metadata file overwritten. Then:
+//
+//   - the driver starts all the same; a damaged checkpoint is kept aside as
+//     it was (<file>.unreadable-<time>), never deleted;
+//   - every claim the kubelet holds prepared is still in the checkpoint,
+//     sound or quarantined; a quarantined one is logged by UID and holds
+//     every device of its allocation (the GPU driver's) until it is
+//     prepared again or unprepared; damaged CDI specs and metadata files of
+//     prepared claims are written again from the checkpoint;
+//   - a quarantined CPU claim lost its CPU set with its record: its next
+//     prepare may pin it to other CPUs (a known limit, docs/reliability.md).
+//
 // Prints a table per driver and per crash point; exits 1 on any violation.
 //
-//   crash_harness [--drivers=gpu,cpu] [--iterations=1000] [--seed=N]
-//                 [--peer=KUBELETPEER] [--list-points]
+//   crash_harness [--drivers=gpu,cpu] [--iterations=1000] [--damage=0.15]
+//                 [--seed=N] [--peer=KUBELETPEER] [--list-points]
+//
+// --damage: the probability that a restart finds damage on disk.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cpu_driver.h"
@@ -73,6 +94,7 @@ constexpr int kMaxClaimsPerCall = 4;
 struct Flags {
   std::vector<std::string> drivers = {"gpu", "cpu"};
   int iterations = 1000;
+  double damage = 0.15;  // per restart after a death or stop: damage on disk too
   uint64_t seed = std::random_device()();
   std::string peer;
 };
@@ -88,6 +110,7 @@ struct Claim {
   k8s::ClaimRef ref;
   int socket = -1;  // CPU claims: the socket, and how many of its CPUs
   int cpus = 0;
+  std::vector<std::string> allocated;  // the names of the devices of its allocation
   Known known = Known::kUnprepared;
   // Since the last unprepare: the devices of the first prepare that
   // succeeded (JSON), and for a CPU claim its CPUs.
@@ -111,10 +134,12 @@ struct Tally {
   std::string driver;
   int calls = 0;  // iterations: the random calls and the re-prepares after restarts
   int restarts = 0;
-  int kills = 0;     // SIGKILL at a random moment of a call or of a start
-  int stops = 0;     // SIGTERM at a random moment of a call
-  int given_up = 0;  // armed points that had not fired after kMaxCallsArmed calls
-  int retries = 0;   // calls the kubelet's side failed (re-registration) and sent again
+  int kills = 0;                       // SIGKILL at a random moment of a call or of a start
+  int stops = 0;                       // SIGTERM at a random moment of a call
+  int given_up = 0;                    // armed points that had not fired after kMaxCallsArmed calls
+  int retries = 0;                     // calls the kubelet's side failed (re-registration) and sent again
+  std::map<std::string, int> damaged;  // restarts that found damage, by kind
+  int quarantined = 0;                 // quarantined entries found after a start
   std::map<std::string, int> armed;
   std::map<std::string, int> hit;
   std::vector<std::string> violations;
@@ -142,8 +167,8 @@ std::string CrashPointIn(const std::string& log) {
 
 class Run {
  public:
-  Run(Scenario scenario, uint64_t seed, std::string peer_binary)
-      : scenario_(std::move(scenario)), rng_(seed), peer_binary_(std::move(peer_binary)) {
+  Run(Scenario scenario, uint64_t seed, std::string peer_binary, double damage)
+      : scenario_(std::move(scenario)), rng_(seed), peer_binary_(std::move(peer_binary)), damage_probability_(damage) {
     tally_.driver = scenario_.name;
     for (std::string_view point : kCrashPoints) {
       if (!scenario_.unreachable.contains(std::string(point))) points_.emplace_back(point);
@@ -234,6 +259,7 @@ class Run {
         result.share_id = Uuid();
         result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name)] = k8s::Quantity::FromInt(claim.cpus);
       }
+      for (const k8s::DeviceRequestAllocationResult& result : results) claim.allocated.push_back(result.device);
       absl::StatusOr<k8s::ClaimRef> ref =
           CreateAllocatedClaim(*node_.client, scenario_.driver_name, name, std::move(results));
       if (!ref.ok()) return Fail(ref.status().ToString());
@@ -279,6 +305,7 @@ class Run {
   // Starts a driver instance, maybe with a crash point armed, until one is
   // registered with the peer; then checks what it started from.
   bool Start(bool arm) {
+    if (arm && Chance(damage_probability_)) Damage();
     while (true) {
       ++instance_;
       armed_.clear();
@@ -326,10 +353,109 @@ class Run {
       arm = false;  // it died starting; the next instance must get further
     }
     ++tally_.restarts;
+    checkpoint_damaged_ = false;
+    if (damage_.has_value()) CheckDamage();
     CheckNode();
     recheck_ = true;
     return true;
   }
+
+  // What a restart finds damaged on disk; for a damaged checkpoint, what it
+  // held, to be found kept aside.
+  struct DamageDone {
+    std::string kind;
+    std::string path;
+    std::string content;
+  };
+
+  // Damages one file of the stopped driver's at random (see the top).
+  void Damage() {
+    const std::string checkpoint = testing::CheckpointFile(PluginDir());
+    const std::string log = ReadFile(checkpoint);
+    std::vector<std::string> kinds;
+    if (log.find('\n') != std::string::npos) kinds = {"checkpoint line", "checkpoint garbage"};
+    std::vector<std::string> specs;
+    for (const Claim& claim : claims_) {
+      if (claim.known == Known::kPrepared && std::filesystem::exists(SpecPath(claim.ref.uid))) {
+        specs.push_back(SpecPath(claim.ref.uid));
+      }
+    }
+    if (!specs.empty()) kinds.push_back("CDI spec");
+    std::vector<std::string> metadata;
+    std::error_code error;
+    for (const auto& file : std::filesystem::recursive_directory_iterator(MetadataDir(), error)) {
+      if (file.is_regular_file()) metadata.push_back(file.path());
+    }
+    if (!metadata.empty()) kinds.push_back("metadata file");
+    if (kinds.empty()) return;
+
+    DamageDone damage{Pick(kinds), checkpoint, log};
+    if (damage.kind == "checkpoint line") {
+      // Lines that end in a newline; of three or more, not the last.
+      std::vector<size_t> starts = {0};
+      for (size_t at = log.find('\n'); at != std::string::npos && at + 1 < log.size(); at = log.find('\n', at + 1)) {
+        starts.push_back(at + 1);
+      }
+      const size_t complete = std::count(log.begin(), log.end(), '\n');
+      const size_t last = complete >= 3 ? complete - 2 : complete - 1;
+      const size_t line = std::uniform_int_distribution<size_t>(0, last)(rng_);
+      const size_t end = log.find('\n', starts[line]);
+      const size_t at = std::uniform_int_distribution<size_t>(starts[line], end - 1)(rng_);
+      constexpr std::string_view kReplacements = "0a{}\":,x ";
+      char replacement = damage.content[at];
+      while (replacement == damage.content[at])
+        replacement = Pick(std::vector<char>(kReplacements.begin(), kReplacements.end()));
+      damage.content[at] = replacement;
+    } else if (damage.kind == "checkpoint garbage") {
+      damage.content.clear();
+      const int length = std::uniform_int_distribution<int>(1, 512)(rng_);
+      for (int i = 0; i < length; ++i)
+        damage.content += static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng_));
+    } else {
+      damage.path = Pick(damage.kind == "CDI spec" ? specs : metadata);
+      damage.content = "damaged {";
+    }
+    WriteFile(damage.path, damage.content);
+    damage_ = std::move(damage);
+  }
+
+  // After a start that found damage: a damaged checkpoint was kept aside as
+  // it was. (CheckNode checks the rest.)
+  void CheckDamage() {
+    const DamageDone damage = *std::exchange(damage_, std::nullopt);
+    ++tally_.damaged[damage.kind];
+    checkpoint_damaged_ = absl::StartsWith(damage.kind, "checkpoint");
+    if (!checkpoint_damaged_) return;
+    const std::string prefix = std::filesystem::path(damage.path).filename().string() + ".unreadable-";
+    for (const auto& file : std::filesystem::directory_iterator(PluginDir())) {
+      const std::string name = file.path().filename();
+      if (name.starts_with(prefix) && !kept_aside_.contains(name) && ReadFile(file.path()) == damage.content) {
+        kept_aside_.insert(name);
+        return;
+      }
+    }
+    Violation(absl::StrCat("the damaged checkpoint (", damage.kind, ") was not kept aside as it was"));
+  }
+
+  // Quarantined entries under a UID no claim has (damage changed it in its
+  // record): the kubelet never asks about them; the orphan check unprepares
+  // them, as its claim has another UID (a minute later: not waited for).
+  std::set<std::string> DamagedUids() const {
+    std::set<std::string> uids;
+    absl::StatusOr<std::unique_ptr<kubeletplugin::internal::Checkpoint>> checkpoint =
+        kubeletplugin::internal::Checkpoint::Open(testing::CheckpointFile(PluginDir()));
+    if (!checkpoint.ok()) return uids;
+    for (const kubeletplugin::internal::CheckpointEntry& entry : (*checkpoint)->Entries()) {
+      if (!entry.quarantined.empty() && std::none_of(claims_.begin(), claims_.end(), [&](const Claim& claim) {
+            return claim.ref.uid == entry.claim.uid;
+          })) {
+        uids.insert(entry.claim.uid);
+      }
+    }
+    return uids;
+  }
+
+  std::string MetadataDir() const { return PluginDir() + "/dra-device-metadata"; }
 
   // The driver exited on its own (`how`): true if an armed crash point ended
   // it, which is then counted; false (a violation) otherwise.
@@ -361,6 +487,10 @@ class Run {
     }
     for (const auto& file : std::filesystem::directory_iterator(dir_.Join("cdi"))) {
       const std::string name = file.path().filename();
+      // A start that lost checkpoint records keeps what it cannot account
+      // for, the temp files of writes a crash cut short too; the next one
+      // removes them.
+      if (checkpoint_damaged_ && name.starts_with(".")) continue;
       for (const Claim& claim : claims_) {
         if (absl::StrContains(name, claim.ref.uid) && !entries.contains(claim.ref.uid)) {
           Violation(absl::StrCat("CDI dir: ", name, " belongs to claim ", claim.ref.ToString(),
@@ -371,7 +501,7 @@ class Run {
     for (const auto& file : std::filesystem::directory_iterator(PluginDir())) {
       const std::string name = file.path().filename();
       if (name != "checkpoint.json" && name != "dra-cpp-checkpoint" && name != "dra.sock" &&
-          name != "dra-device-metadata") {
+          name != "dra-device-metadata" && !kept_aside_.contains(name)) {
         Violation(absl::StrCat("plugin data dir: ", name, " is left over"));
       }
     }
@@ -379,8 +509,15 @@ class Run {
       const std::string name = file.path().filename();
       if (name != scenario_.driver_name + "-reg.sock") Violation(absl::StrCat("registry dir: ", name, " is left over"));
     }
+    for (const Claim& claim : claims_) {
+      if (claim.known == Known::kPrepared && !entries.contains(claim.ref.uid)) {
+        Violation(
+            absl::StrCat("the checkpoint lost claim ", claim.ref.ToString(), ", which the kubelet holds prepared"));
+      }
+    }
+    CheckQuarantined(entries);
     std::error_code error;
-    for (const auto& file : std::filesystem::directory_iterator(PluginDir() + "/dra-device-metadata", error)) {
+    for (const auto& file : std::filesystem::directory_iterator(MetadataDir(), error)) {
       const std::string name = file.path().filename();
       const bool known = std::any_of(entries.begin(), entries.end(), [&](const auto& entry) {
         return name == entry.second.claim.namespace_ + "_" + entry.second.claim.name;
@@ -393,6 +530,12 @@ class Run {
       if (!entry.cdi_spec.empty() && !SpecFileHolds(uid, entry.cdi_spec)) {
         Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": its CDI spec ", SpecPath(uid),
                                " is not the checkpoint's"));
+      }
+      for (const auto& [path, content] : entry.metadata_files) {
+        if (ReadFile(path) != content) {
+          Violation(absl::StrCat("prepared claim ", entry.claim.ToString(), ": its metadata file ", path,
+                                 " is not the checkpoint's"));
+        }
       }
       if (scenario_.name != "cpu") continue;
       const json data = json::parse(entry.driver_data, nullptr, false);
@@ -407,6 +550,39 @@ class Run {
         if (auto [it, fresh] = holder.emplace(id, entry.claim.ToString()); !fresh) {
           Violation(absl::StrCat("the checkpoint holds CPU ", id, " prepared for both ", it->second, " and ",
                                  entry.claim.ToString()));
+        }
+      }
+    }
+  }
+
+  // Each quarantined entry was logged. Each claim the kubelet holds
+  // prepared holds the devices of its allocation (the GPU driver's), even
+  // when its record was lost to damage; a CPU claim whose record was lost
+  // lost its CPU set with it: its next prepare may choose others.
+  void CheckQuarantined(const std::map<std::string, kubeletplugin::internal::CheckpointEntry>& entries) {
+    const std::string log = ReadFile(LogFile());
+    const std::vector<absl::string_view> lines = absl::StrSplit(log, '\n');
+    for (const auto& [uid, entry] : entries) {
+      if (entry.quarantined.empty()) continue;
+      ++tally_.quarantined;
+      if (std::none_of(lines.begin(), lines.end(), [&](absl::string_view line) {
+            return absl::StrContains(line, "uarantined") && absl::StrContains(line, uid);
+          })) {
+        Violation(
+            absl::StrCat("claim ", uid, " is quarantined (", entry.quarantined, "), and its start did not say so"));
+      }
+    }
+    for (Claim& claim : claims_) {
+      const auto it = entries.find(claim.ref.uid);
+      if (claim.known != Known::kPrepared || it == entries.end()) continue;
+      const kubeletplugin::internal::CheckpointEntry& entry = it->second;
+      if (entry.state != kubeletplugin::internal::ClaimState::kPrepared) claim.cpuset.clear();
+      if (scenario_.name != "gpu") continue;
+      for (const std::string& device : claim.allocated) {
+        if (std::none_of(entry.held.begin(), entry.held.end(),
+                         [&](const kubeletplugin::internal::HeldDevice& held) { return held.device == device; })) {
+          Violation(absl::StrCat("claim ", claim.ref.ToString(), ", which the kubelet holds prepared, does not hold ",
+                                 device, entry.quarantined.empty() ? "" : " (quarantined: " + entry.quarantined + ")"));
         }
       }
     }
@@ -617,9 +793,14 @@ class Run {
         continue;
       }
       if (result.contains("error")) {
-        Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " of ", claim->ref.ToString(), " (",
-                               claim->known == Known::kPrepared ? "prepared" : "not prepared",
-                               ") failed: ", result["error"].get<std::string>()));
+        // A driver told to stop during the call may refuse what it had not
+        // begun ("the DRA plugin is stopping"); the kubelet tries again.
+        const std::string error = result["error"].get<std::string>();
+        if (!killed || !absl::StrContains(error, "stopping")) {
+          Violation(absl::StrCat(prepare ? "prepare" : "unprepare", " of ", claim->ref.ToString(), " (",
+                                 claim->known == Known::kPrepared ? "prepared" : "not prepared", ") failed: ", error));
+        }
+        if (prepare && claim->known != Known::kPrepared) claim->known = Known::kUncertain;
         if (!prepare) Forget(*claim, Known::kUncertain);
         continue;
       }
@@ -705,7 +886,7 @@ class Run {
     if (!Start(/*arm=*/false)) return;
     std::vector<k8s::ClaimRef> refs;
     for (const Claim& claim : claims_) refs.push_back(claim.ref);
-    for (const std::string& left : LeftAfterUnprepare(dir_, scenario_.driver_name, refs)) {
+    for (const std::string& left : LeftAfterUnprepare(dir_, scenario_.driver_name, refs, DamagedUids())) {
       Violation(absl::StrCat("left after everything unprepared: ", left));
     }
     auto published = [&] {
@@ -723,6 +904,7 @@ class Run {
   Scenario scenario_;
   std::mt19937_64 rng_;
   const std::string peer_binary_;
+  const double damage_probability_;
   std::vector<std::string> points_;  // the crash points this driver can reach
   TempDir dir_;
   ExampleNode node_;
@@ -737,6 +919,9 @@ class Run {
   int calls_armed_ = 0;
   bool recheck_ = false;
   bool stopped_ = false;
+  std::optional<DamageDone> damage_;  // done to the stopped driver's files, for its next start
+  std::set<std::string> kept_aside_;
+  bool checkpoint_damaged_ = false;  // at the last start  // files in the plugin dir a damaged checkpoint became
   absl::Duration typical_prepare_ = absl::Milliseconds(10);
   absl::Duration typical_unprepare_ = absl::Milliseconds(5);
   absl::Duration typical_start_ = absl::Milliseconds(100);
@@ -745,15 +930,18 @@ class Run {
 void PrintTables(const Flags& flags, const std::vector<Tally>& tallies) {
   std::cout << "\ncrash harness: seed " << flags.seed << ", " << flags.iterations << " iterations per driver\n\n";
   std::cout << "| driver | iterations | restarts | crash points armed | hit | given up | random kills | random "
-               "stops | kubelet retries | violations |\n"
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+               "stops | kubelet retries | restarts on damage | quarantined entries | violations |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Tally& t : tallies) {
     int armed = 0;
     int hit = 0;
     for (const auto& [point, n] : t.armed) armed += n;
     for (const auto& [point, n] : t.hit) hit += n;
+    std::vector<std::string> damaged;
+    for (const auto& [kind, n] : t.damaged) damaged.push_back(absl::StrCat(n, " ", kind));
     std::cout << "| " << t.driver << " | " << t.calls << " | " << t.restarts << " | " << armed << " | " << hit << " | "
               << t.given_up << " | " << t.kills << " | " << t.stops << " | " << t.retries << " | "
+              << (damaged.empty() ? "0" : absl::StrJoin(damaged, ", ")) << " | " << t.quarantined << " | "
               << t.violations.size() << " |\n";
   }
   std::cout << "\n| crash point |";
@@ -778,8 +966,8 @@ void PrintTables(const Flags& flags, const std::vector<Tally>& tallies) {
 
 int Usage(const std::string& problem) {
   std::cerr << "crash_harness: " << problem
-            << "\nusage: crash_harness [--drivers=gpu,cpu] [--iterations=N] [--seed=N] [--peer=KUBELETPEER] "
-               "[--list-points]\n";
+            << "\nusage: crash_harness [--drivers=gpu,cpu] [--iterations=N] [--damage=P] [--seed=N] "
+               "[--peer=KUBELETPEER] [--list-points]\n";
   return 2;
 }
 
@@ -798,6 +986,9 @@ int Main(int argc, char** argv) {
     } else if (name == "--iterations") {
       if (!ParseNumber(value, flags.iterations) || flags.iterations < 1)
         return Usage("--iterations: a positive number");
+    } else if (name == "--damage") {
+      if (!absl::SimpleAtod(value, &flags.damage) || flags.damage < 0 || flags.damage > 1)
+        return Usage("--damage: a probability, 0 to 1");
     } else if (name == "--seed") {
       if (!ParseNumber(value, flags.seed)) return Usage("--seed: a number");
     } else if (name == "--peer") {
@@ -839,7 +1030,7 @@ int Main(int argc, char** argv) {
       return Usage("--drivers: gpu and cpu, not " + flags.drivers[i]);
     }
     const absl::Time start = absl::Now();
-    tallies.push_back(Run(std::move(scenario), flags.seed + i, flags.peer).Go(flags.iterations));
+    tallies.push_back(Run(std::move(scenario), flags.seed + i, flags.peer, flags.damage).Go(flags.iterations));
     std::cout << "[" << flags.drivers[i] << "] done in "
               << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))) << std::endl;
   }

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -41,8 +42,10 @@ absl::StatusOr<k8s::ClaimRef> CreateAllocatedClaim(k8s::Client& client, const st
 // What a driver stopped with every claim unprepared must not have left in
 // `dir`: CDI specs naming one of `claims`, device metadata files, checkpoint
 // entries; one line each.
+// `orphans`: UIDs of checkpoint entries left to the Helper's orphan check.
 std::vector<std::string> LeftAfterUnprepare(const TempDir& dir, const std::string& driver_name,
-                                            const std::vector<k8s::ClaimRef>& claims);
+                                            const std::vector<k8s::ClaimRef>& claims,
+                                            const std::set<std::string>& orphans = {});
 
 // A flag's value as a whole number: false if anything else is in it.
 template <typename T>

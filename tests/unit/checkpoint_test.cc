@@ -473,11 +473,41 @@ TEST_CASE("Checkpoint keeps a damaged file aside, naming the line, and salvages 
   CHECK(quarantined_found == quarantined);
   CHECK(salvage.quarantined.size() == quarantined.size());
   for (const auto& [claim, reason] : salvage.quarantined) CHECK_THAT(reason, Catch::StartsWith("line "));
-  // What was salvaged is a sound file now.
+  // The damaged file stays until the salvage is written; then it is sound.
+  CHECK(ReadFile(path) == damaged);
+  REQUIRE((*checkpoint)->WriteSalvaged().ok());
   const auto reopened = Checkpoint::Open(path);
   REQUIRE(reopened.ok());
   CHECK((*reopened)->salvage().kept_aside.empty());
   CHECK((*reopened)->Entries() == (*checkpoint)->Entries());
+}
+
+TEST_CASE("A start that dies after keeping a damaged file aside leaves it in place, salvaged again by the next") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  WriteValidCheckpoint(path);
+  std::vector<std::string> lines = Lines(path);
+  lines[1][lines[1].size() / 2] ^= 1;
+  const std::string damaged = Join(lines);
+  WriteFile(path, damaged);
+  // What a start that died before replacing the file leaves: the file,
+  // linked aside.
+  const std::string earlier = path + ".unreadable-1700000000";
+  REQUIRE(::link(path.c_str(), earlier.c_str()) == 0);
+
+  const auto checkpoint = Checkpoint::Open(path);
+  REQUIRE(checkpoint.ok());
+  REQUIRE((*checkpoint)->salvage().kept_aside.size() == 1);
+  CHECK((*checkpoint)->salvage().kept_aside[0].first == earlier);
+  std::vector<std::string> names;
+  for (const auto& file : std::filesystem::directory_iterator(dir.path())) names.push_back(file.path().filename());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"checkpoint.json", "checkpoint.json.unreadable-1700000000"});
+  CHECK(ReadFile(earlier) == damaged);
+  CHECK(ReadFile(path) == damaged);
+  REQUIRE((*checkpoint)->WriteSalvaged().ok());
+  CHECK(ReadFile(path) != damaged);
+  CHECK(ReadFile(earlier) == damaged);
 }
 
 TEST_CASE("A quarantined entry keeps what could be read of it: its name and the devices it holds") {
@@ -502,7 +532,7 @@ TEST_CASE("A quarantined entry keeps what could be read of it: its name and the 
   CHECK((*checkpoint)->salvage().quarantined[0].first == entry->claim);
 }
 
-TEST_CASE("A bad checksum on a line before the last quarantines the claims that line names, nothing else") {
+TEST_CASE("A bad checksum on a line before the last quarantines the claims that line names and those before it") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
   {
@@ -526,10 +556,14 @@ TEST_CASE("A bad checksum on a line before the last quarantines the claims that 
   REQUIRE((*checkpoint)->salvage().kept_aside.size() == 1);
   CHECK((*checkpoint)->salvage().kept_aside[0].second == "checkpoint " + path + ": line 4: checksum mismatch");
   CHECK(ReadFile((*checkpoint)->salvage().kept_aside[0].first) == damaged);
+  // uid-0 and uid-1, recorded before it, may have been erased or changed by
+  // it; uid-3..5, recorded after it, are sound.
   for (int i = 0; i < 6; ++i) {
     const std::optional<CheckpointEntry> entry = (*checkpoint)->Get(absl::StrCat("uid-", i));
     REQUIRE(entry.has_value());
-    CHECK(entry->quarantined == (i == 2 ? "line 4: checksum mismatch" : ""));
+    CHECK(entry->quarantined == (i < 2    ? "line 4: checksum mismatch; it may have changed this claim's record"
+                                 : i == 2 ? "line 4: checksum mismatch"
+                                          : ""));
   }
   CHECK((*checkpoint)->Get("uid-2")->claim.name == "Claim-uid-2");  // as the damaged line has it
 }
