@@ -45,6 +45,16 @@ TEST_CASE("Other devices, other pools and shares of one device do not collide") 
   CHECK(Collision(std::vector<HeldDevice>{Whole("gpu-4")}, HeldBy(held)).has_value());
 }
 
+TEST_CASE("A device known from a CDI spec alone is that device in any pool, shared when the other allocation is") {
+  // A quarantined claim's: its record lost, its pool and shareID with it.
+  const std::vector<HeldDevice> held = {HeldDevice{.pool = "", .device = "gpu-0"}};
+  CHECK(Collision(std::vector<HeldDevice>{Whole("gpu-0")}, HeldBy(held)).has_value());
+  CHECK(Collision(std::vector<HeldDevice>{HeldDevice{.pool = "fabric", .device = "gpu-0"}}, HeldBy(held)).has_value());
+  // A device either allows multiple allocations, each with a shareID, or none.
+  CHECK_FALSE(Collision(std::vector<HeldDevice>{Share("gpu-0", "share-b")}, HeldBy(held)).has_value());
+  CHECK_FALSE(Collision(std::vector<HeldDevice>{Whole("gpu-1")}, HeldBy(held)).has_value());
+}
+
 TEST_CASE("adminAccess on either side never collides") {
   HeldDevice admin = Whole("gpu-0");
   admin.admin_access = true;
