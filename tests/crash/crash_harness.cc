@@ -562,9 +562,10 @@ class Run {
   void CheckQuarantined(const std::map<std::string, kubeletplugin::internal::CheckpointEntry>& entries) {
     const std::string log = ReadFile(LogFile());
     const std::vector<absl::string_view> lines = absl::StrSplit(log, '\n');
-    for (const auto& [uid, entry] : entries) {
+    for (const auto& [key, entry] : entries) {
       if (entry.quarantined.empty()) continue;
       ++tally_.quarantined;
+      const std::string& uid = key;  // a lambda may not capture a structured binding (clang 14)
       if (std::none_of(lines.begin(), lines.end(), [&](absl::string_view line) {
             return absl::StrContains(line, "uarantined") && absl::StrContains(line, uid);
           })) {
