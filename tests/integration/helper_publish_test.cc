@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
@@ -128,6 +130,73 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   (*helper)->Stop();
   CHECK(f.Slices().size() == 1);
   CHECK(absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())));
+}
+
+// A driver whose HandleError publishes again, as the Go helper allows from
+// 1.38 (DRAPlugin.HandleError "may call PublishResources ... must not call
+// Stop"): once it is given the Helper, the first publisher error makes it
+// wait for `release` when `hold` is set, then publish `replacement` and keep
+// what that returned.
+class RepublishingDriver : public TestDriver {
+ public:
+  void HandleError(const absl::Status& status, kubeletplugin::ErrorSeverity severity,
+                   std::string_view context) override {
+    TestDriver::HandleError(status, severity, context);
+    if (helper == nullptr || handled.HasBeenNotified()) return;
+    in_handler.Notify();
+    if (hold) release.WaitForNotification();
+    republished = helper->PublishResources(replacement);
+    handled.Notify();
+  }
+
+  Helper* helper = nullptr;
+  resourceslice::DriverResources replacement;
+  bool hold = false;
+  absl::Notification in_handler;
+  absl::Notification release;
+  absl::Notification handled;
+  absl::Status republished;
+};
+
+TEST_CASE("HandleError may call PublishResources: the publisher's error handler publishes the pool anew",
+          "[helper][publish]") {
+  Fixture f;
+  RepublishingDriver driver;
+  driver.replacement = TwoGpus();
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+  REQUIRE(helper.ok());
+  driver.helper = helper->get();
+  resourceslice::DriverResources invalid = TwoGpus();
+  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
+  REQUIRE((*helper)->PublishResources(invalid).ok());
+  driver.handled.WaitForNotification();
+  CHECK(driver.republished.ok());
+  REQUIRE(PollUntil([&] { return f.Slices().size() == 1; }, absl::Seconds(20)));
+  CHECK(f.Slices().at(0)["spec"]["devices"].size() == 2);
+  (*helper)->Stop();
+}
+
+TEST_CASE("HandleError may call PublishResources while the Helper stops: refused, and Stop returns",
+          "[helper][publish]") {
+  Fixture f;
+  RepublishingDriver driver;
+  driver.replacement = TwoGpus();
+  driver.hold = true;
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+  REQUIRE(helper.ok());
+  driver.helper = helper->get();
+  resourceslice::DriverResources invalid = TwoGpus();
+  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
+  REQUIRE((*helper)->PublishResources(invalid).ok());
+  driver.in_handler.WaitForNotification();
+  // Stop waits for the publisher, which waits for the handler.
+  std::thread stopper([&] { (*helper)->Stop(); });
+  REQUIRE(
+      PollUntil([&] { return absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())); }, absl::Seconds(60)));
+  driver.release.Notify();
+  driver.handled.WaitForNotification();
+  stopper.join();
+  CHECK(absl::IsFailedPrecondition(driver.republished));
 }
 
 // This process's threads by name (/proc/self/task/*/comm).
