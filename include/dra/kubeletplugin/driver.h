@@ -133,7 +133,10 @@ class Driver {
   /// kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`
   /// says where it happened. On kFatal a driver should shut down (Stop the
   /// Helper, exit non-zero); on kRecoverable, log. Called from Helper
-  /// threads; must be thread-safe and must not block.
+  /// threads; must be thread-safe and must not block. It may call
+  /// Helper::PublishResources (to replace resources a publish refused, say);
+  /// it must not call Helper::Stop, which waits for the thread that runs it:
+  /// let the thread that owns the Helper stop it.
   virtual void HandleError(const absl::Status& status, ErrorSeverity severity, std::string_view context) = 0;
 
   /// Whether this driver reports device health through Helper::PublishHealth.
