@@ -318,6 +318,33 @@ TEST_CASE("drift: a slice deleted or edited by someone else is restored, as is a
     }));
     CHECK(h.Slices()[0].spec.pool.generation == 1);  // one slice rewritten in place
   }
+  SECTION("deleted and at once created again under its name by someone else, with other content") {
+    // What client-go's mutation cache could hide (kubernetes#141736): the
+    // object of that name is not the one the publisher wrote.
+    absl::StatusOr<json> stored = h.admin().Get(k8s::kResourceSlices, "", slices[0].metadata.name);
+    REQUIRE(stored.ok());
+    REQUIRE(h.admin().Delete(k8s::kResourceSlices, "", slices[0].metadata.name).ok());
+    json other = *stored;
+    for (const char* key : {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"}) {
+      other["metadata"].erase(key);
+    }
+    other["spec"]["devices"][3]["attributes"]["model"]["string"] = "fake";
+    absl::StatusOr<json> created = h.admin().Create(k8s::kResourceSlices, "", other);
+    // The publisher may have written it again first: then it is edited.
+    if (absl::IsAlreadyExists(created.status())) {
+      absl::StatusOr<json> rewritten = h.admin().Get(k8s::kResourceSlices, "", slices[0].metadata.name);
+      REQUIRE(rewritten.ok());
+      (*rewritten)["spec"]["devices"][3]["attributes"]["model"]["string"] = "fake";
+      created = h.admin().Update(k8s::kResourceSlices, "", *rewritten);
+    }
+    REQUIRE(created.ok());
+    CHECK((*created)["metadata"]["uid"] != (*stored)["metadata"]["uid"]);
+    REQUIRE(Eventually([&] {
+      const std::vector<k8s::ResourceSlice> now = h.Slices();
+      return DeviceNames(now) == DeviceNames(resources.pools.at(kNode)) &&
+             now[0].spec.devices[3].attributes.at("model").string_value == "a100";
+    }));
+  }
   SECTION("all wiped, as the kubelet does when it starts") {
     REQUIRE(h.server()
                 .Admin("DELETE",
