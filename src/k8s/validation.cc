@@ -765,6 +765,13 @@ void ValidateDevice(const Device& device, const std::string& path, bool per_devi
     if (device.node_selector) {
       set_fields.push_back("`nodeSelector`");
       ValidateNodeSelector(*device.node_selector, Child(path, "nodeSelector"), errs);
+      // As the slice's own (Kubernetes 1.38 checks it here too): the
+      // allocator can only merge single-term selectors.
+      if (device.node_selector->node_selector_terms.size() != 1) {
+        errs.push_back(E::Invalid(Child(path, "nodeSelector.nodeSelectorTerms"),
+                                  GoNodeSelectorTerms(device.node_selector->node_selector_terms),
+                                  "must have exactly one node selector term"));
+      }
     }
     if (device.all_nodes) {
       if (*device.all_nodes) {

@@ -863,7 +863,26 @@ TEST_CASE("Per-device node selection rules") {
          Dev0(s).node_name.reset();
          Dev0(s).node_selector.emplace();
        },
-       {"spec.devices[0].nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term"},
+       {"spec.devices[0].nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term",
+        "spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm(nil): must have "
+        "exactly one node selector term"},
+       per_device},
+      {"device with two node selector terms (Kubernetes 1.38)",
+       [](ResourceSlice& s) {
+         Dev0(s).node_name.reset();
+         NodeSelectorRequirement r;
+         r.key = "zone";
+         r.operator_ = "Exists";
+         NodeSelectorTerm t;
+         t.match_expressions = {r};
+         Dev0(s).node_selector.emplace().node_selector_terms = {t, t};
+       },
+       {"spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm{core.NodeSelectorTerm{"
+        "MatchExpressions:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{Key:\"zone\", "
+        "Operator:\"Exists\", Values:[]string(nil)}}, MatchFields:[]core.NodeSelectorRequirement(nil)}, "
+        "core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{"
+        "Key:\"zone\", Operator:\"Exists\", Values:[]string(nil)}}, "
+        "MatchFields:[]core.NodeSelectorRequirement(nil)}}: must have exactly one node selector term"},
        per_device},
   });
 }
