@@ -221,9 +221,10 @@ class Checkpoint {
   uint64_t log_changes_ ABSL_GUARDED_BY(mu_) = 0;  // change records in the file
   // The file may end in garbage: replace it rather than append.
   bool rewrite_ ABSL_GUARDED_BY(mu_) = false;
+  // The file is damaged and kept aside; the salvage has yet to replace it.
+  bool salvage_unwritten_ ABSL_GUARDED_BY(mu_) = false;
 
   // Set by Open, then constant.
-  bool salvage_unwritten_ ABSL_GUARDED_BY(mu_) = false;
   Salvage salvage_;
   // Set by OpenBeside before the first commit, then constant.
   std::optional<Foreign> foreign_;
