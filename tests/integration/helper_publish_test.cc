@@ -98,6 +98,13 @@ resourceslice::DriverResources TwoGpus() {
   return resources;
 }
 
+// TwoGpus, with a device name the API refuses.
+resourceslice::DriverResources InvalidGpus() {
+  resourceslice::DriverResources resources = TwoGpus();
+  resources.pools[kNode].slices[0].devices[1].name = "GPU_1";
+  return resources;
+}
+
 TEST_CASE("PublishResources publishes through kube_client, errors reach the driver, Stop keeps the slices",
           "[helper][publish]") {
   Fixture f;
@@ -118,9 +125,7 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   CHECK(PollUntil([&] { return (*helper)->ResourceSliceStats().creates == 1; }));
 
   // An invalid pool is never sent; the driver hears why.
-  resourceslice::DriverResources invalid = TwoGpus();
-  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
-  REQUIRE((*helper)->PublishResources(invalid).ok());
+  REQUIRE((*helper)->PublishResources(InvalidGpus()).ok());
   REQUIRE(PollUntil([&] { return !driver.errors().empty(); }, absl::Seconds(20)));
   const std::string error = driver.errors().at(0);
   CHECK_THAT(error, Catch::StartsWith("ResourceSlice publisher: ") && Catch::Contains("(recoverable): ") &&
@@ -150,7 +155,7 @@ class RepublishingDriver : public TestDriver {
   }
 
   Helper* helper = nullptr;
-  resourceslice::DriverResources replacement;
+  resourceslice::DriverResources replacement = TwoGpus();
   bool hold = false;
   absl::Notification in_handler;
   absl::Notification release;
@@ -158,41 +163,39 @@ class RepublishingDriver : public TestDriver {
   absl::Status republished;
 };
 
+// Starts a Helper for `driver` and publishes a pool the API refuses, so that
+// the driver's HandleError runs.
+std::unique_ptr<Helper> StartAndPublishInvalid(const Fixture& f, RepublishingDriver& driver) {
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+  REQUIRE(helper.ok());
+  driver.helper = helper->get();
+  REQUIRE((*helper)->PublishResources(InvalidGpus()).ok());
+  return *std::move(helper);
+}
+
 TEST_CASE("HandleError may call PublishResources: the publisher's error handler publishes the pool anew",
           "[helper][publish]") {
   Fixture f;
   RepublishingDriver driver;
-  driver.replacement = TwoGpus();
-  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
-  REQUIRE(helper.ok());
-  driver.helper = helper->get();
-  resourceslice::DriverResources invalid = TwoGpus();
-  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
-  REQUIRE((*helper)->PublishResources(invalid).ok());
+  const std::unique_ptr<Helper> helper = StartAndPublishInvalid(f, driver);
   driver.handled.WaitForNotification();
   CHECK(driver.republished.ok());
   REQUIRE(PollUntil([&] { return f.Slices().size() == 1; }, absl::Seconds(20)));
   CHECK(f.Slices().at(0)["spec"]["devices"].size() == 2);
-  (*helper)->Stop();
+  helper->Stop();
 }
 
 TEST_CASE("HandleError may call PublishResources while the Helper stops: refused, and Stop returns",
           "[helper][publish]") {
   Fixture f;
   RepublishingDriver driver;
-  driver.replacement = TwoGpus();
   driver.hold = true;
-  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
-  REQUIRE(helper.ok());
-  driver.helper = helper->get();
-  resourceslice::DriverResources invalid = TwoGpus();
-  invalid.pools[kNode].slices[0].devices[1].name = "GPU_1";
-  REQUIRE((*helper)->PublishResources(invalid).ok());
+  const std::unique_ptr<Helper> helper = StartAndPublishInvalid(f, driver);
   driver.in_handler.WaitForNotification();
   // Stop waits for the publisher, which waits for the handler.
-  std::thread stopper([&] { (*helper)->Stop(); });
+  std::thread stopper([&] { helper->Stop(); });
   REQUIRE(
-      PollUntil([&] { return absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())); }, absl::Seconds(60)));
+      PollUntil([&] { return absl::IsFailedPrecondition(helper->PublishResources(TwoGpus())); }, absl::Seconds(60)));
   driver.release.Notify();
   driver.handled.WaitForNotification();
   stopper.join();
