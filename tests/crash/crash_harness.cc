@@ -515,7 +515,7 @@ class Run {
             absl::StrCat("the checkpoint lost claim ", claim.ref.ToString(), ", which the kubelet holds prepared"));
       }
     }
-    CheckQuarantined(entries);
+    CheckQuarantinedAndHeld(entries);
     std::error_code error;
     for (const auto& file : std::filesystem::directory_iterator(MetadataDir(), error)) {
       const std::string name = file.path().filename();
@@ -559,7 +559,7 @@ class Run {
   // prepared holds the devices of its allocation (the GPU driver's), even
   // when its record was lost to damage; a CPU claim whose record was lost
   // lost its CPU set with it: its next prepare may choose others.
-  void CheckQuarantined(const std::map<std::string, kubeletplugin::internal::CheckpointEntry>& entries) {
+  void CheckQuarantinedAndHeld(const std::map<std::string, kubeletplugin::internal::CheckpointEntry>& entries) {
     const std::string log = ReadFile(LogFile());
     const std::vector<absl::string_view> lines = absl::StrSplit(log, '\n');
     for (const auto& [key, entry] : entries) {
@@ -921,8 +921,8 @@ class Run {
   bool recheck_ = false;
   bool stopped_ = false;
   std::optional<DamageDone> damage_;  // done to the stopped driver's files, for its next start
-  std::set<std::string> kept_aside_;
-  bool checkpoint_damaged_ = false;  // at the last start  // files in the plugin dir a damaged checkpoint became
+  std::set<std::string> kept_aside_;  // files in the plugin dir a damaged checkpoint became
+  bool checkpoint_damaged_ = false;   // at the last start
   absl::Duration typical_prepare_ = absl::Milliseconds(10);
   absl::Duration typical_unprepare_ = absl::Milliseconds(5);
   absl::Duration typical_start_ = absl::Milliseconds(100);
