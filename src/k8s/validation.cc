@@ -282,8 +282,10 @@ void ValidateNodeSelector(const NodeSelector& selector, const std::string& path,
 
 // ---- device attributes ----
 
+// At most 18 digits, as from Kubernetes 1.38 (semver numbers become int64 in
+// CEL; 1.37 took more, and its allocator could not compare them).
 bool IsNumericIdentifier(std::string_view s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > 18) return false;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
   }
@@ -298,7 +300,7 @@ bool IsAlnumHyphen(std::string_view s) {
   return true;
 }
 
-// The semverRe of validation.go (semver.org 2.0.0).
+// The semverRe of validation.go (semver.org 2.0.0, numbers of at most 18 digits).
 bool IsSemver(std::string_view value) {
   std::string_view build;
   if (const size_t plus = value.find('+'); plus != std::string_view::npos) {
@@ -331,7 +333,8 @@ void ValidateAttributeStringValue(const std::string& value, const std::string& p
 
 void ValidateAttributeVersionValue(const std::string& value, const std::string& path, FieldErrors& errs) {
   if (!IsSemver(value)) {
-    errs.push_back(E::Invalid(path, Q(value), "must be a string compatible with semver.org spec 2.0.0"));
+    errs.push_back(E::Invalid(
+        path, Q(value), "must be a string compatible with semver.org spec 2.0.0, with at most 18 digits in numbers"));
   }
   if (value.size() > kDeviceAttributeMaxValueLength) errs.push_back(E::TooLong(path, kDeviceAttributeMaxValueLength));
 }

@@ -494,11 +494,31 @@ TEST_CASE("Device name, attribute and capacity rules") {
       {"version not semver",
        [](ResourceSlice& s) { Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.2"; },
        {"spec.devices[0].attributes[dra.example.com/driverVersion].version: Invalid value: \"1.2\": must be a string "
-        "compatible with semver.org spec 2.0.0"}},
+        "compatible with semver.org spec 2.0.0, with at most 18 digits in numbers"}},
       {"version with leading zero",
        [](ResourceSlice& s) { Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.02.3"; },
        {"spec.devices[0].attributes[dra.example.com/driverVersion].version: Invalid value: \"1.02.3\": must be a "
-        "string compatible with semver.org spec 2.0.0"}},
+        "string compatible with semver.org spec 2.0.0, with at most 18 digits in numbers"}},
+      {"version number of 19 digits",
+       [](ResourceSlice& s) {
+         Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.1234567890123456789.0";
+       },
+       {"spec.devices[0].attributes[dra.example.com/driverVersion].version: Invalid value: "
+        "\"1.1234567890123456789.0\": must be a string compatible with semver.org spec 2.0.0, with at most 18 digits "
+        "in numbers"}},
+      {"version pre-release number of 19 digits",
+       [](ResourceSlice& s) {
+         Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.0.0-rc.1234567890123456789";
+       },
+       {"spec.devices[0].attributes[dra.example.com/driverVersion].version: Invalid value: "
+        "\"1.0.0-rc.1234567890123456789\": must be a string compatible with semver.org spec 2.0.0, with at most 18 "
+        "digits in numbers"}},
+      {"version numbers of 18 digits and a long alphanumeric pre-release",
+       [](ResourceSlice& s) {
+         Dev0(s).attributes["dra.example.com/driverVersion"].version_value =
+             "123456789012345678.0.1-a1234567890123456789";
+       },
+       {}},
       {"version too long",
        [](ResourceSlice& s) {
          Dev0(s).attributes["dra.example.com/driverVersion"].version_value = "1.2.3-" + std::string(59, 'a');
@@ -518,7 +538,7 @@ TEST_CASE("Device name, attribute and capacity rules") {
          Dev0(s).attributes["fw"] = versions;
        },
        {"spec.devices[0].attributes[fw].versions[1]: Invalid value: \"v2\": must be a string compatible with "
-        "semver.org spec 2.0.0"}},
+        "semver.org spec 2.0.0, with at most 18 digits in numbers"}},
       {"attribute without value",
        [](ResourceSlice& s) { Dev0(s).attributes["empty"] = DeviceAttribute{}; },
        {"spec.devices[0].attributes[empty]: Invalid value: \"\": exactly one value must be specified"}},
