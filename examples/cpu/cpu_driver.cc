@@ -79,12 +79,17 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
     const std::optional<int> socket = Suffix(name, "cpu-socket-");
     const std::optional<int> numa = Suffix(name, "cpu-numa-");
     if (socket.has_value() || numa.has_value()) {
-      const std::string capacity = CpuCapacityName(publish_.driver_name);
-      auto consumed = allocated.consumed_capacity.find(capacity);
+      // Either spelling: an allocation made before the names were published
+      // bare (a server upgraded to 1.38) keeps the qualified one.
+      auto consumed = allocated.consumed_capacity.find(CpuCapacityName(publish_.driver_name, true));
       if (consumed == allocated.consumed_capacity.end()) {
-        return fail(absl::InvalidArgumentError(absl::StrCat("device ", name,
-                                                            ": the allocation has no consumedCapacity ", capacity,
-                                                            " (the cluster needs the DRAConsumableCapacity feature)")));
+        consumed = allocated.consumed_capacity.find(CpuCapacityName(publish_.driver_name, false));
+      }
+      if (consumed == allocated.consumed_capacity.end()) {
+        return fail(
+            absl::InvalidArgumentError(absl::StrCat("device ", name, ": the allocation has no consumedCapacity ",
+                                                    CpuCapacityName(publish_.driver_name, publish_.bare_capacity_names),
+                                                    " (the cluster needs the DRAConsumableCapacity feature)")));
       }
       const int64_t count = consumed->second.Value();
       const std::vector<int> group = socket ? topology.SocketCpus(*socket) : topology.NumaCpus(*numa);

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "dra/k8s/device_attributes.h"
 #include "dra/resourceslice/split.h"
 
@@ -69,8 +71,17 @@ std::string GroupDeviceName(GroupBy by, int id) {
 }
 std::string CpuDeviceName(int cpu) { return absl::StrCat("cpu-", cpu); }
 std::string MemoryDeviceName(int numa_node) { return absl::StrCat("memory-numa-", numa_node); }
-std::string CpuCapacityName(const std::string& driver_name) { return driver_name + "/cpu"; }
-std::string MemoryCapacityName(const std::string& driver_name) { return driver_name + "/memory"; }
+std::string CpuCapacityName(const std::string& driver_name, bool bare) { return bare ? "cpu" : driver_name + "/cpu"; }
+std::string MemoryCapacityName(const std::string& driver_name, bool bare) {
+  return bare ? "memory" : driver_name + "/memory";
+}
+
+bool MatchesBareCapacityNames(std::string_view server_version) {
+  absl::string_view version(server_version.data(), server_version.size());
+  int minor = 0;
+  return absl::ConsumePrefix(&version, "v1.") &&
+         absl::SimpleAtoi(version.substr(0, version.find_first_not_of("0123456789")), &minor) && minor >= 38;
+}
 
 dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions& options) {
   std::vector<k8s::Device> devices;
@@ -85,9 +96,9 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
     for (const auto& [id, cpus] : groups) {
       const std::vector<int> allocatable = Allocatable(cpus, options.reserved);
       if (allocatable.empty()) continue;
-      k8s::Device device = SharedDevice(GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name),
-                                        k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())),
-                                        k8s::Quantity::FromInt(1), "cpu");
+      k8s::Device device = SharedDevice(
+          GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name, options.bare_capacity_names),
+          k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())), k8s::Quantity::FromInt(1), "cpu");
       if (std::optional<int> socket = Common(topology, cpus, [](const Cpu& c) { return c.socket_id; })) {
         device.attributes["socketID"] = k8s::IntAttribute(*socket);
       }
@@ -126,9 +137,10 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       constexpr int64_t kMiB = int64_t{1} << 20;
       const int64_t memory = node.memory_bytes / kMiB * kMiB;
       if (memory <= 0) continue;
-      k8s::Device device = SharedDevice(MemoryDeviceName(id), MemoryCapacityName(options.driver_name),
-                                        k8s::Quantity::FromInt(memory, k8s::Quantity::Format::kBinarySI),
-                                        k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
+      k8s::Device device =
+          SharedDevice(MemoryDeviceName(id), MemoryCapacityName(options.driver_name, options.bare_capacity_names),
+                       k8s::Quantity::FromInt(memory, k8s::Quantity::Format::kBinarySI),
+                       k8s::Quantity::FromInt(kMiB, k8s::Quantity::Format::kBinarySI), "memory");
       device.attributes["numaNodeID"] = k8s::IntAttribute(id);
       device.attributes[k8s::kNumaNodeAttribute] = k8s::IntAttribute(id);
       device.attributes["resource"] = k8s::StringAttribute("memory");

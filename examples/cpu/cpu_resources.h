@@ -2,12 +2,16 @@
 // node):
 //  - grouped mode: one device per socket ("cpu-socket-<id>") or NUMA node
 //    ("cpu-numa-<id>") that many claims share (allowMultipleAllocations),
-//    each taking `<driver>/cpu` CPUs of its capacity, mapped to the node's
+//    each taking `cpu` CPUs of its capacity, mapped to the node's
 //    allocatable `cpu` (nodeAllocatableResources capacityKey);
 //  - individual mode: one device per CPU ("cpu-<id>"), each worth one node
 //    CPU (deviceMultiplier 1);
 //  - with memory devices, one per NUMA node ("memory-numa-<id>"), shared
-//    the same way by `<driver>/memory`, mapped to the node's `memory`.
+//    the same way by `memory`, mapped to the node's `memory`.
+// Claims ask for `<driver>/cpu` and `<driver>/memory`, as with the upstream
+// CPU driver. A Kubernetes 1.38 scheduler matches them to the bare names; an
+// older one matches names as written, so there the capacities are published
+// qualified (PublishOptions::bare_capacity_names).
 // Every device has the attribute `resource`: "cpu" or "memory", for
 // DeviceClasses (CEL sees no device names), and
 // resource.kubernetes.io/pcieRoot when its NUMA nodes have exactly one PCIe
@@ -16,6 +20,7 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "dra/resourceslice/driver_resources.h"
 #include "topology.h"
@@ -32,15 +37,22 @@ struct PublishOptions {
   GroupBy group_by = GroupBy::kSocket;
   bool memory_devices = false;
   std::set<int> reserved;  // never published or handed out
+  // "cpu" and "memory" rather than "<driver>/cpu" and "<driver>/memory".
+  bool bare_capacity_names = false;
 };
 
 // Device names.
 std::string GroupDeviceName(GroupBy by, int id);  // "cpu-socket-<id>", "cpu-numa-<id>"
 std::string CpuDeviceName(int cpu);               // "cpu-<id>"
 std::string MemoryDeviceName(int numa_node);      // "memory-numa-<id>"
-// Capacity names: "<driver>/cpu" and "<driver>/memory".
-std::string CpuCapacityName(const std::string& driver_name);
-std::string MemoryCapacityName(const std::string& driver_name);
+// Capacity names: "cpu" and "memory" when bare, else "<driver>/cpu" and
+// "<driver>/memory".
+std::string CpuCapacityName(const std::string& driver_name, bool bare);
+std::string MemoryCapacityName(const std::string& driver_name, bool bare);
+
+// Whether a scheduler of this gitVersion ("v1.38.0") matches a claim's
+// "<driver>/cpu" to a device's bare "cpu": from 1.38.
+bool MatchesBareCapacityNames(std::string_view server_version);
 
 dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions& options);
 

@@ -137,7 +137,7 @@ class Load {
         result.request = "cpus";
         result.device = cpu::GroupDeviceName(cpu::GroupBy::kSocket, (i % flags_.callers) % 2);
         result.share_id = ClaimUid(i, 1);
-        result.consumed_capacity[cpu::CpuCapacityName(driver_name_)] = k8s::Quantity::FromInt(1);
+        result.consumed_capacity[cpu::CpuCapacityName(driver_name_, false)] = k8s::Quantity::FromInt(1);
       }
       absl::StatusOr<k8s::ClaimRef> ref =
           CreateAllocatedClaim(*node_.client, driver_name_, absl::StrCat(result_.driver, "-claim-", i), {result});

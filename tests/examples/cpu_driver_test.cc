@@ -34,7 +34,10 @@ FakeMachine TwoSocketsSmt() {
 }
 
 // A claim allocated `cpus` CPUs of socket `socket` (and more results).
-k8s::ResourceClaim Claim(const std::string& uid, std::vector<std::pair<std::string, int64_t>> devices) {
+// With `bare`, the consumed capacity is named as a 1.38 scheduler names it
+// for a device that publishes the bare name.
+k8s::ResourceClaim Claim(const std::string& uid, std::vector<std::pair<std::string, int64_t>> devices,
+                         bool bare = false) {
   k8s::ResourceClaim claim;
   claim.metadata.namespace_ = "ns";
   claim.metadata.name = "claim-" + uid;
@@ -47,7 +50,7 @@ k8s::ResourceClaim Claim(const std::string& uid, std::vector<std::pair<std::stri
     result.pool = "node-1";
     result.device = device;
     if (cpus > 0) {
-      result.consumed_capacity[cpu::CpuCapacityName(kDriver)] = k8s::Quantity::FromInt(cpus);
+      result.consumed_capacity[cpu::CpuCapacityName(kDriver, bare)] = k8s::Quantity::FromInt(cpus);
       result.share_id = "share-" + uid + "-" + device;
     }
   }
@@ -139,6 +142,23 @@ TEST_CASE("CpuDriver: claims get whole cores of their socket in the CDI spec, ne
   CHECK_FALSE(std::filesystem::exists(f.cdi_dir + "/cpu.example.com-claim_b.json"));
   REQUIRE(f.Prepare(*helper, Claim("c", {{"cpu-socket-0", 2}})) == "");
   CHECK(driver->Held().at("c") == std::vector<int>{3, 11});
+}
+
+TEST_CASE("CpuDriver: the consumed CPUs under either spelling of the capacity name", "[examples][cpu]") {
+  Fixture f;
+  f.publish.bare_capacity_names = true;
+  auto driver = f.NewDriver();
+  kp::Options options = f.Options();
+  options.device_exclusivity.enabled = false;  // the failed claim "none" would hold socket 1
+  auto helper = Fixture::Start(*driver, options);
+  CHECK(f.Prepare(*helper, Claim("none", {{"cpu-socket-1", 0}})) ==
+        "device cpu-socket-1: the allocation has no consumedCapacity cpu (the cluster needs the "
+        "DRAConsumableCapacity feature)");
+  REQUIRE(f.Prepare(*helper, Claim("bare", {{"cpu-socket-0", 2}}, true)) == "");
+  CHECK(driver->Held().at("bare").size() == 2);
+  // Allocated before the server's upgrade to 1.38, when the name was qualified.
+  REQUIRE(f.Prepare(*helper, Claim("qualified", {{"cpu-socket-1", 3}})) == "");
+  CHECK(driver->Held().at("qualified").size() == 3);
 }
 
 TEST_CASE("CpuDriver: single CPUs, memory of a NUMA node, bad results fail only their claim", "[examples][cpu]") {

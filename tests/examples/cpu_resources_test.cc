@@ -68,6 +68,32 @@ TEST_CASE("grouped: a device per socket that claims take CPUs of, mapped to the 
   CHECK(DeviceJson(pool, "cpu-socket-1")["capacity"]["cpu.example.com/cpu"]["value"] == "8");
 }
 
+TEST_CASE("bare capacity names, for a 1.38 server: the capacities and their node-allocatable keys", "[examples][cpu]") {
+  FakeMachine m;
+  cpu::PublishOptions options = Options(cpu::Mode::kGrouped, cpu::GroupBy::kNuma);
+  options.memory_devices = true;
+  options.bare_capacity_names = true;
+  const dra::resourceslice::Pool pool = cpu::NodePool(FakeTopology(m), options);
+  CheckValid(pool);
+  const json numa0 = DeviceJson(pool, "cpu-numa-0");
+  CHECK(numa0["capacity"].contains("cpu"));
+  CHECK(numa0["nodeAllocatableResources"]["cpu"]["mapping"]["capacityKey"] == "cpu");
+  const json memory0 = DeviceJson(pool, "memory-numa-0");
+  CHECK(memory0["capacity"].contains("memory"));
+  CHECK(memory0["nodeAllocatableResources"]["memory"]["mapping"]["capacityKey"] == "memory");
+}
+
+TEST_CASE("MatchesBareCapacityNames: from Kubernetes 1.38", "[examples][cpu]") {
+  CHECK(cpu::MatchesBareCapacityNames("v1.38.0"));
+  CHECK(cpu::MatchesBareCapacityNames("v1.38.0-beta.0"));
+  CHECK(cpu::MatchesBareCapacityNames("v1.40.1+k3s1"));
+  CHECK_FALSE(cpu::MatchesBareCapacityNames("v1.37.2"));
+  CHECK_FALSE(cpu::MatchesBareCapacityNames("v1.3"));
+  CHECK_FALSE(cpu::MatchesBareCapacityNames("v1.37.0-fakeapiserver"));
+  CHECK_FALSE(cpu::MatchesBareCapacityNames(""));
+  CHECK_FALSE(cpu::MatchesBareCapacityNames("1.38.0"));
+}
+
 TEST_CASE("grouped by NUMA node, with memory devices of each node", "[examples][cpu]") {
   FakeMachine m;
   m.sockets = 2;

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "dra/k8s/device_attributes.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/helper.h"
@@ -135,6 +136,38 @@ TEST_CASE("PublishResources publishes through kube_client, errors reach the driv
   (*helper)->Stop();
   CHECK(f.Slices().size() == 1);
   CHECK(absl::IsFailedPrecondition((*helper)->PublishResources(TwoGpus())));
+}
+
+TEST_CASE(
+    "Names qualified with the driver's own domain: refused by default as by the Go helper 0.38, published "
+    "with kWarn",
+    "[helper][publish]") {
+  Fixture f;
+  resourceslice::DriverResources qualified = TwoGpus();
+  qualified.pools[kNode].slices[0].devices[0].attributes[absl::StrCat(testing::kTestDriverName, "/model")] =
+      k8s::StringAttribute("A100");
+  {
+    TestDriver driver;
+    absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, f.MakeOptions());
+    REQUIRE(helper.ok());
+    REQUIRE((*helper)->PublishResources(qualified).ok());
+    REQUIRE(PollUntil([&] { return !driver.errors().empty(); }, absl::Seconds(20)));
+    CHECK_THAT(driver.errors().at(0),
+               Catch::Contains("attributes[gpu.example.com/model]") &&
+                   Catch::Contains("use unqualified \"model\", the driver name is added implicitly"));
+    CHECK(f.Slices().empty());
+    (*helper)->Stop();
+  }
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.resource_slices.driver_domain_names = resourceslice::DriverDomainNames::kWarn;
+  absl::StatusOr<std::unique_ptr<Helper>> helper = Helper::Start(driver, std::move(options));
+  REQUIRE(helper.ok());
+  REQUIRE((*helper)->PublishResources(qualified).ok());
+  REQUIRE(PollUntil([&] { return f.Slices().size() == 1; }, absl::Seconds(20)));
+  CHECK(f.Slices().at(0)["spec"]["devices"][0]["attributes"].contains("gpu.example.com/model"));
+  CHECK(driver.errors().empty());
+  (*helper)->Stop();
 }
 
 // A driver whose HandleError publishes again, as the Go helper allows from

@@ -17,8 +17,8 @@ namespace dra::resourceslice {
 /// (PublishingOptions::driver_domain_names).
 enum class DriverDomainNames {
   kWarn,    ///< publish, and log one warning per pool version naming each
-  kRefuse,  ///< the pool fails validation, naming each (as Go from 1.38)
-  kAllow,   ///< publish silently
+  kRefuse,  ///< the pool fails validation, naming each (as Go from 0.38)
+  kAllow,   ///< publish silently (as Go's ValidateQualifiedNames(false))
 };
 
 /// How a Publisher writes and repairs its pools.
@@ -40,11 +40,14 @@ struct PublishingOptions {
   bool remove_on_stop = false;
   /// What to do with attribute and capacity names qualified with the
   /// driver's own name ("gpu.example.com/model" from driver
-  /// gpu.example.com). The API server takes them and the Go resourceslice
-  /// controller of Kubernetes 1.37 publishes them; from 1.38 it refuses the
-  /// pool (kubernetes#142218), because an unqualified name gets the driver's
-  /// domain implicitly. Default kWarn.
-  DriverDomainNames driver_domain_names = DriverDomainNames::kWarn;
+  /// gpu.example.com). The API server takes them, but an unqualified name
+  /// gets the driver's domain implicitly, so they are the same name spelled
+  /// in a way a CEL selector may not expect; the Go resourceslice controller
+  /// refuses the pool from 0.38 (Kubernetes 1.38, kubernetes#142218) unless
+  /// told not to. Default kRefuse, as Go. A driver whose claims must match
+  /// capacity names as written on a 1.37 or older scheduler (which does not
+  /// match a bare name) takes kWarn or kAllow there.
+  DriverDomainNames driver_domain_names = DriverDomainNames::kRefuse;
   /// The JSON shape of Device::node_allocatable_resources (KEP-5517, alpha):
   /// Kubernetes 1.36 serves nodeAllocatableResourceMappings, 1.37
   /// nodeAllocatableResources, and each drops the other. Default: by the
