@@ -257,7 +257,8 @@ class Run {
         result.request = "cpus";
         result.device = cpu::GroupDeviceName(cpu::GroupBy::kSocket, claim.socket);
         result.share_id = Uuid();
-        result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name, false)] = k8s::Quantity::FromInt(claim.cpus);
+        result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name, false)] =
+            k8s::Quantity::FromInt(claim.cpus);
       }
       for (const k8s::DeviceRequestAllocationResult& result : results) claim.allocated.push_back(result.device);
       absl::StatusOr<k8s::ClaimRef> ref =
