@@ -90,7 +90,12 @@ class Publisher::Impl {
  public:
   Impl(std::shared_ptr<k8s::Client> client, Options options, ErrorHandler on_error)
       : client_(std::move(client)), options_(std::move(options)), on_error_(std::move(on_error)) {
-    if (!options_.node_name.empty()) {
+    if (!options_.reconcile_pool.empty()) {
+      // Watched from the start, so that slices an earlier instance left are
+      // deleted when the first Update() lacks the pool.
+      dra::MutexLock lock(&mu_);
+      StartPoolScopeLocked(options_.reconcile_pool);
+    } else if (!options_.node_name.empty()) {
       node_scope_ = std::make_unique<Scope>(
           this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.nodeName=", options_.node_name));
       StartInformer(*node_scope_);
@@ -103,24 +108,34 @@ class Publisher::Impl {
   ~Impl() { Stop(); }
 
   void Update(DriverResources resources) {
+    std::vector<std::string> refused;  // reported outside mu_: the handler may call Update()
+    if (!options_.reconcile_pool.empty()) {
+      for (auto it = resources.pools.begin(); it != resources.pools.end();) {
+        if (it->first == options_.reconcile_pool) {
+          ++it;
+          continue;
+        }
+        refused.push_back(it->first);
+        it = resources.pools.erase(it);
+      }
+    }
+    UpdateDesired(std::move(resources));
+    for (const std::string& name : refused) {
+      Report(absl::InvalidArgumentError(absl::StrCat("found pool ", k8s::GoQuote(name),
+                                                     ", but reconcile_pool only allows pool ",
+                                                     k8s::GoQuote(options_.reconcile_pool))),
+             absl::StrCat("validate pool ", k8s::GoQuote(name)));
+    }
+  }
+
+  void UpdateDesired(DriverResources resources) {
     dra::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
     for (const auto& [name, pool] : desired_) ScheduleLocked(name, now);
     std::map<std::string, std::shared_ptr<const Pool>> desired;
     for (auto& [name, pool] : resources.pools) {
       ScheduleLocked(name, now);
-      if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) {
-        auto scope =
-            std::make_unique<Scope>(this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
-        // Before Kubernetes 1.37 spec.pool.name is no field label: the
-        // driver's slices, of this pool.
-        scope->fallback = k8s::InformerOptions::FieldSelectorFallback{
-            absl::StrCat("spec.driver=", options_.driver_name), [pool_name = name](const json& slice) {
-              return StringAt(slice, json::json_pointer("/spec/pool/name")) == pool_name;
-            }};
-        StartInformer(*scope);
-        pool_scopes_.emplace(name, std::move(scope));
-      }
+      if (pool.nodes != NodeSelection::kThisNode && !pool_scopes_.contains(name)) StartPoolScopeLocked(name);
       // An unchanged pool keeps its object, which tells the worker it needs
       // no new validation.
       auto old = desired_.find(name);
@@ -225,6 +240,19 @@ class Publisher::Impl {
     options.backoff_initial = options_.backoff_initial;
     options.backoff_max = options_.backoff_max;
     return options;
+  }
+
+  void StartPoolScopeLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto scope =
+        std::make_unique<Scope>(this, absl::StrCat("spec.driver=", options_.driver_name, ",spec.pool.name=", name));
+    // Before Kubernetes 1.37 spec.pool.name is no field label: the
+    // driver's slices, of this pool.
+    scope->fallback = k8s::InformerOptions::FieldSelectorFallback{
+        absl::StrCat("spec.driver=", options_.driver_name), [pool_name = name](const json& slice) {
+          return StringAt(slice, json::json_pointer("/spec/pool/name")) == pool_name;
+        }};
+    StartInformer(*scope);
+    pool_scopes_.emplace(name, std::move(scope));
   }
 
   void StartInformer(Scope& scope) {
@@ -507,6 +535,12 @@ class Publisher::Impl {
       return absl::InvalidArgumentError(
           absl::StrCat("pool ", k8s::GoQuote(name), ": nodes: Invalid value: kThisNode: needs Options::node_name"));
     }
+    if (pool.nodes == NodeSelection::kThisNode && !options_.reconcile_pool.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pool ", k8s::GoQuote(name),
+                       ": nodes: Invalid value: kThisNode: reconcile_pool is for a pool that other nodes see "
+                       "(kNodeSelector, kAllNodes or kPerDevice)"));
+    }
     if (pool.slices.size() > kMaxSliceIndex + 1) {
       return absl::InvalidArgumentError(absl::StrCat("pool ", k8s::GoQuote(name),
                                                      ": slices: Too many: ", pool.slices.size(), ": must have at most ",
@@ -517,7 +551,7 @@ class Publisher::Impl {
         name, pool, options_.driver_domain_names, [&](size_t index) { return DesiredSlice(name, pool, index, 1); },
         warning);
     if (!warning.empty()) {
-      options_.logger.Warning("Names qualified with the driver's own domain; Kubernetes 1.38 refuses them",
+      options_.logger.Warning("Names qualified with the driver's own domain; the Go helper refuses them from 0.38",
                               {{"pool", name}, {"names", warning}});
     }
     return status;
@@ -561,7 +595,9 @@ class Publisher::Impl {
     if (!state.validation.ok()) return absl::OkStatus();  // not retried until the pool changes
 
     const bool node_local = desired->nodes == NodeSelection::kThisNode;
-    if (node_local && node_uid_.empty()) {
+    // A reconciled pool goes with the node that publishes it, as in Go.
+    const bool owned_by_node = node_local || (!options_.reconcile_pool.empty() && !options_.node_name.empty());
+    if (owned_by_node && node_uid_.empty()) {
       absl::StatusOr<json> node = client_->Get(k8s::kNodes, "", options_.node_name);
       if (!node.ok()) {
         return absl::Status(node.status().code(), absl::StrCat("look up the Node's UID: ", node.status().message()));
@@ -620,7 +656,7 @@ class Publisher::Impl {
     Scope* home = node_local ? node_scope_.get() : PoolScope(name);
     status = WriteEach(plan.creates, [&](size_t i) -> absl::Status {
       k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
-      if (node_local) {
+      if (owned_by_node) {
         k8s::OwnerReference owner;
         owner.api_version = "v1";
         owner.kind = "Node";
@@ -782,7 +818,10 @@ class Publisher::Impl {
     {
       dra::MutexLock lock(&mu_);
       auto it = pool_scopes_.find(pool);
-      if (it == pool_scopes_.end() || desired_.contains(pool) || !CacheOf(*it->second).slices.empty()) return;
+      if (it == pool_scopes_.end() || pool == options_.reconcile_pool || desired_.contains(pool) ||
+          !CacheOf(*it->second).slices.empty()) {
+        return;
+      }
       scope = std::move(it->second);
       pool_scopes_.erase(it);
     }

@@ -618,5 +618,58 @@ TEST_CASE("every device field is carried intact, and network pools use the pool 
   CHECK(h.Count("LIST resourceslices") == 0);
 }
 
+TEST_CASE(
+    "reconcile_pool: only that pool is published and owned by the Node, deleted when missing (also after a "
+    "restart), other pools reported and never touched",
+    "[publisher]") {
+  Harness h;
+  // What someone else publishes: this node's pool and another network pool.
+  DriverResources others = testing::GpuPool(kNode, 2);
+  others.pools["net-b"].nodes = NodeSelection::kAllNodes;
+  others.pools["net-b"].slices = SplitIntoSlices({testing::Gpu(2000)});
+  h.Publish(others);
+  REQUIRE(h.Slices().size() == 2);
+  h.StopPublisher();
+
+  Options options = Harness::DefaultOptions();
+  options.reconcile_pool = "net-a";
+  h.StartPublisher(options);
+  DriverResources resources;
+  resources.pools["net-a"].nodes = NodeSelection::kAllNodes;
+  resources.pools["net-a"].slices = SplitIntoSlices({testing::Gpu(1000)});
+  resources.pools["net-c"] = resources.pools["net-a"];
+  h.Publish(resources);
+  REQUIRE(h.errors().size() == 1);
+  CHECK(h.errors()[0].message() == "found pool \"net-c\", but reconcile_pool only allows pool \"net-a\"");
+  std::vector<k8s::ResourceSlice> slices = h.Slices();
+  REQUIRE(slices.size() == 3);
+  const auto net_a = std::find_if(slices.begin(), slices.end(),
+                                  [](const k8s::ResourceSlice& slice) { return slice.spec.pool.name == "net-a"; });
+  REQUIRE(net_a != slices.end());
+  CHECK(net_a->spec.all_nodes == true);
+  CHECK_FALSE(net_a->spec.node_name.has_value());
+  REQUIRE(net_a->metadata.owner_references.size() == 1);
+  CHECK(net_a->metadata.owner_references[0].uid == h.node_uid());
+  h.StopPublisher();
+
+  // A later instance whose resources lack the pool deletes what the earlier
+  // one left, and nothing else.
+  h.StartPublisher(options);
+  h.ClearErrors();
+  h.Publish(DriverResources());
+  slices = h.Slices();
+  CHECK(slices.size() == 2);
+  for (const k8s::ResourceSlice& slice : slices) CHECK(slice.spec.pool.name != "net-a");
+  CHECK(h.errors().empty());
+
+  // A pool of this node alone is not one to reconcile.
+  DriverResources node_local;
+  node_local.pools["net-a"].slices = SplitIntoSlices({testing::Gpu(1000)});
+  h.Publish(node_local);
+  REQUIRE(h.errors().size() == 1);
+  CHECK(absl::StrContains(h.errors()[0].message(), "pool \"net-a\": nodes: Invalid value: kThisNode: reconcile_pool"));
+  CHECK(h.Slices().size() == 2);
+}
+
 }  // namespace
 }  // namespace dra::resourceslice

@@ -48,6 +48,17 @@ struct PublishingOptions {
   /// capacity names as written on a 1.37 or older scheduler (which does not
   /// match a bare name) takes kWarn or kAllow there.
   DriverDomainNames driver_domain_names = DriverDomainNames::kRefuse;
+  /// Publish exactly this pool, as the Go controller's ReconcilePoolWithName:
+  /// a pool of this node's devices that other nodes see (kNodeSelector,
+  /// kAllNodes, kPerDevice; kThisNode fails validation). It is watched from
+  /// the start, so when an Update() lacks it, its slices are deleted, also
+  /// those an earlier instance left; any other pool in an Update() is
+  /// reported through the error handler (`found pool "x", but
+  /// reconcile_pool only allows pool "p"`) and not published, and slices of
+  /// other pools are never touched. With Options::node_name, its slices
+  /// carry the Node's owner reference, so they go with the node. Default:
+  /// empty, every pool of the DriverResources.
+  std::string reconcile_pool;
   /// The JSON shape of Device::node_allocatable_resources (KEP-5517, alpha):
   /// Kubernetes 1.36 serves nodeAllocatableResourceMappings, 1.37
   /// nodeAllocatableResources, and each drops the other. Default: by the
