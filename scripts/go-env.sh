@@ -8,6 +8,16 @@
 DRA_GO_VERSION=1.26.8
 DRA_GO_ROOT="${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/go$DRA_GO_VERSION"
 
+# The Go toolchains that build-k8s.sh takes from the module proxy (GOTOOLCHAIN)
+# for a Kubernetes release that needs a newer Go than DRA_GO_VERSION.
+# dra_go_toolchain_for 1.N prints the pinned toolchain for Go 1.N.
+dra_go_toolchain_for() {
+  case "$1" in
+    1.27) echo go1.27.3 ;;
+    *) return 1 ;;
+  esac
+}
+
 # dra_go_ok GO: whether GO runs and is Go 1.26 or newer.
 dra_go_ok() {
   local minor
