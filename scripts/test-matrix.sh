@@ -6,11 +6,16 @@
 #
 #   scripts/test-matrix.sh [--build-dir DIR] [VERSION...]
 #
-# VERSION: v1.35.4 v1.36.3 v1.37.2 (default: every release build-k8s.sh
-# supports). DIR: a configured and built tree (default build/). Each release
-# gets a cluster of its own in DIR/tests/e2e/matrix-<version>, stopped after
-# its flows; a missing release is built first (15-25 minutes on 2 cores the
-# first time). Needs what the e2e-node tests need (root or sudo).
+# VERSION: v1.35.4 v1.36.3 v1.37.2 v1.38.0-beta.0 (default: every release
+# build-k8s.sh supports). DIR: a configured and built tree (default build/).
+# Each release gets a cluster of its own in DIR/tests/e2e/matrix-<version>
+# whose node runs the CRI stand-in, stopped after its flows, then one in
+# DIR/tests/e2e/matrix-<version>-runtime whose node runs containerd with the
+# example drivers' images for the flows marked "runtime" (the examples'
+# charts and real containers); a missing release is built first (15-25
+# minutes on 2 cores the first time). Needs what the e2e-node and e2e-runtime
+# tests need (root or sudo; the runtime, images and helm that `ctest -L
+# e2e-runtime` builds).
 #
 # An outcome is "pass", "FAIL", or "n/s" where the release does not serve what
 # the flow checks (the flow is not run). Each flow's log is in
@@ -33,57 +38,70 @@ done
 e2e="$build_dir/tests/e2e"
 [ -x "$e2e/e2e_node" ] || { echo "test-matrix: $e2e/e2e_node is missing: build $build_dir first" >&2; exit 1; }
 
-# Flow: "<name>|<binary>|<Catch2 test spec>|<first minor that serves it>"; a
-# spec has no ',' (Catch2 reads it as "or").
+# Flow: "<name>|<binary>|<Catch2 test spec>|<first minor that serves it>|<node>",
+# node "stand-in" or "runtime" (containerd); a spec has no ',' (Catch2 reads
+# it as "or").
 flows=(
-  "registration, prepare and unprepare through the kubelet|e2e_node|a pod with a ResourceClaimTemplate runs*|35"
-  "kubelet restart: re-registration, slices restored, no double prepare|e2e_node|the kubelet restarted under a running pod*|35"
-  "a failed claim: the kubelet's event names it|e2e_node|a driver that fails one claim of a two-claim pod*|35"
-  "device health in the pod status|e2e_node|a device the driver reports unhealthy*|35"
-  "binding conditions: bind after the node's reconciler|e2e_node|a fabric-attached device*|35"
-  "device metadata through the CDI mount|e2e_node|device metadata reaches the container*|35"
-  "optional node operations (skipNodeOperations)|e2e_node|optional node operations*|37"
-  "publisher: publish, republish with 0 writes, growth, removal|e2e_publisher|*republish (0 writes)*|35"
-  "publisher: drift repaired|e2e_publisher|drift*|35"
-  "publisher: a field newer than the server, one error with its version|e2e_publisher|a field newer than the server*|35"
-  "publisher: every 1.37 device field stored intact|e2e_publisher|*capacity policies stored intact|37"
-  "publisher: counter compatibility groups stored intact|e2e_publisher|counter consumption with compatibility groups*|37"
-  "claim status under resourceclaims/driver authorization|e2e_claim_status|device status under granular authorization*|36"
-  "claim status under update-only RBAC (the reference's chart)|e2e_claim_status|device status under RBAC that grants update*|35"
-  "node allocatable resources in the server's shape (publisher)|e2e_publisher|node allocatable resources in the shape*|36"
-  "nodeAllocatableResources (the 1.37 shape; client)|e2e_client|nodeAllocatableResources*|37"
+  "registration, prepare and unprepare through the kubelet|e2e_node|a pod with a ResourceClaimTemplate runs*|35|stand-in"
+  "kubelet restart: re-registration, slices restored, no double prepare|e2e_node|the kubelet restarted under a running pod*|35|stand-in"
+  "a failed claim: the kubelet's event names it|e2e_node|a driver that fails one claim of a two-claim pod*|35|stand-in"
+  "device health in the pod status|e2e_node|a device the driver reports unhealthy*|35|stand-in"
+  "binding conditions: bind after the node's reconciler|e2e_node|a fabric-attached device*|35|stand-in"
+  "device metadata through the CDI mount|e2e_node|device metadata reaches the container*|35|stand-in"
+  "optional node operations (skipNodeOperations)|e2e_node|optional node operations*|37|stand-in"
+  "publisher: publish, republish with 0 writes, growth, removal|e2e_publisher|*republish (0 writes)*|35|stand-in"
+  "publisher: drift repaired|e2e_publisher|drift*|35|stand-in"
+  "publisher: a field newer than the server, one error with its version|e2e_publisher|a field newer than the server*|35|stand-in"
+  "publisher: every 1.37 device field stored intact|e2e_publisher|*capacity policies stored intact|37|stand-in"
+  "publisher: counter compatibility groups stored intact|e2e_publisher|counter consumption with compatibility groups*|37|stand-in"
+  "claim status under resourceclaims/driver authorization|e2e_claim_status|device status under granular authorization*|36|stand-in"
+  "claim status under update-only RBAC (the reference's chart)|e2e_claim_status|device status under RBAC that grants update*|35|stand-in"
+  "node allocatable resources in the server's shape (publisher)|e2e_publisher|node allocatable resources in the shape*|36|stand-in"
+  "nodeAllocatableResources (the 1.37 shape; client)|e2e_client|nodeAllocatableResources*|37|stand-in"
+  "the CPU example: CPUs of a socket by consumable capacity, counted as node cpu|e2e_cpu_driver|the CPU driver: the scheduler takes CPUs of a socket*|36|stand-in"
+  "the GPU example's chart: its DaemonSet pod registers and publishes|e2e_runtime|helm install of the GPU example on the real node*|35|runtime"
+  "GPU workloads in real containers: CDI env, device nodes, shared claims|e2e_runtime|GPU workloads in real containers*|35|runtime"
+  "the CPU example's chart: NRI pins the claim's container|e2e_runtime|helm install of the CPU example on the real node*|36|runtime"
 )
 
-declare -A outcome
+declare -A outcome times
 t_all=$SECONDS
 for v in "${versions[@]}"; do
   minor="$(echo "$v" | cut -d. -f2)"
-  dir="$e2e/matrix-$v"
-  mkdir -p "$dir/logs"
   t0=$SECONDS
-  echo "test-matrix: Kubernetes $v: cluster in $dir" >&2
-  DRA_K8S_VERSION="$v" "$root/tests/e2e/cluster.sh" start "$dir" >"$dir/logs/start.log" 2>&1 &&
-    "$root/tests/e2e/cluster.sh" node-start "$dir" >>"$dir/logs/start.log" 2>&1 ||
-    { echo "test-matrix: $v: the cluster did not start ($dir/logs/start.log)" >&2; tail -5 "$dir/logs/start.log" >&2; }
-  for i in "${!flows[@]}"; do
-    IFS='|' read -r name binary spec since <<<"${flows[$i]}"
-    if [ "$minor" -lt "$since" ]; then outcome[$v,$i]="n/s"; continue; fi
-    if DRA_E2E_KUBECONFIG="$dir/admin.kubeconfig" timeout 600 "$e2e/$binary" --warn NoTests "$spec" \
-        >"$dir/logs/flow-$i.log" 2>&1; then
-      outcome[$v,$i]="pass"
-    else
-      outcome[$v,$i]="FAIL"
-    fi
-    echo "test-matrix: $v: ${outcome[$v,$i]}: $name" >&2
+  for node in stand-in runtime; do
+    dir="$e2e/matrix-$v"
+    [ "$node" = stand-in ] || dir="$dir-runtime"
+    mkdir -p "$dir/logs"
+    echo "test-matrix: Kubernetes $v: cluster in $dir, its node on the $node" >&2
+    runtime=stand-in
+    [ "$node" = stand-in ] || runtime=containerd
+    DRA_K8S_VERSION="$v" "$root/tests/e2e/cluster.sh" start "$dir" >"$dir/logs/start.log" 2>&1 &&
+      DRA_E2E_RUNTIME="$runtime" "$root/tests/e2e/cluster.sh" node-start "$dir" >>"$dir/logs/start.log" 2>&1 ||
+      { echo "test-matrix: $v: the cluster did not start ($dir/logs/start.log)" >&2; tail -5 "$dir/logs/start.log" >&2; }
+    for i in "${!flows[@]}"; do
+      IFS='|' read -r name binary spec since flow_node <<<"${flows[$i]}"
+      [ "$flow_node" = "$node" ] || continue
+      if [ "$minor" -lt "$since" ]; then outcome[$v,$i]="n/s"; continue; fi
+      if DRA_E2E_KUBECONFIG="$dir/admin.kubeconfig" timeout 900 "$e2e/$binary" --warn NoTests "$spec" \
+          >"$dir/logs/flow-$i.log" 2>&1; then
+        outcome[$v,$i]="pass"
+      else
+        outcome[$v,$i]="FAIL"
+      fi
+      echo "test-matrix: $v: ${outcome[$v,$i]}: $name" >&2
+    done
+    "$root/tests/e2e/cluster.sh" stop "$dir" >>"$dir/logs/start.log" 2>&1 || true
   done
-  "$root/tests/e2e/cluster.sh" stop "$dir" >>"$dir/logs/start.log" 2>&1 || true
   echo "test-matrix: $v done in $((SECONDS - t0)) s" >&2
+  times[$v]=$((SECONDS - t0))
 done
 
 failed=0
 printf '\nVersion matrix, %s (%s s)\n\n' "$(date -u +%Y-%m-%d)" "$((SECONDS - t_all))"
 printf '| %s |' "flow"; for v in "${versions[@]}"; do printf ' %s |' "$v"; done; printf '\n'
 printf '|---|'; for _ in "${versions[@]}"; do printf -- '---|'; done; printf '\n'
+printf '| %s |' "time (s)"; for v in "${versions[@]}"; do printf ' %s |' "${times[$v]}"; done; printf '\n'
 for i in "${!flows[@]}"; do
   IFS='|' read -r name _ <<<"${flows[$i]}"
   printf '| %s |' "$name"
