@@ -61,7 +61,7 @@ flows=(
   "the CPU example: CPUs of a socket by consumable capacity, counted as node cpu|e2e_cpu_driver|the CPU driver: the scheduler takes CPUs of a socket*|36|stand-in"
   "the GPU example's chart: its DaemonSet pod registers and publishes|e2e_runtime|helm install of the GPU example on the real node*|35|runtime"
   "GPU workloads in real containers: CDI env, device nodes, shared claims|e2e_runtime|GPU workloads in real containers*|35|runtime"
-  "the CPU example's chart: NRI pins the claim's container|e2e_runtime|helm install of the CPU example on the real node*|36|runtime"
+  "the CPU example's chart: NRI pins the claim's container|e2e_runtime|helm install of the CPU example on the real node*|37|runtime"
 )
 
 declare -A outcome times

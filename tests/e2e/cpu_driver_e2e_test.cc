@@ -88,7 +88,12 @@ TEST_CASE(
   const json& statuses = pod["status"]["nodeAllocatableResourceClaimStatuses"];
   REQUIRE(statuses.size() == 1);
   CHECK(statuses[0]["resourceClaimName"] == "cpus");
-  CHECK(statuses[0]["mapping"] == json::array({{{"name", "cpu"}, {"quantity", "2"}}}));
+  // What the pod was counted for: 1.36's alpha shape is a map, 1.37's a list.
+  if (absl::StartsWith(*version, "v1.36.")) {
+    CHECK(statuses[0].value("resources", json()) == json{{"cpu", "2"}});
+  } else {
+    CHECK(statuses[0].value("mapping", json()) == json::array({{{"name", "cpu"}, {"quantity", "2"}}}));
+  }
 
   // A whole core of the allocated socket.
   const std::string uid = claim["metadata"]["uid"].get<std::string>();
