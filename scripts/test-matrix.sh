@@ -54,6 +54,7 @@ flows=(
   "publisher: a field newer than the server, one error with its version|e2e_publisher|a field newer than the server*|35|stand-in"
   "publisher: every 1.37 device field stored intact|e2e_publisher|*capacity policies stored intact|37|stand-in"
   "publisher: counter compatibility groups stored intact|e2e_publisher|counter consumption with compatibility groups*|37|stand-in"
+  "publisher: reconcile_pool (ReconcilePoolWithName)|e2e_publisher|reconcile_pool*|35|stand-in"
   "claim status under resourceclaims/driver authorization|e2e_claim_status|device status under granular authorization*|36|stand-in"
   "claim status under update-only RBAC (the reference's chart)|e2e_claim_status|device status under RBAC that grants update*|35|stand-in"
   "node allocatable resources in the server's shape (publisher)|e2e_publisher|node allocatable resources in the shape*|36|stand-in"

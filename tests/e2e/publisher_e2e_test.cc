@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -42,10 +43,12 @@ constexpr char kIdentity[] = "gpu-driver";
 constexpr char kDriver[] = "publisher.e2e.example.com";
 
 // A Node of its own, the driver identity allowed to publish, and a publisher
-// for that node running as the driver.
+// for that node running as the driver (its options as `configure` leaves
+// them).
 class Harness {
  public:
-  Harness() : admin_(e2e::MakeClient(e2e::AdminConfig())), node_(e2e::UniqueName("pub-node")) {
+  explicit Harness(std::function<void(Options&)> configure = nullptr)
+      : admin_(e2e::MakeClient(e2e::AdminConfig())), node_(e2e::UniqueName("pub-node")) {
     absl::StatusOr<json> node =
         admin_->Create(k8s::kNodes, "", json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}});
     INFO(node.status().ToString());
@@ -60,18 +63,30 @@ class Harness {
     options.drift_repair_delay = absl::Milliseconds(100);
     options.backoff_initial = absl::Milliseconds(50);
     options.backoff_max = absl::Seconds(1);
-    auto publisher = Publisher::Start(driver_, options, [this](const absl::Status& s, std::string_view) {
+    if (configure) configure(options);
+    options_ = options;
+    StartPublisher();
+  }
+
+  ~Harness() {
+    publisher_.reset();
+    for (const auto& slice : testing::ListSlices(*admin_, absl::StrCat("spec.driver=", kDriver))) {
+      if (slice.spec.node_name == node_ || slice.spec.pool.name == options_.reconcile_pool) {
+        (void)admin_->Delete(k8s::kResourceSlices, "", slice.metadata.name);
+      }
+    }
+    (void)admin_->Delete(k8s::kNodes, "", node_);
+  }
+
+  // A new publisher with the same options, as after the driver's restart.
+  void StartPublisher() {
+    publisher_.reset();
+    auto publisher = Publisher::Start(driver_, options_, [this](const absl::Status& s, std::string_view) {
       std::lock_guard<std::mutex> lock(mu_);
       errors_.push_back(s);
     });
     REQUIRE(publisher.ok());
     publisher_ = *std::move(publisher);
-  }
-
-  ~Harness() {
-    publisher_.reset();
-    for (const auto& slice : Slices()) (void)admin_->Delete(k8s::kResourceSlices, "", slice.metadata.name);
-    (void)admin_->Delete(k8s::kNodes, "", node_);
   }
 
   const std::string& node() const { return node_; }
@@ -117,6 +132,7 @@ class Harness {
   std::string node_;
   std::string node_uid_;
   std::shared_ptr<k8s::Client> driver_;
+  Options options_;
   std::unique_ptr<Publisher> publisher_;
   std::mutex mu_;
   std::vector<absl::Status> errors_;
@@ -386,6 +402,43 @@ TEST_CASE("an invalid pool is reported and never sent", "[e2e][publisher]") {
                           "spec.devices[0].attributes[model].string: Too long: may not be more than 64 bytes"));
   CHECK(h.Writes() == 0);
   CHECK(h.Slices().empty());
+}
+
+// Go's ReconcilePoolWithName: a pool that every node sees, owned by the
+// node that publishes it, watched by spec.pool.name (by spec.driver before
+// 1.37, which has no such field label) from the publisher's start.
+TEST_CASE("reconcile_pool: the one pool, owned by the Node, deleted by a restarted publisher whose resources lack it",
+          "[e2e][publisher]") {
+  const std::string pool = e2e::UniqueName("reconciled");
+  Harness h([&](Options& options) { options.reconcile_pool = pool; });
+  auto pool_slices = [&] {
+    std::vector<k8s::ResourceSlice> slices;
+    for (auto& slice : testing::ListSlices(h.admin(), absl::StrCat("spec.driver=", kDriver))) {
+      if (slice.spec.pool.name == pool) slices.push_back(std::move(slice));
+    }
+    return slices;
+  };
+  DriverResources resources;
+  resources.pools[pool].nodes = NodeSelection::kAllNodes;
+  resources.pools[pool].slices = SplitIntoSlices({testing::Gpu(0), testing::Gpu(1)});
+  resources.pools[h.node()] = testing::GpuPool(h.node(), 1).pools[h.node()];
+  h.Publish(resources);
+  std::vector<absl::Status> errors = h.errors();
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message() ==
+        absl::StrCat("found pool \"", h.node(), "\", but reconcile_pool only allows pool \"", pool, "\""));
+  CHECK(h.Slices().empty());
+  std::vector<k8s::ResourceSlice> slices = pool_slices();
+  REQUIRE(slices.size() == 1);
+  CHECK(slices[0].spec.all_nodes == true);
+  CHECK(DeviceNames(slices) == std::vector<std::vector<std::string>>{{"gpu-0", "gpu-1"}});
+  REQUIRE(slices[0].metadata.owner_references.size() == 1);
+  CHECK(slices[0].metadata.owner_references[0].uid == h.node_uid());
+
+  h.StartPublisher();
+  h.Publish(DriverResources());
+  CHECK(pool_slices().empty());
+  CHECK(h.errors().size() == 1);
 }
 
 // The version matrix's check of node allocatable resources (KEP-5517,
