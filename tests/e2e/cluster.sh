@@ -33,11 +33,12 @@
 #                                     (tests/e2e/cri): no container runs, it
 #                                     records what CRI asked for
 #                                   containerd  containerd 2.x with runc and a CNI
-#                                     bridge network (dra-e2e0, 10.244.7.0/24),
+#                                     bridge network (dra-e2e<N>, 10.244.<7+N>.0/24,
+#                                     N the cluster's network slot, below),
 #                                     the pause, busybox and debian:12-slim images of
 #                                     build-images.sh imported; pods reach the
 #                                     kube-apiserver as the kubernetes Service
-#                                     (10.0.0.1:443 on lo, service_proxy.py)
+#                                     (10.0.<N>.1:443 on lo, service_proxy.py)
 #   cluster.sh kubelet-restart DIR  stop the kubelet and start it again (same
 #                                   root dir, checkpoints kept)
 #   cluster.sh runtime-restart DIR  containerd node: stop the kubelet and
@@ -52,9 +53,16 @@
 #   cluster.sh crictl DIR ARGS...   containerd node: crictl ARGS against it, in
 #                                   the node's mount namespace
 #   cluster.sh node-stop DIR        stop them, remove every pod, network device,
-#                                   address and mount of the node, restore the
-#                                   sysctls the kubelet and CNI changed (`stop`
-#                                   does this too)
+#                                   address and mount of the node; the last node
+#                                   of the machine to stop restores the sysctls,
+#                                   iptables chains and mount points the kubelet,
+#                                   CNI and the node made (`stop` does this too)
+#
+# Two clusters in two directories run side by side on one machine: each
+# stops only the processes it started (pid files; a containerd node's shims
+# by its own containerd socket), and `start` claims a network slot N, free
+# or left by a cluster whose directory no longer holds it, which names the
+# node's bridge, pod subnet and Service range (/tmp/dra-e2e-net, 64 slots).
 #   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_NODE_DIR,
 #   DRA_E2E_RUNTIME, DRA_E2E_PLUGINS_REGISTRY, DRA_E2E_PLUGINS_DIR,
 #   DRA_E2E_CDI_DIR (the runtime's CDI spec dir), DRA_E2E_CRI_RECORD (stand-in:
@@ -151,10 +159,15 @@ CONTROLLERS="${DRA_E2E_CONTROLLERS:-resourceclaim-controller,device-taint-evicti
 # and by the CNI bridge plugin (a gateway turns on forwarding); node-start
 # saves them and node-stop puts them back.
 NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
-# The machine's values while any node runs, for all of them (two clusters'
-# nodes may overlap): saved by the first to start, restored by the last to
-# stop. holders/ has a file per running node, named after its directory.
-SYSCTL_STATE=/tmp/dra-e2e-sysctls
+# What nodes change on the machine itself, for all of them (two clusters'
+# nodes may overlap): the sysctls' values, the iptables chains that exist and
+# the mount points the node namespaces need are saved by the first node to
+# start; the last to stop puts them back. holders/ has a file per running
+# node, named after its directory.
+MACHINE_STATE=/tmp/dra-e2e-machine
+NODE_MOUNT_POINTS="/run/containerd /run/cdi /run/nri"
+# Network slots: file N holds the directory of the cluster that claimed it.
+NET_SLOTS=/tmp/dra-e2e-net
 RUNTIME="${DRA_E2E_RUNTIME:-stand-in}"
 case "$RUNTIME" in stand-in|containerd) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in or containerd" >&2; exit 2 ;; esac
 # Where pods really run, the drivers run as DaemonSets, every projected
@@ -166,10 +179,15 @@ if [ "$RUNTIME" = containerd ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
   CONTROLLERS="$CONTROLLERS,daemonset-controller,root-ca-certificate-publisher-controller"
   CONTROLLERS="$CONTROLLERS,garbage-collector-controller,namespace-controller"
 fi
-# The containerd node's pod network and the Service address its pods use.
-POD_BRIDGE=dra-e2e0
-POD_SUBNET=10.244.7.0/24
-SERVICE_IP=10.0.0.1
+# use_net_slot N: the containerd node's pod network and the Service range
+# (its first address is the one pods use) of network slot N.
+use_net_slot() {
+  NET_SLOT="$1"
+  POD_BRIDGE="dra-e2e$1"
+  POD_SUBNET="10.244.$((7 + $1)).0/24"
+  SERVICE_RANGE="10.0.$1.0/24"
+  SERVICE_IP="10.0.$1.1"
+}
 # Images of build-images.sh, under these names in the node's containerd.
 PAUSE_IMAGE=localhost/dra-e2e/pause:1
 BUSYBOX_IMAGE=localhost/dra-e2e/busybox:1
@@ -178,8 +196,9 @@ DEBIAN_IMAGE=docker.io/library/debian:12-slim
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
 
-usage() { sed -n '2,86p' "$0" >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 
+[ $# -ge 1 ] || usage
 case "$1" in
   image-import) [ $# -eq 4 ] || usage ;;
   crictl) [ $# -ge 2 ] || usage ;;
@@ -237,7 +256,34 @@ stop_all() {
   local n
   node_stop_all
   for n in kube-scheduler kube-apiserver etcd; do stop_one "$n"; done
+  release_net_slot
   rm -rf "$dir/etcd-data" "$dir/cluster.env"
+}
+
+# claim_net_slot: the lowest network slot that is free, or whose cluster's
+# directory no longer names it (a run that was killed, its directory gone).
+claim_net_slot() {
+  local slot
+  mkdir -p "$NET_SLOTS"
+  slot="$(flock "$NET_SLOTS/lock" /bin/sh -c '
+    slots="$1"; dir="$2"
+    for n in $(seq 0 63); do
+      owner="$(cat "$slots/$n" 2>/dev/null)" || owner=""
+      if [ -n "$owner" ] && [ "$owner" != "$dir" ] && [ "$(cat "$owner/net-slot" 2>/dev/null)" = "$n" ]; then
+        continue
+      fi
+      echo "$n" > "$dir/net-slot" && echo "$dir" > "$slots/$n" && echo "$n" && exit 0
+    done
+    exit 1' sh "$NET_SLOTS" "$dir")" || die "all 64 network slots of $NET_SLOTS are taken by running clusters"
+  use_net_slot "$slot"
+}
+
+release_net_slot() {
+  [ -f "$dir/net-slot" ] || return 0
+  local slot
+  slot="$(cat "$dir/net-slot")"
+  flock "$NET_SLOTS/lock" /bin/sh -c '[ "$(cat "$1" 2>/dev/null)" != "$2" ] || rm -f "$1"' sh "$NET_SLOTS/$slot" "$dir"
+  rm -f "$dir/net-slot"
 }
 
 # start_daemon NAME BIN ARGS...: runs BIN in its own session, detached from
@@ -315,7 +361,7 @@ make_pki() {
 basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 EOF
     openssl req -newkey rsa:2048 -nodes -keyout serving.key -out serving.csr -subj "/CN=kube-apiserver" 2>/dev/null
     openssl x509 -req -in serving.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out serving.crt \
@@ -421,7 +467,7 @@ start_apiserver() {
     --kubelet-client-certificate "$dir/pki/admin.crt" --kubelet-client-key "$dir/pki/admin.key" \
     --kubelet-preferred-address-types InternalIP \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --service-cluster-ip-range 10.0.0.0/24 \
+    --service-cluster-ip-range "$SERVICE_RANGE" \
     --feature-gates "$FEATURE_GATES" \
     --runtime-config "$RUNTIME_CONFIG" \
     --profiling=false --v=1 \
@@ -482,6 +528,7 @@ start() {
 
   local ports
   read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT <<< "$(free_ports 4)"
+  claim_net_slot
   make_pki
   make_identities
 
@@ -524,6 +571,7 @@ DRA_E2E_K8S_BIN=$bin_dir
 DRA_E2E_K8S_VERSION=$K8S_VERSION
 DRA_E2E_FEATURE_GATES=$FEATURE_GATES
 DRA_E2E_RUNTIME_CONFIG=$RUNTIME_CONFIG
+DRA_E2E_NET_SLOT=$NET_SLOT
 EOF
   trap - EXIT
   log "Kubernetes $K8S_VERSION ready in $((SECONDS - t0)) s: KUBECONFIG=$dir/admin.kubeconfig"
@@ -586,42 +634,71 @@ in_node_namespace() {
 node_stop_all() {
   local n
   [ -z "$node" ] || load_node_env_if_any
+  [ ! -f "$dir/net-slot" ] || use_net_slot "$(cat "$dir/net-slot")"
   stop_one kubelet
   [ "${NODE_RUNTIME:-stand-in}" != containerd ] || stop_containerd_node
   for n in kube-controller-manager cri node-ns; do stop_one "$n"; done
   [ -n "$node" ] || return 0
-  restore_sysctls
+  machine_state_leave
   if [ -f "$node/cri-containers.json" ]; then mkdir -p "$dir/logs" && cp "$node/cri-containers.json" "$dir/logs/"; fi
   "${as_root[@]}" rm -rf "$node"
   rm -f "$dir/node.env" "$dir/node-dir"
   node=""
 }
 
-save_sysctls() {
-  "${as_root[@]}" mkdir -p "$SYSCTL_STATE/holders"
-  "${as_root[@]}" flock "$SYSCTL_STATE/lock" /bin/sh -c '
-    state="$1"; holder="$2"; shift 2
+# machine_state_enter: this node holds the machine state; the first holder
+# saves it: the sysctls' values, the iptables chains of each table, which of
+# the node namespaces' mount points exist.
+machine_state_enter() {
+  "${as_root[@]}" mkdir -p "$MACHINE_STATE/holders"
+  "${as_root[@]}" flock "$MACHINE_STATE/lock" /bin/sh -c '
+    state="$1"; holder="$2"; mount_points="$3"; shift 3
     if [ ! -f "$state/saved" ]; then
+      for ipt in iptables ip6tables; do
+        rm -f "$state/$ipt-chains"
+        command -v "$ipt-save" >/dev/null 2>&1 || continue
+        "$ipt-save" 2>/dev/null | awk "/^\\*/ {t = substr(\$0, 2)} /^:/ {print t, substr(\$1, 2)}" > "$state/$ipt-chains"
+      done
+      for m in $mount_points; do [ ! -e "$m" ] || echo "$m"; done > "$state/mount-points"
       for k in "$@"; do echo "$k=$(sysctl -n "$k")"; done > "$state/saved.tmp" && mv "$state/saved.tmp" "$state/saved"
     fi
-    touch "$state/holders/$holder"' sh "$SYSCTL_STATE" "$(basename "$node")" $NODE_SYSCTLS
+    touch "$state/holders/$holder"' sh "$MACHINE_STATE" "$(basename "$node")" "$NODE_MOUNT_POINTS" $NODE_SYSCTLS
 }
 
-# The last node to stop puts the machine's values back; nodes whose
+# machine_state_leave: the last node to stop puts the machine back: the
+# sysctls, no iptables chain named KUBE-* that was not there (the kubelet's
+# KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT, with the rules
+# that jump to them), no mount point that was not there. Nodes whose
 # directory is gone (a run that was killed) no longer count.
-restore_sysctls() {
-  [ -f "$SYSCTL_STATE/holders/$(basename "$node")" ] || return 0
+machine_state_leave() {
+  [ -f "$MACHINE_STATE/holders/$(basename "$node")" ] || return 0
   local changed
-  changed="$("${as_root[@]}" flock "$SYSCTL_STATE/lock" /bin/sh -c '
-    state="$1"; rm -f "$state/holders/$2"
+  changed="$("${as_root[@]}" flock "$MACHINE_STATE/lock" /bin/sh -c '
+    state="$1"; rm -f "$state/holders/$2"; mount_points="$3"
     for h in "$state"/holders/*; do [ ! -e "$h" ] || [ -d "/tmp/${h##*/}" ] || rm -f "$h"; done
     [ -z "$(ls -A "$state/holders")" ] && [ -f "$state/saved" ] || exit 0
     while read -r kv; do
       [ "$(sysctl -n "${kv%%=*}")" != "${kv#*=}" ] || continue
       sysctl -q -w "$kv" >/dev/null && printf " %s" "${kv%%=*}"
     done < "$state/saved"
-    rm -f "$state/saved"' sh "$SYSCTL_STATE" "$(basename "$node")")"
-  [ -z "$changed" ] || log "restored the sysctls the node changed:$changed"
+    for ipt in iptables ip6tables; do
+      [ -f "$state/$ipt-chains" ] || continue
+      made="$("$ipt-save" 2>/dev/null | awk "/^\\*/ {t = substr(\$0, 2)} /^:KUBE-/ {print t, substr(\$1, 2)}" |
+        grep -vxF -f "$state/$ipt-chains")" || true
+      [ -n "$made" ] || continue
+      echo "$made" | while read -r table chain; do
+        "$ipt" -t "$table" -S | grep -E -- "^-A .* -j $chain( |\$)" | while read -r rule; do
+          eval "\"\$ipt\" -t \"\$table\" -D ${rule#-A }"
+        done
+      done
+      echo "$made" | while read -r table chain; do "$ipt" -t "$table" -F "$chain"; done
+      echo "$made" | while read -r table chain; do "$ipt" -t "$table" -X "$chain" && printf " %s:%s/%s" "$ipt" "$table" "$chain"; done
+    done
+    for m in $mount_points; do
+      grep -qxF "$m" "$state/mount-points" || ! rmdir "$m" 2>/dev/null || printf " %s" "$m"
+    done
+    rm -f "$state/saved"' sh "$MACHINE_STATE" "$(basename "$node")" "$NODE_MOUNT_POINTS")"
+  [ -z "$changed" ] || log "put back what the nodes changed on the machine:$changed"
 }
 
 # The node's address: the first global IPv4 address, not loopback, as on a
@@ -702,7 +779,6 @@ make_kubelet_cert() {
 kubelet_healthz() { curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" | grep -qx ok; }
 
 start_kubelet() {
-  save_sysctls
   mkdir -p "$dir/logs" "$dir/pids"
   "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- \
     "$NODE_BIN/kubelet" \
@@ -844,15 +920,14 @@ stop_containerd_node() {
     node_crictl rmp --all --force >/dev/null 2>&1 || log "crictl rmp failed; containerd's state goes with NODE"
   fi
   stop_one containerd
+  # Only the shims of this node's containerd (another node's run beside).
   local shim
-  for shim in $(pgrep -f "^$NODE_TOOLS/containerd-shim-runc-v2 " || true); do
+  for shim in $(pgrep -f "^$NODE_TOOLS/containerd-shim-runc-v2 .*-address $node/containerd/containerd.sock( |\$)" || true); do
     signal -KILL "$shim"
   done
   stop_one service-proxy
   ! ip link show "$POD_BRIDGE" >/dev/null 2>&1 || "${as_root[@]}" ip link del "$POD_BRIDGE"
   ! ip -4 addr show dev lo | grep -q " $SERVICE_IP/32 " || "${as_root[@]}" ip addr del "$SERVICE_IP/32" dev lo
-  # The mount point the node's namespace needed, unless the machine uses it.
-  "${as_root[@]}" rmdir /run/containerd 2>/dev/null || true
 }
 
 # runtime-restart: what a reboot does to the runtime side of a node: the
@@ -911,6 +986,7 @@ load_cluster_env() {
   APISERVER_PORT="${DRA_E2E_SERVER##*:}"
   FEATURE_GATES="$DRA_E2E_FEATURE_GATES"
   RUNTIME_CONFIG="$DRA_E2E_RUNTIME_CONFIG"
+  use_net_slot "$DRA_E2E_NET_SLOT"
 }
 
 load_node_env() {
@@ -950,6 +1026,7 @@ node_start() {
     "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$NODE_BIN" "$NODE_TOOLS" "$NODE_IP" "$NODE_RUNTIME" > "$node/node-ports.env"
   make_kubelet_cert
   write_kubelet_config
+  machine_state_enter
   start_node_namespace
 
   log "kube-controller-manager (health on https://127.0.0.1:$kcm_port)"

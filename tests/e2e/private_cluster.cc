@@ -52,6 +52,23 @@ void PrivateCluster::StopApiServer() { Script("apiserver-stop"); }
 void PrivateCluster::StartApiServer() { Script("apiserver-start"); }
 void PrivateCluster::CompactEtcd() { Script("etcd-compact"); }
 
+void PrivateCluster::StartNode(const std::string& runtime) {
+  absl::StatusOr<testing::ProcessResult> started =
+      testing::RunProcess({"/usr/bin/env", "DRA_E2E_RUNTIME=" + runtime, script_, "node-start", dir_.path()});
+  REQUIRE(started.ok());
+  INFO(started->out << started->err);
+  REQUIRE(started->exit_code == 0);
+}
+
+std::string PrivateCluster::Env(const std::string& name) const {
+  std::istringstream lines(testing::ReadFile(dir_.Join("cluster.env")));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "=", 0) == 0) return line.substr(name.size() + 1);
+  }
+  FAIL(name << " is not in " << dir_.Join("cluster.env"));
+  return "";
+}
+
 // The pid file says which process cluster.sh started.
 void PrivateCluster::Signal(int signal) {
   std::istringstream line(testing::ReadFile(dir_.Join("pids/kube-apiserver.pid")));

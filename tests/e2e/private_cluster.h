@@ -36,6 +36,11 @@ class PrivateCluster {
   // cluster.sh etcd-compact: etcd's history up to now is gone, so a watch
   // resuming from an older resourceVersion gets 410 Gone.
   void CompactEtcd();
+  // cluster.sh node-start with DRA_E2E_RUNTIME=`runtime`; returns once the
+  // node is Ready.
+  void StartNode(const std::string& runtime);
+  // A value of the cluster's cluster.env (DRA_E2E_NET_SLOT, ...).
+  std::string Env(const std::string& name) const;
 
  private:
   void Signal(int signal);

@@ -10,9 +10,12 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "absl/strings/str_replace.h"
 #include "cpuset.h"
+#include "e2e/private_cluster.h"
 #include "e2e/runtime_node.h"
 
 namespace dra::e2e {
@@ -616,6 +619,100 @@ TEST_CASE(
             << absl::FormatDuration(unprepared_after) << ", replacement running after "
             << absl::FormatDuration(running_after) << "; refusals: " << Logged(log, "Claim failed", new_uid) << "\n";
   CHECK(DeleteWorkloads(admin, ns));
+}
+
+// A value of the suite's cluster.env.
+std::string SuiteClusterEnv(const std::string& name) {
+  std::istringstream lines(testing::ReadFile(ClusterDir() + "/cluster.env"));
+  for (std::string line; std::getline(lines, line);) {
+    if (absl::StartsWith(line, name + "=")) return line.substr(name.size() + 1);
+  }
+  FAIL(name << " is not in the suite's cluster.env");
+  return "";
+}
+
+bool NetworkDeviceExists(const std::string& name) {
+  return Run({"/usr/bin/env", "ip", "link", "show", name}).exit_code == 0;
+}
+
+bool LoopbackHasAddress(const std::string& address) {
+  return absl::StrContains(Run({"/usr/bin/env", "ip", "-4", "-o", "addr", "show", "dev", "lo"}).out,
+                           " " + address + "/32 ");
+}
+
+// A container that connects to the kubernetes Service (the node's bridge,
+// the Service address and its proxy) and logs each success, numbered; ready
+// while it can connect.
+json ServiceReacher(const std::string& ns, const std::string& name) {
+  const std::string connect = "nc -w 5 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT -e true";
+  json container = {
+      {"name", "reach"},
+      {"image", kBusybox},
+      {"imagePullPolicy", "Never"},
+      {"command", json::array({"sh", "-c",
+                               "i=0; trap 'exit 0' TERM; while true; do if " + connect +
+                                   "; then i=$((i + 1)); echo reached $i; fi; sleep 1 & wait; done"})},
+      {"readinessProbe", {{"exec", {{"command", json::array({"sh", "-c", connect})}}}, {"periodSeconds", 2}}}};
+  return Pod(ns, name, {container}, json::array());
+}
+
+// The highest N of the "reached N" lines of the container's log.
+int TimesReached(const std::string& log) {
+  int reached = 0;
+  for (const std::string& line : LinesWith(log, "reached ")) reached = std::max(reached, std::stoi(line.substr(8)));
+  return reached;
+}
+
+TEST_CASE(
+    "two clusters with containerd nodes on one machine: each has its own bridge and Service address, and "
+    "stopping one leaves the other's running pod, network and shims alone",
+    "[e2e][runtime]") {
+  std::shared_ptr<Client> admin = MakeClient(AdminConfig());
+  const Workloads ours(*admin, "coexist");
+  admin->Create(kPods, ours.ns, ServiceReacher(ours.ns, "reacher")).IgnoreError();
+  RunningPod(*admin, ours.ns, "reacher");
+  const std::string our_slot = SuiteClusterEnv("DRA_E2E_NET_SLOT");
+
+  std::optional<PrivateCluster> other;
+  other.emplace();
+  other->StartNode("containerd");
+  const std::string other_slot = other->Env("DRA_E2E_NET_SLOT");
+  CHECK(other_slot != our_slot);
+  CHECK(NetworkDeviceExists("dra-e2e" + our_slot));
+  {
+    // A pod of the other cluster reaches its own Service through its own
+    // bridge (its readiness probe connects).
+    std::shared_ptr<Client> other_admin = other->Admin();
+    const std::string ns = CreateNamespace(*other_admin, "coexist");
+    REQUIRE(other_admin->Create(kPods, ns, ServiceReacher(ns, "reacher")).ok());
+    json pod;
+    const bool ready = WaitForPod(
+        *other_admin, ns, "reacher", [](const json& pod) { return ContainersReady(pod); }, &pod, kPodStart);
+    INFO("the other cluster's pod: " << pod.dump(1));
+    REQUIRE(ready);
+    CHECK(NetworkDeviceExists("dra-e2e" + other_slot));
+    CHECK(LoopbackHasAddress("10.0." + other_slot + ".1"));
+  }
+
+  const int before = TimesReached(WaitForLog(ours.ns, "reacher", "reach", "reached "));
+  other.reset();  // cluster.sh stop, its pod still running
+  CHECK_FALSE(NetworkDeviceExists("dra-e2e" + other_slot));
+  CHECK_FALSE(LoopbackHasAddress("10.0." + other_slot + ".1"));
+  CHECK(NetworkDeviceExists("dra-e2e" + our_slot));
+  CHECK(LoopbackHasAddress("10.0." + our_slot + ".1"));
+  // The same container (its shim alive) goes on reaching the Service.
+  std::string log;
+  CHECK(Eventually(
+      [&] {
+        log = PodLog(ours.ns, "reacher", "reach");
+        return TimesReached(log) > before;
+      },
+      kPodStart));
+  INFO("our pod's log:\n" << log);
+  absl::StatusOr<json> pod = admin->Get(kPods, ours.ns, "reacher");
+  REQUIRE(pod.ok());
+  CHECK((*pod)["status"]["containerStatuses"][0]["restartCount"] == 0);
+  CHECK(PodRunning(*pod));
 }
 
 }  // namespace
