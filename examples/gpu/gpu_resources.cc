@@ -58,8 +58,9 @@ std::string PartitionDeviceName(int index, int partition) {
 
 std::vector<std::string> DeviceNames(int index, int partitions) {
   if (partitions <= 0) return {GpuDeviceName(index)};
-  std::vector<std::string> names = {FullDeviceName(index)};
+  std::vector<std::string> names;
   for (int p = 0; p < partitions; ++p) names.push_back(PartitionDeviceName(index, p));
+  names.push_back(FullDeviceName(index));
   return names;
 }
 std::string FabricDeviceName(int index) { return absl::StrCat("fabric-gpu-", index); }
@@ -91,9 +92,11 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
     const int partitions = std::max(options.partitions, 0);
     const int64_t part_memory = partitions > 0 ? gpu.memory_bytes / partitions : 0;
     const std::string counter_set = CounterSetName(gpu.index);
-    // The whole GPU, then its partitions: each draws its memory and compute
-    // from the GPU's counter set, so the scheduler never hands out more than
-    // the GPU has.
+    // The partitions, then the whole GPU, in dra-example-driver's order (the
+    // scheduler tries devices in slice order: a claim any of them fits gets a
+    // partition from both drivers). Each draws its memory and compute from
+    // the GPU's counter set, so the scheduler never hands out more than the
+    // GPU has.
     auto add = [&](std::string name, const k8s::Quantity& device_memory,
                    const std::optional<k8s::Quantity>& device_compute) -> k8s::Device& {
       k8s::Device& device = devices.emplace_back();
@@ -134,12 +137,12 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
     counters.name = counter_set;
     counters.counters[kMemory].value = memory;
     if (compute) counters.counters[kCompute].value = *compute;
-    add(FullDeviceName(gpu.index), memory, compute).attributes["full"] = k8s::BoolAttribute(true);
     for (int p = 0; p < partitions; ++p) {
       k8s::Device& part =
           add(PartitionDeviceName(gpu.index, p), Bytes(part_memory), Compute(gpu.compute_units, partitions));
       part.attributes["partition"] = k8s::IntAttribute(p);
     }
+    add(FullDeviceName(gpu.index), memory, compute).attributes["full"] = k8s::BoolAttribute(true);
   }
   dra::resourceslice::Pool pool;
   pool.slices = dra::resourceslice::SplitIntoSlices(std::move(devices), std::move(counter_sets));

@@ -40,12 +40,13 @@ struct PublishOptions {
   std::set<int> fatal;
 };
 
-// The device names of a GPU: "gpu-<i>", or, when partitioned, "gpu-<i>-full"
-// and "gpu-<i>-partition-<p>" (dra-example-driver's names).
+// The device names of a GPU: "gpu-<i>", or, when partitioned,
+// "gpu-<i>-partition-<p>" and "gpu-<i>-full" (dra-example-driver's names).
 std::string GpuDeviceName(int index);
 std::string FullDeviceName(int index);
 std::string PartitionDeviceName(int index, int partition);
-// All the devices GPU `index` is published as, with `partitions`.
+// All the devices GPU `index` is published as, with `partitions`, in the
+// pool's order.
 std::vector<std::string> DeviceNames(int index, int partitions);
 // Which units of the GPUs each device of the node's pool occupies, for the
 // Helper's device exclusivity (DeviceExclusivityOptions::units): with

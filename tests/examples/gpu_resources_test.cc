@@ -60,13 +60,14 @@ TEST_CASE("partitioned GPUs: partitions and the whole draw from one counter set 
   CHECK(counters.name == "gpu-0-counters");
   CHECK(counters.counters.at("memory").value.ToString() == "80Gi");
   REQUIRE(pool.slices[1].devices.size() == 10);
-  const k8s::Device& whole = pool.slices[1].devices[0];
+  // dra-example-driver's order: a GPU's partitions, then the whole GPU.
+  const k8s::Device& whole = pool.slices[1].devices[4];
   CHECK(whole.name == "gpu-0-full");
   CHECK(whole.attributes.at("full").bool_value == true);
   CHECK(whole.attributes.at("partitionable").bool_value == true);
   REQUIRE(whole.consumes_counters.size() == 1);
   CHECK(whole.consumes_counters[0].counters.at("memory").value.ToString() == "80Gi");
-  const k8s::Device& part = pool.slices[1].devices[1];
+  const k8s::Device& part = pool.slices[1].devices[0];
   CHECK(part.name == "gpu-0-partition-0");
   CHECK(part.attributes.at("partition").int_value == 0);
   CHECK(part.attributes.at("partitionable").bool_value == true);
