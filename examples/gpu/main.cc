@@ -7,6 +7,7 @@
 // instead, as dra-example-driver's net profile. `gpu-driver --help` lists
 // the flags; examples/gpu/README.md explains them.
 #include <atomic>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "binding_controller.h"
 #include "common/flags.h"
 #include "common/plugin_flags.h"
 #include "device_source.h"
@@ -325,6 +327,11 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // dra-example-driver's chart runs its claim controller by this name from
+  // the driver's image, which links it to this binary.
+  if (std::filesystem::path(argv[0]).filename() == "dra-example-controller") {
+    return gpu::RunBindingController(argc, argv);
+  }
   example::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
   GpuFlags gpu_flags;

@@ -426,6 +426,60 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "dra-example-controller from the GPU example's binary (dra-example-driver's claim controller): with "
+    "--enable-plugin=BindingConditions it sets the binding conditions of the driver's devices and the pod binds",
+    "[e2e][node][gpu][binding]") {
+  auto admin = MakeClient(AdminConfig());
+  LabelTheNode(*admin, Node());
+  const std::string pool = UniqueName("fabric");
+  // Fabric GPUs carry binding conditions; nothing attaches them (no
+  // --fabric-attach anywhere), so only the claim controller sets them.
+  GpuDriver gpu({"--num-devices=0"});
+  testing::TempDir dir;
+  absl::StatusOr<testing::ChildProcess> publisher = testing::ChildProcess::Spawn(
+      {DRA_GPU_DRIVER, "--fabric-controller", "--driver-name=" + gpu.driver.name(), "--fabric-pool=" + pool,
+       "--fabric-num-devices=1", "--kubeconfig=" + DriverKubeconfig()},
+      dir.Join("publisher.log"));
+  REQUIRE(publisher.ok());
+  // The image links the chart's command to the driver's binary.
+  const std::string program = dir.Join("dra-example-controller");
+  std::filesystem::create_symlink(DRA_GPU_DRIVER, program);
+  absl::StatusOr<testing::ProcessResult> refused = testing::RunProcess({program, "--enable-plugin=Foo"});
+  REQUIRE(refused.ok());
+  CHECK(refused->exit_code == 2);
+  CHECK_THAT(refused->err, Catch::Contains("unknown plugin \"Foo\" (available: BindingConditions)"));
+  absl::StatusOr<testing::ChildProcess> controller =
+      testing::ChildProcess::Spawn({program, "--driver-name=" + gpu.driver.name(), "--enable-plugin=BindingConditions",
+                                    "--kubeconfig=" + DriverKubeconfig(), "-v=2"},
+                                   dir.Join("controller.log"));
+  REQUIRE(controller.ok());
+
+  gpu.CreateClaim("gpu", gpu.ClaimSpec(gpu.DeviceClass()));
+  gpu.RunPod("app", {{"gpu", "gpu"}}, false);
+  INFO("the controller's log:\n" << testing::ReadFile(dir.Join("controller.log")));
+  const json claim = gpu.Claim("gpu");
+  INFO("the claim: " << claim.dump(1));
+  CHECK(claim["status"]["allocation"]["devices"]["results"][0]["pool"] == pool);
+  REQUIRE(claim["status"]["devices"].size() == 1);
+  const json& condition = claim["status"]["devices"][0]["conditions"][0];
+  CHECK(condition["type"] == gpu.driver.name() + "/is-prepared");
+  CHECK(condition["status"] == "True");
+  // The reference controller's words.
+  CHECK(condition["reason"] == "Ready");
+  CHECK(condition["message"] == "Device is ready");
+  gpu.DeletePod("app");
+  CHECK(controller->Stop() == "exited with status 0");
+  CHECK(publisher->Stop() == "exited with status 0");
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.driver=", gpu.driver.name(), ",spec.pool.name=", pool);
+  absl::StatusOr<k8s::ListResult> slices = admin->List(k8s::kResourceSlices, "", options);
+  REQUIRE(slices.ok());
+  for (const json& slice : slices->items) {
+    REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
+  }
+}
+
 TEST_CASE("the GPU driver: a failed fabric attach makes the scheduler allocate again, and the pod runs",
           "[e2e][node][gpu][binding]") {
   auto admin = MakeClient(AdminConfig());

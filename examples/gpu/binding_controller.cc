@@ -1,0 +1,112 @@
+#include "binding_controller.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/flags.h"
+#include "dra/k8s/client.h"
+#include "dra/k8s/client_config.h"
+#include "dra/kubeletplugin/termination_signals.h"
+#include "dra/log.h"
+#include "dra/resourceclaim/binding_condition_reconciler.h"
+
+namespace gpu {
+namespace {
+
+namespace rc = dra::resourceclaim;
+
+constexpr char kProgram[] = "dra-example-controller";
+constexpr char kBindingConditions[] = "BindingConditions";
+
+// The reference's BindingConditions plugin: the devices are simulated, so
+// each one is ready as soon as it is allocated; a vendor checks the device
+// here. Its reason and message are the reference's.
+class ReadyWhenAllocated : public rc::BindingHandler {
+ public:
+  rc::BindingResult PrepareForBinding(const dra::CallContext&, const dra::k8s::ResourceClaim&,
+                                      const dra::k8s::DeviceRequestAllocationResult&) override {
+    return rc::BindingResult::Ready("Ready", "Device is ready");
+  }
+};
+
+int Fail(const std::string& what, const absl::Status& status) {
+  std::cerr << kProgram << ": " << what << ": " << status.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int RunBindingController(int argc, char** argv) {
+  example::FlagSet flags(kProgram,
+                         "dra-example-driver's claim controller: runs its plugins on the ResourceClaims allocated to "
+                         "the driver, in the whole cluster.");
+  std::string driver_name = "gpu.example.com";
+  std::vector<std::string> plugins;
+  std::string kubeconfig;
+  int verbosity = 0;
+  std::string log_format = "text";
+  flags.String("driver-name", &driver_name, "the driver name to filter ResourceClaims by");
+  flags.Custom("enable-plugin", "name", "none",
+               absl::StrCat("a plugin to run (repeat the flag, or separate names by ','): ", kBindingConditions), "",
+               [&plugins](const std::string& text) {
+                 for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+                   if (name != kBindingConditions) {
+                     return absl::InvalidArgumentError(
+                         absl::StrCat("unknown plugin \"", name, "\" (available: ", kBindingConditions, ")"));
+                   }
+                   plugins.emplace_back(name);
+                 }
+                 return absl::OkStatus();
+               });
+  flags.String("kubeconfig", &kubeconfig, "the API server's kubeconfig; without one ~/.kube/config, then in-cluster",
+               "KUBECONFIG");
+  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
+  flags.Custom("log-format", "format", log_format, "text or json", "", [&log_format](const std::string& text) {
+    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
+    log_format = text;
+    return absl::OkStatus();
+  });
+  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
+    std::cerr << kProgram << ": " << parsed.message() << "\n(see " << kProgram << " --help)\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  dra::kubeletplugin::TerminationSignals signals;
+  const dra::Logger logger(
+      dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText), verbosity);
+
+  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
+  if (!config.ok()) return Fail("API server", config.status());
+  config->user_agent = absl::StrCat(driver_name, "/controller");
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
+  if (!client.ok()) return Fail("API server", client.status());
+
+  // One reconciler for the cluster (BindingScope::kAllNodes): the reference's
+  // controller watches every claim from one Deployment.
+  ReadyWhenAllocated handler;
+  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
+  if (!plugins.empty()) {
+    rc::BindingConditionReconcilerOptions options;
+    options.driver_name = driver_name;
+    options.scope = rc::BindingScope::kAllNodes;
+    options.logger = logger;
+    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
+        rc::BindingConditionReconciler::Start(*client, options, handler);
+    if (!started.ok()) return Fail("--enable-plugin=BindingConditions", started.status());
+    reconciler = *std::move(started);
+  }
+  logger.Info("Controller started", {{"driver", driver_name}, {"plugins", absl::StrJoin(plugins, ",")}});
+  signals.Wait();
+  if (reconciler != nullptr) reconciler->Stop();
+  return 0;
+}
+
+}  // namespace gpu
