@@ -10,7 +10,7 @@
 # SDK's side of them runs under the sanitizers in the integration tests, the
 # example drivers in the crash, load and example tests), in a build that also
 # checks the locking annotations (-Wthread-safety) and holds the
-# libFuzzer targets, each fuzzed for DRA_FUZZ_SECONDS (default 20); and the
+# libFuzzer targets, each fuzzed for DRA_FUZZ_SECONDS (default 10); and the
 # multi-threaded tests under ThreadSanitizer. DRA_SKIP_SANITIZERS=1 stops
 # after the first pass. Safe to run again.
 set -euo pipefail
@@ -23,7 +23,7 @@ dra_use_go
 jobs=${DRA_JOBS:-2}
 
 echo "== build (RelWithDebInfo)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_LINE_TABLES_ONLY=ON >/dev/null
 cmake --build build -j"$jobs"
 
 echo "== tests"
@@ -32,17 +32,17 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 if [ "${DRA_SKIP_SANITIZERS:-0}" != 1 ]; then
   clang=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
   echo "== build (clang: thread-safety analysis, ASan + UBSan, fuzz targets)"
-  cmake -S . -B build-clang -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DDRA_SANITIZE=ON \
+  cmake -S . -B build-clang -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DDRA_LINE_TABLES_ONLY=ON -DDRA_SANITIZE=ON \
     -DDRA_BUILD_FUZZERS=ON -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
   cmake --build build-clang -j"$jobs"
   echo "== tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-clang --output-on-failure -j"$jobs" -LE '^(packaging|e2e|e2e-node|e2e-runtime)$'
   echo "== fuzzing"
-  DRA_FUZZ_BUILD_DIR=build-clang DRA_FUZZ_JOBS="$jobs" scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-20}"
+  DRA_FUZZ_BUILD_DIR=build-clang DRA_FUZZ_JOBS="$jobs" scripts/fuzz.sh "${DRA_FUZZ_SECONDS:-10}"
 
   echo "== build (ThreadSanitizer)"
-  cmake -S . -B build-tsan -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_THREAD_SANITIZER=ON \
+  cmake -S . -B build-tsan -G Ninja "${clang[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRA_LINE_TABLES_ONLY=ON -DDRA_THREAD_SANITIZER=ON \
     -DDRA_BUILD_EXAMPLES=ON -DDRA_BUILD_BENCHMARKS=OFF -DDRA_BUILD_E2E_TESTS=OFF >/dev/null
   cmake --build build-tsan -j"$jobs" --target tsan_tests
   echo "== multi-threaded tests under ThreadSanitizer"
