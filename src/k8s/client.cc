@@ -1261,13 +1261,14 @@ absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& n
 }
 
 absl::StatusOr<json> Client::UpdateStatus(const ResourceRef& ref, const std::string& ns, const json& object,
-                                          absl::Time deadline) {
+                                          const UpdateOptions& options) {
   std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
   std::string name = StringAt(object, "metadata", "name");
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
-  HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name, "status"));
-  request.deadline = deadline;
+  HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name, "status"),
+                                       internal::Query({{"fieldManager", options.field_manager}}));
+  request.deadline = options.deadline;
   impl_->SetBody(request, object);
   return impl_->ExecuteWithBody(request, object).value;
 }

@@ -1,5 +1,7 @@
 #include "dra/resourceclaim/claim_status_writer.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -56,6 +58,103 @@ void CompleteTransitionTimes(AllocatedDeviceStatus& entry, const AllocatedDevice
       }
     }
     if (condition.last_transition_time.empty()) condition.last_transition_time = Rfc3339Now();
+  }
+}
+
+AllocatedDeviceKey KeyOfEntry(const nlohmann::json& entry) {
+  return {entry.value("driver", ""), entry.value("pool", ""), entry.value("device", ""), entry.value("shareID", "")};
+}
+
+// The object at `key` of `object`, if both are objects.
+const nlohmann::json* Member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+// The key of a FieldsV1 list-map item, "k:{...}"; null when it is not one.
+nlohmann::json ListMapKey(const std::string& field) {
+  if (field.rfind("k:", 0) != 0) return nullptr;
+  nlohmann::json key = nlohmann::json::parse(field.substr(2), nullptr, /*allow_exceptions=*/false);
+  return key.is_object() ? key : nullptr;
+}
+
+// What one field manager owns of a status.devices entry.
+struct OwnedFields {
+  std::set<std::string> condition_types;
+  bool data = false;
+  bool network_data = false;
+};
+
+// What `manager` owns of the claim's status.devices entries, as its
+// managedFields record it (the status subresource, applied or updated).
+std::map<AllocatedDeviceKey, OwnedFields> OwnedByManager(const nlohmann::json& claim, const std::string& manager) {
+  std::map<AllocatedDeviceKey, OwnedFields> owned;
+  const nlohmann::json* metadata = Member(claim, "metadata");
+  if (metadata == nullptr || !metadata->contains("managedFields") || !(*metadata)["managedFields"].is_array()) {
+    return owned;
+  }
+  for (const nlohmann::json& record : (*metadata)["managedFields"]) {
+    if (!record.is_object() || record.value("manager", "") != manager || record.value("subresource", "") != "status") {
+      continue;
+    }
+    const nlohmann::json* fields = Member(record, "fieldsV1");
+    const nlohmann::json* status = fields != nullptr ? Member(*fields, "f:status") : nullptr;
+    const nlohmann::json* devices = status != nullptr ? Member(*status, "f:devices") : nullptr;
+    if (devices == nullptr) continue;
+    for (const auto& [field, entry] : devices->items()) {
+      const nlohmann::json key = ListMapKey(field);
+      if (key.is_null()) continue;
+      OwnedFields& of = owned[KeyOfEntry(key)];
+      if (const nlohmann::json* conditions = Member(entry, "f:conditions"); conditions != nullptr) {
+        for (const auto& [condition, ignored] : conditions->items()) {
+          const nlohmann::json type = ListMapKey(condition);
+          if (!type.is_null()) of.condition_types.insert(type.value("type", ""));
+        }
+      }
+      of.data = of.data || entry.contains("f:data");
+      of.network_data = of.network_data || entry.contains("f:networkData");
+    }
+  }
+  return owned;
+}
+
+// Removes from a live entry what the writer's manager owns.
+void Forget(const OwnedFields& owned, nlohmann::json& entry) {
+  if (entry.contains("conditions") && entry["conditions"].is_array()) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (const nlohmann::json& condition : entry["conditions"]) {
+      if (!condition.is_object() || !owned.condition_types.contains(condition.value("type", ""))) {
+        kept.push_back(condition);
+      }
+    }
+    if (kept.empty()) {
+      entry.erase("conditions");
+    } else {
+      entry["conditions"] = std::move(kept);
+    }
+  }
+  if (owned.data) entry.erase("data");
+  if (owned.network_data) entry.erase("networkData");
+}
+
+// The writer's entry over the live one with the same key: its conditions
+// replace those of the same type, its data and networkData the live ones.
+void MergeInto(const nlohmann::json& entry, nlohmann::json& live) {
+  for (const nlohmann::json& condition : entry.value("conditions", nlohmann::json::array())) {
+    nlohmann::json& conditions = live["conditions"];
+    if (!conditions.is_array()) conditions = nlohmann::json::array();
+    auto same = std::find_if(conditions.begin(), conditions.end(), [&](const nlohmann::json& other) {
+      return other.is_object() && other.value("type", "") == condition.value("type", "");
+    });
+    if (same == conditions.end()) {
+      conditions.push_back(condition);
+    } else {
+      *same = condition;
+    }
+  }
+  for (const char* field : {"data", "networkData"}) {
+    if (entry.contains(field)) live[field] = entry[field];
   }
 }
 
@@ -189,14 +288,39 @@ absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::Cla
 
 absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim,
                                            const nlohmann::json& entries, absl::Time deadline) const {
+  // As server-side apply would: what this writer's field manager wrote before
+  // (managedFields) goes, what other managers of the driver wrote stays, and
+  // `entries` are merged in.
+  const std::map<AllocatedDeviceKey, OwnedFields> owned = OwnedByManager(claim, options_.field_manager);
+  std::set<AllocatedDeviceKey> writing;
+  for (const nlohmann::json& entry : entries) writing.insert(KeyOfEntry(entry));
   nlohmann::json devices = nlohmann::json::array();
-  for (const nlohmann::json& entry : claim["status"].value("devices", nlohmann::json::array())) {
-    if (entry.value("driver", "") != options_.driver_name) devices.push_back(entry);
+  for (nlohmann::json entry : claim["status"].value("devices", nlohmann::json::array())) {
+    const AllocatedDeviceKey key = KeyOfEntry(entry);
+    if (entry.value("driver", "") == options_.driver_name) {
+      if (const auto it = owned.find(key); it != owned.end()) Forget(it->second, entry);
+      if (!writing.contains(key) && !entry.contains("conditions") && !entry.contains("data") &&
+          !entry.contains("networkData")) {
+        continue;  // nothing of anyone's is left in it
+      }
+    }
+    devices.push_back(std::move(entry));
   }
-  devices.insert(devices.end(), entries.begin(), entries.end());
+  for (const nlohmann::json& entry : entries) {
+    auto live = std::find_if(devices.begin(), devices.end(),
+                             [&](const nlohmann::json& other) { return KeyOfEntry(other) == KeyOfEntry(entry); });
+    if (live == devices.end()) {
+      devices.push_back(entry);
+    } else {
+      MergeInto(entry, *live);
+    }
+  }
   claim["status"]["devices"] = std::move(devices);
+  k8s::UpdateOptions options;
+  options.field_manager = options_.field_manager;
+  options.deadline = deadline;
   DRA_CRASH_POINT("status.before_write");
-  absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, claim, deadline);
+  absl::StatusOr<nlohmann::json> updated = client_->UpdateStatus(k8s::kResourceClaims, ref.namespace_, claim, options);
   DRA_CRASH_POINT("status.after_write");
   if (updated.status().code() == absl::StatusCode::kPermissionDenied) {
     return absl::PermissionDeniedError(

@@ -263,6 +263,69 @@ TEST_CASE("status update allowed but patch forbidden: written by GET and PUT fro
   CHECK(Find(Get(*client, ref), kTestDriverName, "gpu-0")->conditions[0].status == "False");
 }
 
+// The node plugin's device status and the binding reconciler's conditions
+// (two field managers of one driver) under dra-example-driver's chart's RBAC.
+TEST_CASE(
+    "two writers of one driver with their own field managers, both by GET and PUT: each keeps the other's "
+    "conditions and data, and removes only what it wrote",
+    "[claim_status]") {
+  auto server = testing::StartServer();
+  auto client = testing::MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/0);
+  const k8s::ClaimRef ref = CreateAllocatedClaim(*client, "c", {"gpu-0", "gpu-1"});
+  auto status = MakeWriter(client);
+  resourceclaim::ClaimStatusWriterOptions options = status->options();
+  options.field_manager = std::string(kTestDriverName) + "/binding";
+  auto binding_writer = ClaimStatusWriter::Create(client, options);
+  REQUIRE(binding_writer.ok());
+  ClaimStatusWriter& binding = **binding_writer;
+  REQUIRE(server
+              ->Admin("POST", "/fake/fail",
+                      R"({"verb":"PATCH","resource":"resourceclaims/status","status":403,"count":100000})")
+              .ok());
+
+  AllocatedDeviceStatus bound;
+  bound.driver = kTestDriverName;
+  bound.pool = "pool-a";
+  bound.device = "gpu-0";
+  k8s::Condition& condition = bound.conditions.emplace_back();
+  condition.type = std::string(kTestDriverName) + "/is-prepared";
+  condition.status = "True";
+  condition.reason = "Ready";
+  REQUIRE(binding.Apply(CallContext::Background(), ref, {bound}).ok());
+  AllocatedDeviceStatus prepared = Entry("gpu-0");
+  prepared.data = json{{"uuid", {{"string", "GPU-0"}}}};
+  REQUIRE(status->Apply(CallContext::Background(), ref, {prepared, Entry("gpu-1")}).ok());
+
+  k8s::ResourceClaim seen = Get(*client, ref);
+  const AllocatedDeviceStatus* gpu0 = Find(seen, kTestDriverName, "gpu-0");
+  REQUIRE(gpu0 != nullptr);
+  INFO(k8s::ToJson(seen)["status"].dump(1));
+  REQUIRE(gpu0->conditions.size() == 2);
+  CHECK(gpu0->conditions[0].type == condition.type);
+  CHECK(gpu0->conditions[1].type == "Ready");
+  CHECK(gpu0->data == prepared.data);
+
+  // The binding writer again, with nothing for gpu-0: its condition goes, the
+  // status writer's Ready and data stay.
+  REQUIRE(binding.Apply(CallContext::Background(), ref, {}).ok());
+  seen = Get(*client, ref);
+  gpu0 = Find(seen, kTestDriverName, "gpu-0");
+  REQUIRE(gpu0 != nullptr);
+  REQUIRE(gpu0->conditions.size() == 1);
+  CHECK(gpu0->conditions[0].type == "Ready");
+  CHECK(gpu0->data == prepared.data);
+  CHECK(Find(seen, kTestDriverName, "gpu-1") != nullptr);
+
+  // The status writer leaves gpu-1 out and gpu-0's data: they go.
+  REQUIRE(status->Apply(CallContext::Background(), ref, {Entry("gpu-0")}).ok());
+  seen = Get(*client, ref);
+  CHECK(Find(seen, kTestDriverName, "gpu-1") == nullptr);
+  gpu0 = Find(seen, kTestDriverName, "gpu-0");
+  REQUIRE(gpu0 != nullptr);
+  CHECK(gpu0->conditions.size() == 1);
+  CHECK_FALSE(gpu0->data.has_value());
+}
+
 TEST_CASE("bad writer options stop Create with the option named", "[claim_status]") {
   auto server = testing::StartServer();
   auto client = testing::MakeClient(*server);

@@ -122,6 +122,15 @@ struct PatchOptions {
   absl::Time deadline = absl::InfiniteFuture();
 };
 
+/// Query parameters and limits of a PUT to the status subresource.
+struct UpdateOptions {
+  /// The manager the server records the fields this update changes under
+  /// (metadata.managedFields); default: derived from the user agent.
+  std::string field_manager;
+  /// Not throttled, sent or retried past it (see Get).
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
 /// Delete preconditions: the object is deleted only if it still has this UID
 /// and/or resource version (Conflict otherwise). Empty: no precondition.
 struct Preconditions {
@@ -264,8 +273,7 @@ class Client {
   absl::StatusOr<nlohmann::json> Update(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object);
   /// PUT to the status subresource.
   absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, const std::string& ns,
-                                              const nlohmann::json& object,
-                                              absl::Time deadline = absl::InfiniteFuture());
+                                              const nlohmann::json& object, const UpdateOptions& options = {});
   /// PATCH of the object (or of options.subresource) with `body` in the format
   /// `type`; returns the patched object. kApply needs options.field_manager.
   absl::StatusOr<nlohmann::json> Patch(const ResourceRef& ref, const std::string& ns, const std::string& name,

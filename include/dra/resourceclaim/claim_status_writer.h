@@ -41,10 +41,15 @@
 /// resourceNames `[<driver name>]`. A driver deployed with RBAC that grants
 /// "update" instead (dra-example-driver's chart does) still writes: after the
 /// first Forbidden apply the writer switches, for good, to reading the claim
-/// and putting its status back with this driver's entries replaced (the
-/// claim's resourceVersion as precondition, a conflict retried), which keeps
-/// the other drivers' entries as they are. When that is forbidden too, the
-/// Forbidden answer names both verbs and is returned.
+/// and putting its status back (the claim's resourceVersion as precondition,
+/// a conflict retried, the update recorded under the writer's field manager)
+/// with what apply would have left: what the claim's managedFields say this
+/// field manager wrote before is removed (conditions by type, data,
+/// networkData; an entry left with nothing goes), the new entries are merged
+/// in (conditions by type), and other drivers' entries and what other
+/// managers of this driver wrote (the binding reconciler's conditions beside
+/// the device status) are kept. When that is forbidden too, the Forbidden
+/// answer names both verbs and is returned.
 ///
 /// Retries: connection errors, 5xx, 429 and conflicts are retried with
 /// jittered exponential backoff until ctx is cancelled; the answer is then
