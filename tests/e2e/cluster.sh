@@ -135,14 +135,12 @@ release_feature_gates() {
 }
 # release_runtime_config VERSION: resource.k8s.io/v1 is on by default;
 # v1alpha3 serves ResourcePoolStatusRequest (DRAResourcePoolStatus) and, before
-# 1.36, DeviceTaintRule; a 1.36 scheduler watches DeviceTaintRules in the beta
-# v1beta2 (off by default: without it the scheduler never syncs and schedules
-# nothing).
+# 1.36, DeviceTaintRule; the beta v1beta1 and v1beta2, off by default but
+# still in every release here, are served as clusters that upgraded with
+# them keep them (clients and webhooks of drivers still send v1beta1; a 1.36
+# scheduler watches DeviceTaintRules in v1beta2 and without it never syncs).
 release_runtime_config() {
-  case "$1" in
-    v1.36.*) echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true,resource.k8s.io/v1beta2=true" ;;
-    *) echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true" ;;
-  esac
+  echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true,resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 }
 DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 # The one node `node-start` runs (the kubelet's --hostname-override).
@@ -170,14 +168,15 @@ NODE_MOUNT_POINTS="/run/containerd /run/cdi /run/nri"
 NET_SLOTS=/tmp/dra-e2e-net
 RUNTIME="${DRA_E2E_RUNTIME:-stand-in}"
 case "$RUNTIME" in stand-in|containerd) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in or containerd" >&2; exit 2 ;; esac
-# Where pods really run, the drivers run as DaemonSets, every projected
-# service account token volume holds the kube-root-ca.crt ConfigMap, and
-# what owns pods must be collected too (a DaemonSet's pods after helm
-# uninstall, a namespace's objects): the cluster of the containerd node runs
+# Where pods really run, kube-controller-manager runs what it runs on a
+# user's cluster (kubeadm's: every controller on by default, the
+# service-account token and CSR signing ones with their keys): Deployments
+# get pods (charts start controllers and webhooks as Deployments), the
+# drivers run as DaemonSets, namespaces and what owns pods are collected,
+# the node lifecycle is watched. The cluster of the containerd node runs
 # only its own tests.
 if [ "$RUNTIME" = containerd ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
-  CONTROLLERS="$CONTROLLERS,daemonset-controller,root-ca-certificate-publisher-controller"
-  CONTROLLERS="$CONTROLLERS,garbage-collector-controller,namespace-controller"
+  CONTROLLERS="*,$CONTROLLERS"
 fi
 # use_net_slot N: the containerd node's pod network and the Service range
 # (its first address is the one pods use) of network slot N.
@@ -701,10 +700,11 @@ machine_state_leave() {
   [ -z "$changed" ] || log "put back what the nodes changed on the machine:$changed"
 }
 
-# The node's address: the first global IPv4 address, not loopback, as on a
-# real node (127.0.0.1 is every machine's own).
+# The node's address: the first global IPv4 address of a device other than
+# lo, as on a real node (127.0.0.1 is every machine's own; a containerd
+# node's Service address is on lo).
 node_ip() {
-  ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}'
+  ip -4 -o addr show scope global | awk '$2 != "lo" {sub("/.*", "", $4); print $4; exit}'
 }
 
 runtime_endpoint() {
@@ -1037,6 +1037,8 @@ node_start() {
     --root-ca-file "$dir/pki/ca.crt" \
     --leader-elect=false \
     --controllers "$CONTROLLERS" \
+    --service-account-private-key-file "$dir/pki/sa.key" \
+    --cluster-signing-cert-file "$dir/pki/ca.crt" --cluster-signing-key-file "$dir/pki/ca.key" \
     --feature-gates "$FEATURE_GATES" \
     --profiling=false --v=1
   wait_for kube-controller-manager 60 curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz"

@@ -527,22 +527,27 @@ TEST_CASE(
 
 TEST_CASE(
     "the GPU example's image under dra-example-driver's own chart: it registers and publishes and passes "
-    "the chart's gRPC liveness probe - and the reference's demo runs on it with device status under its RBAC",
+    "the chart's gRPC liveness probe - the chart's claim controller runs from it - and the reference's demos "
+    "run on it with device status and binding conditions under its RBAC",
     "[e2e][runtime][gpu][reference]") {
   const NodeEnv node = RealNode();
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   ImportDriverImage(kGpu, kImageTag);
   // Only the image changes: the chart runs dra-example-kubeletplugin with
-  // its environment (HEALTHCHECK_PORT=51515, NUM_DEVICES=2, ...).
-  // Device status on: the chart grants update, not patch, of the status.
+  // its environment (HEALTHCHECK_PORT=51515, NUM_DEVICES=2, ...), and
+  // dra-example-controller as a Deployment. Device status on: the chart
+  // grants update, not patch, of the status.
   const ReferenceDriver swapped(
-      node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag), "gpuDeviceStatus=true"});
+      node, {"image.repository=" + kGpu.image(), absl::StrCat("image.tag=", kImageTag), "gpuDeviceStatus=true",
+             "kubeletPlugin.bindingConditions=true", "controller.plugins={BindingConditions}"});
   REQUIRE(Eventually([&] { return PublishedByExample(*admin, node); }, kPodStart));
   CHECK(PublishedDevices(*admin, node, kGpuDriver) == 2);
   std::string pod_name;
+  k8s::ListOptions plugins;
+  plugins.label_selector = "app.kubernetes.io/component=kubeletplugin";
   REQUIRE(Eventually(
       [&] {
-        absl::StatusOr<k8s::ListResult> pods = admin->List(kPods, ReferenceDriver::kRelease);
+        absl::StatusOr<k8s::ListResult> pods = admin->List(kPods, ReferenceDriver::kRelease, plugins);
         if (!pods.ok() || pods->items.size() != 1) return false;
         pod_name = pods->items[0]["metadata"]["name"];
         return true;
@@ -551,12 +556,30 @@ TEST_CASE(
   // The kubelet's gRPC probe of service "liveness" on port 51515 succeeded.
   CHECK(Eventually([&] { return LivenessProbePassed(node, pod_name); }, kPodStart));
 
-  const auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
+  auto demo = ApplyReferenceDemo(*admin, "basic-resourceclaimtemplate");
   std::set<std::string> seen;
   for (const char* name : {"pod0", "pod1"}) {
     CheckGpus(ExportLog(demo->ns, name, "ctr0"), 1, seen);
     CheckDeviceStatus(*admin, demo->ns, name);
   }
+  demo.reset();  // the node's two GPUs free again
+  // Every device carries binding conditions, which the plugin and the
+  // controller both set (two field managers, both writing by GET and PUT
+  // under this chart's RBAC): the device status stays beside them.
+  const auto bound = ApplyReferenceDemo(*admin, "binding-conditions");
+  std::set<std::string> bound_gpus;
+  CheckGpus(ExportLog(bound->ns, "pod0", "ctr0"), 1, bound_gpus);
+  CheckDeviceStatus(*admin, bound->ns, "pod0");
+  // The chart's claim controller: its pod (app.kubernetes.io/component=
+  // controller) runs the image's dra-example-controller.
+  k8s::ListOptions controllers;
+  controllers.label_selector = "app.kubernetes.io/component=controller";
+  absl::StatusOr<k8s::ListResult> pods = admin->List(kPods, ReferenceDriver::kRelease, controllers);
+  REQUIRE(pods.ok());
+  REQUIRE(pods->items.size() == 1);
+  const std::string controller = pods->items[0]["metadata"]["name"];
+  CHECK_THAT(WaitForLog(ReferenceDriver::kRelease, controller, "controller", "\"Controller started\""),
+             Catch::Contains("plugins=\"BindingConditions\""));
 }
 
 }  // namespace
