@@ -25,7 +25,7 @@
 #                                   and a real kubelet (node $DRA_E2E_NODE_NAME,
 #                                   default e2e-node) in a mount namespace of the
 #                                   node's own, root dir NODE/kubelet (NODE:
-#                                   /tmp/dra-node.*, named in DIR/node-dir); waits
+#                                   /tmp/dn.*, named in DIR/node-dir); waits
 #                                   until the Node is Ready. Needs root (or sudo
 #                                   without a password). The runtime is
 #                                   $DRA_E2E_RUNTIME:
@@ -581,9 +581,13 @@ EOF
 
 # The node's files (the kubelet's root dir, CDI specs, the runtime's state)
 # live in a short directory of their own, named in DIR/node-dir: a driver's
-# registration socket is <root dir>/plugins_registry/<driver>-reg.sock, and a
-# Unix socket path may not exceed 107 bytes, which DIR (in a build tree, say)
-# can use up alone.
+# registration socket is <root dir>/plugins_registry/<driver>-reg.sock (a
+# driver of the Go helper before 0.37 adds -<pod UID>), and a Unix socket
+# path may not exceed 107 bytes, which DIR (in a build tree, say) can use up
+# alone. /tmp/dn.XXXX/kubelet/plugins_registry is 37 bytes, a real node's
+# /var/lib/kubelet/plugins_registry 33: dra-example-driver v0.4.0's suite
+# names its drivers dra-<6 letters>.example.com, whose
+# <driver>-<pod UID>-reg.sock is 68 bytes.
 node=""
 [ ! -f "$dir/node-dir" ] || node="$(cat "$dir/node-dir")"
 
@@ -1015,7 +1019,7 @@ node_start() {
 
   # A new directory: nothing of an earlier node (the kubelet's checkpoints,
   # CDI specs, records) stays.
-  node="$(mktemp -d /tmp/dra-node.XXXXXX)"
+  node="$(mktemp -d /tmp/dn.XXXX)"
   echo "$node" > "$dir/node-dir"
   mkdir -p "$node/kubelet" "$node/cdi" "$node/pod-logs" "$dir/logs"
   trap 'status=$?; if [ $status -ne 0 ]; then log "node-start failed: stopping what was started"; node_stop_all; fi' EXIT
