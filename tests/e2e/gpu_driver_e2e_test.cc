@@ -386,6 +386,19 @@ TEST_CASE("the GPU driver: a fabric GPU binds after the node plugin attached it"
   gpu.DeletePod("app");
 }
 
+// Deletes the slices of a fabric pool its controller left: the pool stays
+// when the controller stops, as it should for the next controller; not for
+// the next test.
+void DeletePool(Client& admin, const std::string& driver, const std::string& pool) {
+  k8s::ListOptions options;
+  options.field_selector = absl::StrCat("spec.driver=", driver, ",spec.pool.name=", pool);
+  absl::StatusOr<k8s::ListResult> slices = admin.List(k8s::kResourceSlices, "", options);
+  REQUIRE(slices.ok());
+  for (const json& slice : slices->items) {
+    REQUIRE(admin.Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
+  }
+}
+
 TEST_CASE(
     "the GPU driver: the fabric controller attaches a fabric GPU for the node the scheduler picked and no node "
     "plugin watches claims (the central reconciler)",
@@ -416,14 +429,7 @@ TEST_CASE(
   CHECK_THAT(gpu.driver.Log(), !Catch::Contains("BindingConditionReconciler"));
   gpu.DeletePod("app");
   CHECK(controller->Stop() == "exited with status 0");
-  // The pool stays, as it should for the next controller; not for the next test.
-  k8s::ListOptions options;
-  options.field_selector = absl::StrCat("spec.driver=", gpu.driver.name(), ",spec.pool.name=", pool);
-  absl::StatusOr<k8s::ListResult> slices = admin->List(k8s::kResourceSlices, "", options);
-  REQUIRE(slices.ok());
-  for (const json& slice : slices->items) {
-    REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
-  }
+  DeletePool(*admin, gpu.driver.name(), pool);
 }
 
 TEST_CASE(
@@ -471,13 +477,7 @@ TEST_CASE(
   gpu.DeletePod("app");
   CHECK(controller->Stop() == "exited with status 0");
   CHECK(publisher->Stop() == "exited with status 0");
-  k8s::ListOptions options;
-  options.field_selector = absl::StrCat("spec.driver=", gpu.driver.name(), ",spec.pool.name=", pool);
-  absl::StatusOr<k8s::ListResult> slices = admin->List(k8s::kResourceSlices, "", options);
-  REQUIRE(slices.ok());
-  for (const json& slice : slices->items) {
-    REQUIRE(admin->Delete(k8s::kResourceSlices, "", slice["metadata"]["name"].get<std::string>()).ok());
-  }
+  DeletePool(*admin, gpu.driver.name(), pool);
 }
 
 TEST_CASE("the GPU driver: a failed fabric attach makes the scheduler allocate again, and the pod runs",
