@@ -7,9 +7,6 @@ namespace example {
 
 void PluginFlags::Register(FlagSet& flags) {
   flags.String("node-name", &node_name, "the node this plugin runs on (required)", "NODE_NAME");
-  // Not bound to $KUBECONFIG: LoadDefaultConfig reads that itself, and it may
-  // be a colon-separated list, which is no file name.
-  flags.String("kubeconfig", &kubeconfig, "kubeconfig file; default $KUBECONFIG, ~/.kube/config, in-cluster");
   flags.String("cdi-root", &cdi_root, "where the container runtime reads CDI specs", "CDI_ROOT");
   flags.String("kubelet-registrar-directory-path", &registrar_dir, "the kubelet's plugin registration directory",
                "KUBELET_REGISTRAR_DIRECTORY_PATH");
@@ -28,34 +25,7 @@ void PluginFlags::Register(FlagSet& flags) {
              "refuse a claim whose device another claim on the node still holds (a force-deleted pod's); false "
              "leaves that to the scheduler alone",
              "DEVICE_EXCLUSIVITY");
-  flags.Double("kube-api-qps", &kube_api_qps, "API requests per second, sustained (0: no client-side limit)",
-               "KUBE_API_QPS", 0, 1e6);
-  flags.Int("kube-api-burst", &kube_api_burst, "API requests at once above the sustained rate", "KUBE_API_BURST", 1,
-            1 << 20);
-  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
-  flags.Custom("log-format", "text|json", "\"text\"", "log format", "LOG_FORMAT", [this](const std::string& text) {
-    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
-    log_format = text;
-    return absl::OkStatus();
-  });
-}
-
-absl::StatusOr<std::shared_ptr<dra::k8s::Client>> PluginFlags::MakeClient(const std::string& user_agent) const {
-  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
-  if (!config.ok())
-    return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
-  config->user_agent = user_agent;
-  config->qps = kube_api_qps;
-  config->burst = kube_api_burst;
-  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
-  if (!client.ok())
-    return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
-  return client;
-}
-
-dra::Logger PluginFlags::MakeLogger() const {
-  return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
-                     verbosity);
+  ClientFlags::Register(flags);
 }
 
 absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::string& driver_name,

@@ -1,14 +1,14 @@
 // example::PluginFlags: the flags and environment every example node plugin
 // takes, with the names and defaults of the Go drivers
-// (kubernetes-sigs/dra-example-driver), turned into kubeletplugin::Options
-// and an API client (--kubeconfig, else $KUBECONFIG, ~/.kube/config, else the
-// in-cluster service account).
+// (kubernetes-sigs/dra-example-driver), turned into kubeletplugin::Options;
+// the API client's and the log's are ClientFlags'.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/client_flags.h"
 #include "common/flags.h"
 #include "common/grpc_health.h"
 #include "dra/k8s/client.h"
@@ -19,9 +19,8 @@
 
 namespace example {
 
-struct PluginFlags {
+struct PluginFlags : ClientFlags {
   std::string node_name;                                            // --node-name, NODE_NAME (required)
-  std::string kubeconfig;                                           // --kubeconfig, KUBECONFIG
   std::string cdi_root = "/var/run/cdi";                            // --cdi-root, CDI_ROOT
   std::string registrar_dir = "/var/lib/kubelet/plugins_registry";  // --kubelet-registrar-directory-path
   std::string plugins_dir = "/var/lib/kubelet/plugins";             // --kubelet-plugins-directory-path
@@ -30,19 +29,9 @@ struct PluginFlags {
   int healthcheck_port = -1;       // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
   bool serialize = true;           // --serialize, SERIALIZE: Options::serialize
   bool device_exclusivity = true;  // --device-exclusivity, DEVICE_EXCLUSIVITY: Options::device_exclusivity.enabled
-  double kube_api_qps = dra::k8s::ClientConfig().qps;   // --kube-api-qps, KUBE_API_QPS (0: no limit)
-  int kube_api_burst = dra::k8s::ClientConfig().burst;  // --kube-api-burst, KUBE_API_BURST
-  int verbosity = 0;                                    // -v
-  std::string log_format = "text";                      // --log-format text|json
 
+  // These flags, then ClientFlags'.
   void Register(FlagSet& flags);
-
-  // The logger the flags ask for.
-  dra::Logger MakeLogger() const;
-
-  // The API client (--kubeconfig, else the usual search), with
-  // `user_agent`.
-  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> MakeClient(const std::string& user_agent) const;
 
   // Options for `driver_name` (plugin data dir <plugins_dir>/<driver_name>)
   // with the API client; InvalidArgument naming the flag when one is

@@ -8,11 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/client_flags.h"
 #include "common/flags.h"
-#include "dra/k8s/client.h"
-#include "dra/k8s/client_config.h"
 #include "dra/kubeletplugin/termination_signals.h"
-#include "dra/log.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 
 namespace gpu {
@@ -47,9 +45,7 @@ int RunBindingController(int argc, char** argv) {
                          "the driver, in the whole cluster.");
   std::string driver_name = "gpu.example.com";
   std::vector<std::string> plugins;
-  std::string kubeconfig;
-  int verbosity = 0;
-  std::string log_format = "text";
+  example::ClientFlags client_flags;
   flags.String("driver-name", &driver_name, "the driver name to filter ResourceClaims by");
   flags.Custom("enable-plugin", "name", "none",
                absl::StrCat("a plugin to run (repeat the flag, or separate names by ','): ", kBindingConditions), "",
@@ -63,14 +59,7 @@ int RunBindingController(int argc, char** argv) {
                  }
                  return absl::OkStatus();
                });
-  flags.String("kubeconfig", &kubeconfig, "the API server's kubeconfig; without one ~/.kube/config, then in-cluster",
-               "KUBECONFIG");
-  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
-  flags.Custom("log-format", "format", log_format, "text or json", "", [&log_format](const std::string& text) {
-    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
-    log_format = text;
-    return absl::OkStatus();
-  });
+  client_flags.Register(flags);
   if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
     std::cerr << kProgram << ": " << parsed.message() << "\n(see " << kProgram << " --help)\n";
     return 2;
@@ -80,14 +69,10 @@ int RunBindingController(int argc, char** argv) {
     return 0;
   }
   dra::kubeletplugin::TerminationSignals signals;
-  const dra::Logger logger(
-      dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText), verbosity);
-
-  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
-  if (!config.ok()) return Fail("API server", config.status());
-  config->user_agent = absl::StrCat(driver_name, "/controller");
-  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
-  if (!client.ok()) return Fail("API server", client.status());
+  const dra::Logger logger = client_flags.MakeLogger();
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client =
+      client_flags.MakeClient(absl::StrCat(driver_name, "/controller"));
+  if (!client.ok()) return Fail("start", client.status());
 
   // One reconciler for the cluster (BindingScope::kAllNodes): the reference's
   // controller watches every claim from one Deployment.

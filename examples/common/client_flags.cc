@@ -1,0 +1,41 @@
+#include "common/client_flags.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace example {
+
+void ClientFlags::Register(FlagSet& flags) {
+  // Not bound to $KUBECONFIG: LoadDefaultConfig reads that itself, and it may
+  // be a colon-separated list, which is no file name.
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file; default $KUBECONFIG, ~/.kube/config, in-cluster");
+  flags.Double("kube-api-qps", &kube_api_qps, "API requests per second, sustained (0: no client-side limit)",
+               "KUBE_API_QPS", 0, 1e6);
+  flags.Int("kube-api-burst", &kube_api_burst, "API requests at once above the sustained rate", "KUBE_API_BURST", 1,
+            1 << 20);
+  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
+  flags.Custom("log-format", "text|json", "\"text\"", "log format", "LOG_FORMAT", [this](const std::string& text) {
+    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
+    log_format = text;
+    return absl::OkStatus();
+  });
+}
+
+dra::Logger ClientFlags::MakeLogger() const {
+  return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
+                     verbosity);
+}
+
+absl::StatusOr<std::shared_ptr<dra::k8s::Client>> ClientFlags::MakeClient(const std::string& user_agent) const {
+  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
+  if (!config.ok())
+    return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
+  config->user_agent = user_agent;
+  config->qps = kube_api_qps;
+  config->burst = kube_api_burst;
+  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
+  if (!client.ok())
+    return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
+  return client;
+}
+
+}  // namespace example
