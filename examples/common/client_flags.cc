@@ -12,17 +12,7 @@ void ClientFlags::Register(FlagSet& flags) {
                "KUBE_API_QPS", 0, 1e6);
   flags.Int("kube-api-burst", &kube_api_burst, "API requests at once above the sustained rate", "KUBE_API_BURST", 1,
             1 << 20);
-  flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
-  flags.Custom("log-format", "text|json", "\"text\"", "log format", "LOG_FORMAT", [this](const std::string& text) {
-    if (text != "text" && text != "json") return absl::InvalidArgumentError("must be text or json");
-    log_format = text;
-    return absl::OkStatus();
-  });
-}
-
-dra::Logger ClientFlags::MakeLogger() const {
-  return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
-                     verbosity);
+  LogFlags::Register(flags);
 }
 
 absl::StatusOr<std::shared_ptr<dra::k8s::Client>> ClientFlags::MakeClient(const std::string& user_agent) const {

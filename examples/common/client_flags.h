@@ -1,7 +1,8 @@
 // example::ClientFlags: the flags every example program that talks to the
 // API server and logs takes (the node plugins, dra-example-controller):
 // --kubeconfig (else $KUBECONFIG, ~/.kube/config, else the in-cluster
-// service account), the client's rate limit, -v and --log-format.
+// service account), the client's rate limit, and LogFlags' -v and
+// --log-format.
 #pragma once
 
 #include <memory>
@@ -9,23 +10,18 @@
 
 #include "absl/status/statusor.h"
 #include "common/flags.h"
+#include "common/log_flags.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
-#include "dra/log.h"
 
 namespace example {
 
-struct ClientFlags {
+struct ClientFlags : LogFlags {
   std::string kubeconfig;                               // --kubeconfig
   double kube_api_qps = dra::k8s::ClientConfig().qps;   // --kube-api-qps, KUBE_API_QPS (0: no limit)
   int kube_api_burst = dra::k8s::ClientConfig().burst;  // --kube-api-burst, KUBE_API_BURST
-  int verbosity = 0;                                    // -v
-  std::string log_format = "text";                      // --log-format text|json, LOG_FORMAT
 
   void Register(FlagSet& flags);
-
-  // The logger the flags ask for.
-  dra::Logger MakeLogger() const;
 
   // The API client (--kubeconfig, else the usual search), with
   // `user_agent`; errors start with "API server: ".

@@ -40,6 +40,16 @@ std::string Shown(const json* value) {
   return value->is_string() ? GoQuote(value->get<std::string>()) : value->dump();
 }
 
+// Unsupported value, with dra-example-driver's words for it first
+// ("unknown time-slice interval: Fast"), which its users' checks look for.
+FieldError Unknown(const std::string& path, const json& value, const std::string& what,
+                   const std::vector<std::string>& supported) {
+  FieldError error = FieldError::NotSupported(path, Shown(&value), supported);
+  error.detail = absl::StrCat("unknown ", what, ": ", value.is_string() ? value.get<std::string>() : value.dump(), "; ",
+                              error.detail);
+  return error;
+}
+
 }  // namespace
 
 absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
@@ -84,9 +94,7 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
     static const std::vector<std::string> kIntervals = {"Default", "Long", "Medium", "Short"};
     if (!interval->is_string() ||
         std::find(kIntervals.begin(), kIntervals.end(), interval->get<std::string>()) == kIntervals.end()) {
-      return Invalid(FieldError::NotSupported(
-          "sharing.timeSlicingConfig.interval",
-          interval->is_string() ? GoQuote(interval->get<std::string>()) : interval->dump(), kIntervals));
+      return Invalid(Unknown("sharing.timeSlicingConfig.interval", *interval, "time-slice interval", kIntervals));
     }
     config.interval = interval->get<std::string>();
     return config;
@@ -112,8 +120,7 @@ absl::StatusOr<GpuConfig> DecodeGpuConfig(const json& parameters) {
     config.partition_count = count->get<int>();
     return config;
   }
-  return Invalid(FieldError::NotSupported("sharing.strategy", GoQuote(strategy->get<std::string>()),
-                                          {"SpacePartitioning", "TimeSlicing"}));
+  return Invalid(Unknown("sharing.strategy", *strategy, "GPU sharing strategy", {"SpacePartitioning", "TimeSlicing"}));
 }
 
 absl::StatusOr<std::map<size_t, GpuConfig>> ConfigsForResults(const dra::k8s::ResourceClaim& claim,

@@ -40,7 +40,9 @@ struct GpuConfig {
 // Decodes opaque parameters strictly: apiVersion and kind must be ours,
 // unknown or misplaced fields are errors. InvalidArgument with the field
 // path and rule, e.g. `sharing.timeSlicingConfig.interval: Unsupported value:
-// "Fast": supported values: "Default", "Long", "Medium", "Short"`.
+// "Fast": unknown time-slice interval: Fast; supported values: "Default",
+// "Long", "Medium", "Short"` (the words after the value are the reference
+// driver's).
 absl::StatusOr<GpuConfig> DecodeGpuConfig(const nlohmann::json& parameters);
 
 // The GpuConfig of each allocation result of `driver` in the claim

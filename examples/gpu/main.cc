@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "admission_webhook.h"
 #include "binding_controller.h"
 #include "common/flags.h"
 #include "common/plugin_flags.h"
@@ -327,11 +328,11 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // dra-example-driver's chart runs its claim controller by this name from
-  // the driver's image, which links it to this binary.
-  if (std::filesystem::path(argv[0]).filename() == "dra-example-controller") {
-    return gpu::RunBindingController(argc, argv);
-  }
+  // dra-example-driver's chart runs its claim controller and its webhook by
+  // these names from the driver's image, which links them to this binary.
+  const std::string program = std::filesystem::path(argv[0]).filename();
+  if (program == "dra-example-controller") return gpu::RunBindingController(argc, argv);
+  if (program == "dra-example-webhook") return gpu::RunAdmissionWebhook(argc, argv);
   example::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
   GpuFlags gpu_flags;

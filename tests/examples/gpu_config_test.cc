@@ -40,12 +40,13 @@ TEST_CASE("GpuConfig decodes both strategies and defaults", "[gpu][config]") {
 
 TEST_CASE("GpuConfig decoding is strict and names the field", "[gpu][config]") {
   CHECK(Error(Config({{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Fast"}}}})) ==
-        "sharing.timeSlicingConfig.interval: Unsupported value: \"Fast\": supported values: \"Default\", \"Long\", "
-        "\"Medium\", \"Short\"");
+        "sharing.timeSlicingConfig.interval: Unsupported value: \"Fast\": unknown time-slice interval: Fast; "
+        "supported values: \"Default\", \"Long\", \"Medium\", \"Short\"");
   CHECK(Error(Config({{"strategy", "TimeSlicing"}, {"timeslicingConfig", json::object()}})) ==
         "sharing.timeslicingConfig: Forbidden: unknown field");
   CHECK(Error(Config({{"strategy", "Magic"}})) ==
-        "sharing.strategy: Unsupported value: \"Magic\": supported values: \"SpacePartitioning\", \"TimeSlicing\"");
+        "sharing.strategy: Unsupported value: \"Magic\": unknown GPU sharing strategy: Magic; supported values: "
+        "\"SpacePartitioning\", \"TimeSlicing\"");
   CHECK(Error(Config({{"timeSlicingConfig", json::object()}})) ==
         "sharing.strategy: Required value: must be TimeSlicing or SpacePartitioning");
   CHECK(Error(Config({{"strategy", "SpacePartitioning"}, {"spacePartitioningConfig", {{"partitionCount", 0}}}})) ==
@@ -117,7 +118,7 @@ TEST_CASE("class configs come before claim configs, later beats earlier, other d
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message() ==
         "status.allocation.devices.config[4].opaque.parameters.sharing.timeSlicingConfig.interval: Unsupported value: "
-        "5: supported values: \"Default\", \"Long\", \"Medium\", \"Short\"");
+        "5: unknown time-slice interval: 5; supported values: \"Default\", \"Long\", \"Medium\", \"Short\"");
 }
 
 }  // namespace

@@ -156,7 +156,8 @@ TEST_CASE("a bad config or an unknown device fails its claim only, naming the fi
   CHECK(absl::IsInvalidArgument(results->at("bad").status));
   CHECK(results->at("bad").status.message() ==
         "status.allocation.devices.config[0].opaque.parameters.sharing.timeSlicingConfig.interval: Unsupported "
-        "value: \"Fast\": supported values: \"Default\", \"Long\", \"Medium\", \"Short\"");
+        "value: \"Fast\": unknown time-slice interval: Fast; supported values: \"Default\", \"Long\", \"Medium\", "
+        "\"Short\"");
   CHECK(results->at("unknown").status.message() ==
         "status.allocation.devices.results[0].device: \"gpu-7\" is not a device of this node");
   REQUIRE(results->at("good").status.ok());
