@@ -1,8 +1,8 @@
 // example::BackgroundErrors: what every example driver does with
 // Driver::HandleError. It logs the error; a fatal one (the kubelet refused
-// the registration) interrupts the driver's TerminationSignals and is
-// remembered, so that main exits 1 and the DaemonSet restarts the driver.
-// Thread-safe.
+// the registration) interrupts the driver's TerminationSignals, is counted
+// in the DriverMetrics given, and is remembered, so that main exits 1 and the
+// DaemonSet restarts the driver. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "common/driver_metrics.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
@@ -18,14 +19,17 @@ namespace example {
 
 class BackgroundErrors {
  public:
-  BackgroundErrors(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
-      : logger_(std::move(logger)), signals_(signals) {}
+  // `metrics` may be null.
+  BackgroundErrors(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals,
+                   DriverMetrics* metrics = nullptr)
+      : logger_(std::move(logger)), signals_(signals), metrics_(metrics) {}
 
   void Handle(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity, std::string_view context) {
     logger_.Error("Background error", {{"context", std::string(context)},
                                        {"severity", std::string(dra::kubeletplugin::ErrorSeverityName(severity))},
                                        {"err", status.ToString()}});
     if (severity != dra::kubeletplugin::ErrorSeverity::kFatal) return;
+    if (metrics_ != nullptr) metrics_->CountFatalError();
     fatal_ = true;
     signals_.Interrupt();
   }
@@ -36,6 +40,7 @@ class BackgroundErrors {
  private:
   const dra::Logger logger_;
   const dra::kubeletplugin::TerminationSignals& signals_;
+  DriverMetrics* const metrics_;
   std::atomic<bool> fatal_{false};
 };
 

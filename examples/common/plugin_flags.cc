@@ -15,6 +15,9 @@ void PluginFlags::Register(FlagSet& flags) {
                "KUBELET_PLUGINS_DIRECTORY_PATH");
   flags.String("pod-uid", &pod_uid, "this pod's UID, for rolling updates with maxSurge (downward API)", "POD_UID");
   flags.String("http-endpoint", &http_endpoint, "host:port for /metrics and /healthz; empty: none", "HTTP_ENDPOINT");
+  flags.Int("metrics-port", &metrics_port,
+            "TCP port of /metrics and /healthz on every interface (dra-example-driver's flag); -1: none, 0: any",
+            "METRICS_PORT", -1, 65535);
   flags.Int("healthcheck-port", &healthcheck_port,
             "TCP port of a grpc.health.v1 service (\"liveness\") for gRPC liveness probes; -1: none, 0: any",
             "HEALTHCHECK_PORT", -1, 65535);
@@ -37,7 +40,10 @@ absl::StatusOr<dra::kubeletplugin::Options> PluginFlags::MakeOptions(const std::
   options.registrar_dir = registrar_dir;
   options.plugin_data_dir = absl::StrCat(plugins_dir, "/", driver_name);
   options.rolling_update_uid = pod_uid;
-  options.http_endpoint = http_endpoint;
+  if (metrics_port >= 0 && !http_endpoint.empty()) {
+    return absl::InvalidArgumentError("flags --metrics-port and --http-endpoint both place the HTTP server: set one");
+  }
+  options.http_endpoint = metrics_port >= 0 ? absl::StrCat(":", metrics_port) : http_endpoint;
   options.serialize = serialize;
   options.device_exclusivity.enabled = device_exclusivity;
   options.cdi.dir.path = cdi_root;

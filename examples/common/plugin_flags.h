@@ -26,6 +26,7 @@ struct PluginFlags : ClientFlags {
   std::string plugins_dir = "/var/lib/kubelet/plugins";             // --kubelet-plugins-directory-path
   std::string pod_uid;                                              // --pod-uid, POD_UID (rolling updates)
   std::string http_endpoint;       // --http-endpoint, HTTP_ENDPOINT: /metrics, /healthz
+  int metrics_port = -1;           // --metrics-port, METRICS_PORT: the same on ":<port>" (the reference's flag)
   int healthcheck_port = -1;       // --healthcheck-port, HEALTHCHECK_PORT: grpc.health.v1
   bool serialize = true;           // --serialize, SERIALIZE: Options::serialize
   bool device_exclusivity = true;  // --device-exclusivity, DEVICE_EXCLUSIVITY: Options::device_exclusivity.enabled

@@ -41,7 +41,9 @@ absl::StatusOr<kp::PrepareResults> GpuDriver::PrepareResourceClaims(const dra::C
   kp::PrepareResults results;
   for (const k8s::ResourceClaim& claim : claims) {
     kp::PrepareResult& result = results[claim.metadata.uid];
+    const absl::Time start = absl::Now();
     result = Prepare(ctx, claim);
+    metrics_.ObservePrepare(result.status.ok(), absl::Now() - start);
     // The SDK logs a failed claim with its error.
     if (result.status.ok()) {
       ctx.logger().Info(
@@ -133,7 +135,9 @@ absl::StatusOr<kp::UnprepareResults> GpuDriver::UnprepareResourceClaims(const dr
   // other per-claim state.
   kp::UnprepareResults results;
   for (const k8s::ClaimRef& claim : claims) {
+    const absl::Time start = absl::Now();
     results[claim.uid] = absl::OkStatus();
+    metrics_.ObserveUnprepare(true, absl::Now() - start);
     ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
   }
   return results;

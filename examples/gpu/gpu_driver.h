@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "common/background_errors.h"
+#include "common/driver_metrics.h"
 #include "container_env.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
@@ -41,7 +42,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
   };
 
   GpuDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), errors_(options_.logger, signals) {}
+      : options_(std::move(options)), errors_(options_.logger, signals, &metrics_) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
@@ -56,11 +57,14 @@ class GpuDriver : public dra::kubeletplugin::Driver {
   bool ReportsDeviceHealth() const override { return true; }
 
   bool fatal() const { return errors_.fatal(); }
+  // dra-example-driver's metrics of this driver's calls, for /metrics.
+  const example::DriverMetrics& metrics() const { return metrics_; }
 
  private:
   dra::kubeletplugin::PrepareResult Prepare(const dra::CallContext& ctx, const dra::k8s::ResourceClaim& claim) const;
 
   const Options options_;
+  example::DriverMetrics metrics_;
   example::BackgroundErrors errors_;
 };
 

@@ -307,6 +307,7 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   driver_options.logger = logger;
   for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(gpu::NicDeviceName(i));
   gpu::NicDriver driver(std::move(driver_options), signals);
+  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
   absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
@@ -411,6 +412,7 @@ int main(int argc, char** argv) {
   gpu::ShareNodeWithReference(*options, gpu_flags.driver_name, logger);
 
   gpu::GpuDriver driver(std::move(driver_options), signals);
+  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
   std::shared_ptr<k8s::Client> client = options->kube_client;
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "container_env.h"
 #include "net_config.h"
 #include "opaque_configs.h"
@@ -23,7 +24,9 @@ absl::StatusOr<kp::PrepareResults> NicDriver::PrepareResourceClaims(const dra::C
   kp::PrepareResults results;
   for (const k8s::ResourceClaim& claim : claims) {
     kp::PrepareResult& result = results[claim.metadata.uid];
+    const absl::Time start = absl::Now();
     result = Prepare(claim);
+    metrics_.ObservePrepare(result.status.ok(), absl::Now() - start);
     if (result.status.ok()) {
       ctx.logger().Info(
           "Prepared claim",
@@ -76,7 +79,9 @@ absl::StatusOr<kp::UnprepareResults> NicDriver::UnprepareResourceClaims(const dr
   // The Helper removes the claims' CDI specs; mock NICs keep no other state.
   kp::UnprepareResults results;
   for (const k8s::ClaimRef& claim : claims) {
+    const absl::Time start = absl::Now();
     results[claim.uid] = absl::OkStatus();
+    metrics_.ObserveUnprepare(true, absl::Now() - start);
     ctx.logger().Info("Unprepared claim", {{"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid}});
   }
   return results;

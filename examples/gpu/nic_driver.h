@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/background_errors.h"
+#include "common/driver_metrics.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
@@ -28,7 +29,7 @@ class NicDriver : public dra::kubeletplugin::Driver {
   };
 
   NicDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), errors_(options_.logger, signals) {}
+      : options_(std::move(options)), errors_(options_.logger, signals, &metrics_) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
@@ -42,11 +43,14 @@ class NicDriver : public dra::kubeletplugin::Driver {
   }
 
   bool fatal() const { return errors_.fatal(); }
+  // dra-example-driver's metrics of this driver's calls, for /metrics.
+  const example::DriverMetrics& metrics() const { return metrics_; }
 
  private:
   dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) const;
 
   const Options options_;
+  example::DriverMetrics metrics_;
   example::BackgroundErrors errors_;
 };
 

@@ -162,6 +162,11 @@ TEST_CASE("a bad config or an unknown device fails its claim only, naming the fi
         "status.allocation.devices.results[0].device: \"gpu-7\" is not a device of this node");
   REQUIRE(results->at("good").status.ok());
   CHECK(results->at("good").devices.size() == 1);
+  // Counted per claim under dra-example-driver's metric names.
+  const std::string metrics = f.driver.metrics().Text();
+  CHECK_THAT(metrics, Catch::Contains("dra_example_driver_prepare_claims_total{result=\"error\"} 2\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_example_driver_prepare_claims_total{result=\"success\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("dra_example_driver_prepare_claim_duration_seconds_count{result=\"error\"} 2\n"));
 }
 
 TEST_CASE("device variables are named after the device", "[gpu][driver]") {
