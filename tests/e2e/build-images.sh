@@ -19,16 +19,24 @@
 #                driver compiled inside, gRPC linked statically).
 #   dra-example-driver
 #                the reference driver's kubelet plugin (build-k8s.sh
-#                dra-example-kubeletplugin) alone, for the node the GPU
-#                example takes over from it
+#                dra-example-kubeletplugin), for the node the GPU example
+#                takes over from it, with its chart's claim controller and
+#                webhook when build-k8s.sh has built them (dra-example-controller,
+#                dra-example-webhook: tests/e2e/reference-suite.sh does)
+#   cert-manager the controller and CA injector of build-k8s.sh cert-manager
+#                (one static binary, one layer) as two images whose
+#                entrypoints name the program, registry.example.com/dra-cpp/
+#                cert-manager-{controller,cainjector}:<version>, which
+#                cert-manager's chart runs with only its images swapped
 #
-# pause, busybox, debian-base and dra-example-driver are cached in ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/images
+# pause, busybox, debian-base, dra-example-driver and cert-manager are cached in ${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}/images
 # (rebuilt when missing or older than their sources); the driver images go to
 # BUILD_DIR/images and are rebuilt when the binary is newer. Needs root (or
 # sudo): mmdebstrap and buildah run as root.
 #
 # Usage: build-images.sh [--build-dir DIR] [--full] [--tag TAG] [--print-dir] image...
-#   image: pause busybox debian-base gpu-driver cpu-driver dra-example-driver (default: all)
+#   image: pause busybox debian-base gpu-driver cpu-driver dra-example-driver
+#          cert-manager (default: all but cert-manager)
 #   --build-dir: the CMake build tree holding examples/{gpu,cpu}/*-driver (default: build)
 #   --tag: the driver images' tag (default: the SDK's version, scripts/version.sh); named registry.example.com/dra-cpp/<driver>:<tag>
 #   --print-dir: print the directory of the OCI archives of the last image named
@@ -48,8 +56,8 @@ while [ $# -gt 0 ]; do
     --full) full=1 ;;
     --tag) tag="$2"; shift ;;
     --print-dir) print_dir=1 ;;
-    pause|busybox|debian-base|gpu-driver|cpu-driver|dra-example-driver) images+=("$1") ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    pause|busybox|debian-base|gpu-driver|cpu-driver|dra-example-driver|cert-manager) images+=("$1") ;;
+    -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
     *) echo "build-images: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -111,7 +119,7 @@ build_pause() {
 build_busybox() {
   local out="$cache/busybox.tar" bin=/bin/busybox
   if fresh "$out" "$bin" "$0"; then log "busybox: cached ($out)"; return; fi
-  [ -x "$bin" ] && "$bin" --list | grep -qx sh || die "$bin is not busybox-static: run scripts/install-deps.sh"
+  [ -x "$bin" ] && "$bin" --list | grep -x sh >/dev/null || die "$bin is not busybox-static: run scripts/install-deps.sh"
   local rootfs="$work/busybox-rootfs" applet
   mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc"
   cp "$bin" "$rootfs/bin/busybox"
@@ -183,20 +191,52 @@ runtime_packages() {
 }
 
 # dra-example-driver's kubelet plugin, the reference the GPU example takes
-# over from (build-k8s.sh dra-example-kubeletplugin: static, no cgo), alone
-# in an image; import it as registry.k8s.io/dra-example-driver/dra-example-driver:<version>.
+# over from (build-k8s.sh dra-example-kubeletplugin: static, no cgo), in an
+# image with its chart's other programs of the same version where built;
+# import it as registry.k8s.io/dra-example-driver/dra-example-driver:<version>.
 build_reference() {
-  local bin_dir bin
+  local bin_dir bin program
   bin_dir="$("$here/build-k8s.sh" --print-dir dra-example-kubeletplugin)"
   bin="$bin_dir/dra-example-kubeletplugin"
-  local out="$cache/dra-example-driver-$(cat "$bin.version").tar"
-  if fresh "$out" "$bin" "$0"; then log "dra-example-driver: cached ($out)"; return; fi
+  local version programs=("$bin")
+  version="$(cat "$bin.version")"
+  for program in dra-example-controller dra-example-webhook; do
+    [ "$(cat "$bin_dir/$program.version" 2>/dev/null)" != "$version" ] || programs+=("$bin_dir/$program")
+  done
+  local out="$cache/dra-example-driver-$version.tar"
+  if fresh "$out" "${programs[@]}" "$0" && [ "$(cat "$out.programs" 2>/dev/null)" = "${#programs[@]}" ]; then
+    log "dra-example-driver: cached ($out)"
+    return
+  fi
   local rootfs="$work/reference-rootfs"
   mkdir -p "$rootfs/usr/bin" "$rootfs/tmp" "$rootfs/etc"
-  cp "$bin" "$rootfs/usr/bin/"
+  cp "${programs[@]}" "$rootfs/usr/bin/"
   echo 'root:x:0:0:root:/root:/bin/sh' > "$rootfs/etc/passwd"
   umoci_image dra-example-driver "$rootfs" "$out" --config.cmd=dra-example-kubeletplugin --config.env=PATH=/usr/bin
-  log "dra-example-driver: $out ($(du -h "$out" | cut -f1))"
+  echo "${#programs[@]}" > "$out.programs"
+  log "dra-example-driver: $out ($(du -h "$out" | cut -f1); ${programs[*]##*/})"
+}
+
+# cert-manager (build-k8s.sh cert-manager: static, no cgo) as two images of
+# the same layer, one per program; the chart runs them as a non-root user.
+build_cert_manager() {
+  local bin_dir bin version program
+  bin_dir="$("$here/build-k8s.sh" --print-dir cert-manager)"
+  bin="$bin_dir/cert-manager"
+  version="$("$bin" --version | awk '{print $2}')"
+  local rootfs="$work/cert-manager-rootfs"
+  for program in controller cainjector; do
+    local out="$cache/cert-manager-$program-$version.tar"
+    if fresh "$out" "$bin" "$0"; then log "cert-manager-$program: cached ($out)"; continue; fi
+    if [ ! -d "$rootfs" ]; then
+      mkdir -p "$rootfs/usr/bin" "$rootfs/tmp" "$rootfs/etc"
+      cp "$bin" "$rootfs/usr/bin/"
+      printf 'root:x:0:0:root:/root:/sbin/nologin\ncert-manager:x:1000:1000::/:/sbin/nologin\n' > "$rootfs/etc/passwd"
+    fi
+    umoci_image "cert-manager-$program" "$rootfs" "$out" --config.entrypoint=/usr/bin/cert-manager \
+      --config.entrypoint="$program" --config.user=1000:1000 --config.env=PATH=/usr/bin
+    log "cert-manager-$program: $out ($(du -h "$out" | cut -f1))"
+  done
 }
 
 build_driver() {
@@ -235,6 +275,7 @@ for image in "${images[@]}"; do
     busybox) build_busybox; last_dir="$cache" ;;
     debian-base) build_debian_base; last_dir="$cache" ;;
     dra-example-driver) build_reference; last_dir="$cache" ;;
+    cert-manager) build_cert_manager; last_dir="$cache" ;;
     gpu-driver|cpu-driver) build_debian_base; build_driver "$image"; last_dir="$build_dir/images" ;;
   esac
 done

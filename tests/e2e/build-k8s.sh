@@ -18,9 +18,13 @@
 # and host-local (into cni/ beside the binaries), and the reference driver the
 # GPU example stands in for, dra-example-driver (pinned by
 # tests/e2e/reference/go.mod): its kubelet plugin, and a copy of its demo specs
-# and Helm chart in dra-example-driver/ beside the binaries; and Kubernetes'
-# own DRA test driver (test/e2e/dra/test-driver of k8s.io/kubernetes, built on
-# the Go kubeletplugin helper), which `dractl sanity` is run against.
+# and Helm chart in dra-example-driver/ beside the binaries, and on request its
+# chart's other two programs (its claim controller and its admission webhook);
+# Kubernetes' own DRA test driver (test/e2e/dra/test-driver of
+# k8s.io/kubernetes, built on the Go kubeletplugin helper), which `dractl
+# sanity` is run against; and cert-manager (tests/e2e/cert-manager: a main of
+# ours wiring the controllers of its root module, the only one the proxy
+# serves; pinned by its go.mod), with its CRDs and chart in cert-manager-deploy/ beside it.
 #
 # The versions are pinned by tests/e2e/k8s/go.mod (the default Kubernetes
 # release), tests/e2e/k8s-<version>/go.mod (the other supported releases) and
@@ -39,7 +43,8 @@
 #              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six) dra-example-kubeletplugin
-#              dra-test-driver
+#              dra-example-controller dra-example-webhook dra-test-driver
+#              cert-manager
 #              (default: etcd kube-apiserver kube-scheduler)
 #   --print-versions: print the supported Kubernetes releases, oldest
 #                first, one per line, and build nothing.
@@ -71,9 +76,10 @@ CONTAINERD_VERSION="$(pinned "$here/runtime/go.mod" github.com/containerd/contai
 CNI_VERSION="$(pinned "$here/runtime/go.mod" github.com/containernetworking/plugins)"
 CRICTL_VERSION="$(pinned "$here/runtime/go.mod" sigs.k8s.io/cri-tools)"
 REFERENCE_VERSION="$(pinned "$here/reference/go.mod" sigs.k8s.io/dra-example-driver)"
+CERT_MANAGER_VERSION="$(pinned "$here/cert-manager/go.mod" github.com/cert-manager/cert-manager)"
 if [ -z "$K8S_DEFAULT_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
-   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$REFERENCE_VERSION" ]; then
-  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,reference}/go.mod" >&2
+   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$REFERENCE_VERSION" ] || [ -z "$CERT_MANAGER_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,reference,cert-manager}/go.mod" >&2
   exit 1
 fi
 
@@ -87,7 +93,8 @@ for arg in "$@"; do
     --print-versions) print_versions=1 ;;
     --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
-    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin|dra-test-driver)
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin|\
+    dra-example-controller|dra-example-webhook|dra-test-driver|cert-manager)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
     -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
@@ -179,7 +186,8 @@ output_of() { case "$1" in cni-*) echo "$bin_dir/cni/${1#cni-}" ;; *) echo "$bin
 # A binary counts as built when it exists and answers --version (the runtime's
 # with its pinned version); the kubelet peer, the CRI stand-in and the Go SDK
 # driver and publisher (our own sources) when they answer -h and are newer than
-# their sources; a CNI plugin when it answers CNI's VERSION command.
+# their sources, cert-manager (our main) when it is newer than its sources and
+# names its version; a CNI plugin when it answers CNI's VERSION command.
 # (grep without -q reads all of the output: with -q it may exit first, and
 # the binary's SIGPIPE then fails the pipeline under pipefail.)
 binary_ok() {
@@ -197,10 +205,18 @@ binary_ok() {
     containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
     containerd|ctr) "$bin" --version 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
     crictl) "$bin" --version 2>/dev/null | grep "$CRICTL_VERSION" >/dev/null; return ;;
-    # It has no --version: a stamp names the version it was built from.
+    # They have no --version: a stamp names the version they were built from.
     dra-example-kubeletplugin)
       [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && [ -d "$bin_dir/dra-example-driver/demo" ] &&
         "$bin" --help >/dev/null 2>&1
+      return ;;
+    dra-example-controller|dra-example-webhook)
+      [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && "$bin" --help >/dev/null 2>&1
+      return ;;
+    cert-manager)
+      [ -d "$bin_dir/cert-manager-deploy/charts/cert-manager" ] || return 1
+      [ -z "$(find "$(module_dir "$1")" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
+      "$bin" --version 2>/dev/null | grep "$CERT_MANAGER_VERSION" >/dev/null
       return ;;
     dra-test-driver) [ "$(cat "$bin.version" 2>/dev/null)" = "$K8S_VERSION" ] && "$bin" --help >/dev/null 2>&1; return ;;
   esac
@@ -215,7 +231,7 @@ version_line() {
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
-    dra-example-kubeletplugin) echo "dra-example-driver $REFERENCE_VERSION" ;;
+    dra-example-kubeletplugin|dra-example-controller|dra-example-webhook) echo "dra-example-driver $REFERENCE_VERSION" ;;
     dra-test-driver) echo "Kubernetes' DRA test driver of $K8S_VERSION" ;;
     containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
     *) "$bin_dir/$1" --version 2>&1 | head -1 ;;
@@ -231,19 +247,20 @@ module_dir() {
     gosdk-driver|gosdk-publisher) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
-    dra-example-kubeletplugin) echo "$here/reference" ;;
+    dra-example-*) echo "$here/reference" ;;
+    cert-manager) echo "$here/cert-manager" ;;
     *) echo "$k8s_dir" ;;
   esac
 }
 package_of() {
   case "$1" in
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
-    kubeletpeer|cri|gosdk-driver) echo "." ;;
+    kubeletpeer|cri|gosdk-driver|cert-manager) echo "." ;;
     gosdk-publisher) echo "./cmd/publisher" ;;
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
-    dra-example-kubeletplugin) echo "sigs.k8s.io/dra-example-driver/cmd/$1" ;;
+    dra-example-*) echo "sigs.k8s.io/dra-example-driver/cmd/$1" ;;
     dra-test-driver) echo "k8s.io/kubernetes/test/e2e/dra/test-driver" ;;
     cni-host-local) echo "github.com/containernetworking/plugins/plugins/ipam/host-local" ;;
     cni-*) echo "github.com/containernetworking/plugins/plugins/main/${1#cni-}" ;;
@@ -257,7 +274,8 @@ version_of() {
     containerd|ctr|containerd-shim-runc-v2) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
-    dra-example-kubeletplugin) echo "$REFERENCE_VERSION" ;;
+    dra-example-*) echo "$REFERENCE_VERSION" ;;
+    cert-manager) echo "$CERT_MANAGER_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
   esac
 }
@@ -270,7 +288,7 @@ tags_of() { case "$1" in containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;; 
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|cri|gosdk-driver|gosdk-publisher|dra-example-kubeletplugin) echo "-s -w" ;;
+    etcd|cri|gosdk-driver|gosdk-publisher|dra-example-*|cert-manager) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     containerd|ctr|containerd-shim-runc-v2)
       echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
@@ -332,7 +350,15 @@ for c in "${components[@]}"; do
     mkdir -p "$bin_dir/dra-example-driver"
     cp -r "$ref_src/demo" "$ref_src/deployments" "$bin_dir/dra-example-driver/"
     chmod -R u+w "$bin_dir/dra-example-driver"
-    echo "$REFERENCE_VERSION" > "$out.version"
+  fi
+  case "$c" in dra-example-*) echo "$REFERENCE_VERSION" > "$out.version" ;; esac
+  if [ "$c" = cert-manager ]; then
+    # Its CRDs and Helm chart, from the module it was built from.
+    rm -rf "$bin_dir/cert-manager-deploy"
+    mkdir -p "$bin_dir/cert-manager-deploy"
+    cp -r "$GOMODCACHE/github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION/deploy/crds" \
+      "$GOMODCACHE/github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION/deploy/charts" "$bin_dir/cert-manager-deploy/"
+    chmod -R u+w "$bin_dir/cert-manager-deploy"
   fi
   if [ "$c" = dra-test-driver ]; then echo "$K8S_VERSION" > "$out.version"; fi
   if ! binary_ok "$c"; then log "$c: built, but it does not run ('$c --version' or '-h' fails)"; exit 1; fi

@@ -449,7 +449,9 @@ admin_api() {
 readyz() { admin_api /readyz | grep -qx ok; }
 
 # start_apiserver BIN_DIR: kube-apiserver on $APISERVER_PORT with etcd on
-# $ETCD_PORT; returns once /readyz is ok.
+# $ETCD_PORT; returns once /readyz is ok. It reaches a Service (a webhook's,
+# an aggregated API's) at its endpoints' pod addresses, which this machine
+# routes to the node's bridge: there is no kube-proxy for cluster IPs.
 start_apiserver() {
   local bin_dir="$1"
   # shellcheck disable=SC2086
@@ -467,6 +469,7 @@ start_apiserver() {
     --kubelet-preferred-address-types InternalIP \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-cluster-ip-range "$SERVICE_RANGE" \
+    --enable-aggregator-routing=true \
     --feature-gates "$FEATURE_GATES" \
     --runtime-config "$RUNTIME_CONFIG" \
     --profiling=false --v=1 \

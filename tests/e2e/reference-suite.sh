@@ -6,10 +6,14 @@
 #
 #   ours       the GPU example's image, build/images/gpu-driver-<version>.tar
 #              (tests/e2e/build-images.sh --build-dir build gpu-driver)
-#   reference  dra-example-driver's kubelet plugin, built from source
-#              (tests/e2e/build-images.sh dra-example-driver)
+#   reference  dra-example-driver's own programs (kubelet plugin, claim
+#              controller, webhook), built from source (tests/e2e/build-k8s.sh
+#              dra-example-kubeletplugin dra-example-controller
+#              dra-example-webhook, then tests/e2e/build-images.sh
+#              dra-example-driver)
 #
-# then a Markdown table of each spec's result per image, with totals and the
+# on a cluster with cert-manager (tests/e2e/cert-manager/install.sh: the
+# chart's webhook takes its certificate from it), then a Markdown table of each spec's result per image, with totals and the
 # wall time of each run.
 #
 # Usage: tests/e2e/reference-suite.sh [--images ours,reference] [--cluster DIR]
@@ -91,7 +95,7 @@ name[ours]="registry.example.com/dra-cpp/gpu-driver:$our_tag"
 make_it[ours]="tests/e2e/build-images.sh --build-dir build gpu-driver"
 archive[reference]="$cache_root/images/dra-example-driver-$ref_version.tar"
 name[reference]="registry.k8s.io/dra-example-driver/dra-example-driver:$ref_version"
-make_it[reference]="tests/e2e/build-images.sh dra-example-driver"
+make_it[reference]="tests/e2e/build-k8s.sh dra-example-kubeletplugin dra-example-controller dra-example-webhook && tests/e2e/build-images.sh dra-example-driver"
 for image in "${images[@]}"; do
   [ -n "${name[$image]:-}" ] || die "unknown image '$image' (--images takes ours, reference)"
   [ "$report_only" = 1 ] || [ -s "${archive[$image]}" ] || die "${archive[$image]} is missing: run ${make_it[$image]}"
@@ -159,6 +163,9 @@ k8s_version="$(env_of DRA_E2E_K8S_VERSION)"
 workload="$cache_root/images/debian-12-slim.oci.tar"
 [ -s "$workload" ] || die "$workload is missing: run tests/e2e/build-images.sh debian-base"
 "$here/cluster.sh" image-import "$cluster" "$workload" docker.io/library/ubuntu:22.04
+# The chart's webhook (webhook.enabled) gets its serving certificate and its
+# configuration's caBundle from cert-manager.
+"$here/cert-manager/install.sh" "$cluster"
 
 # --- one run per image --------------------------------------------------------
 # set_line FILE OLD NEW: the one line of FILE that is exactly OLD becomes NEW.
