@@ -38,6 +38,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
     std::map<std::string, GpuInfo> devices;  // the GPU each device name is (a partition of)
     std::shared_ptr<const dra::resourceclaim::ClaimStatusWriter> status_writer;  // may be null
     bool device_metadata = false;  // give each prepared GPU Device::metadata
+    bool report_health = true;     // serve the kubelet's health streams (Helper::PublishHealth)
     dra::Logger logger;
   };
 
@@ -54,7 +55,7 @@ class GpuDriver : public dra::kubeletplugin::Driver {
                    std::string_view context) override {
     errors_.Handle(status, severity, context);
   }
-  bool ReportsDeviceHealth() const override { return true; }
+  bool ReportsDeviceHealth() const override { return options_.report_health; }
 
   bool fatal() const { return errors_.fatal(); }
   // dra-example-driver's metrics of this driver's calls, for /metrics.

@@ -65,6 +65,7 @@ struct GpuFlags {
   bool fabric_controller = false;
   bool fabric_attach = false;
   bool binding_conditions = false;
+  bool health_service = true;
   absl::Duration fabric_attach_delay = absl::Seconds(2);
   double fabric_failure_rate = 0;
   absl::Duration binding_timeout = absl::Seconds(600);
@@ -134,6 +135,10 @@ struct GpuFlags {
                "attach fabric GPUs allocated to this node and set their binding conditions (with "
                "--fabric-controller: to every node, centrally; give it to the controller or to the nodes, not both)",
                "FABRIC_ATTACH");
+    flags.Bool("health-service", &health_service,
+               "report GPU health to the kubelet (KEP-4680; dra-example-driver's HEALTH_SERVICE); false: the health "
+               "service is neither served nor advertised, as a driver that reports none",
+               "HEALTH_SERVICE");
     flags.Bool("binding-conditions", &binding_conditions,
                "publish the node's GPUs with binding conditions, which this plugin sets once they are ready",
                "BINDING_CONDITIONS");
@@ -402,6 +407,7 @@ int main(int argc, char** argv) {
   }
   driver_options.status_writer = status_writer;
   driver_options.device_metadata = gpu_flags.device_metadata;
+  driver_options.report_health = gpu_flags.health_service;
   if (gpu_flags.device_metadata) {
     options->device_metadata.enabled = true;
     options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};

@@ -169,6 +169,14 @@ TEST_CASE("a bad config or an unknown device fails its claim only, naming the fi
   CHECK_THAT(metrics, Catch::Contains("dra_example_driver_prepare_claim_duration_seconds_count{result=\"error\"} 2\n"));
 }
 
+TEST_CASE("GPU health goes to the kubelet unless turned off (HEALTH_SERVICE=false)", "[gpu][driver]") {
+  Fixture f;
+  CHECK(f.driver.ReportsDeviceHealth());
+  gpu::GpuDriver::Options options = f.MakeOptions();
+  options.report_health = false;
+  CHECK_FALSE(gpu::GpuDriver(options, f.signals).ReportsDeviceHealth());
+}
+
 TEST_CASE("device variables are named after the device", "[gpu][driver]") {
   CHECK(gpu::DeviceVariable("gpu-3") == "GPU_DEVICE_3");
   CHECK(gpu::DeviceVariable("gpu-3-partition-1") == "GPU_DEVICE_3_PARTITION_1");
