@@ -18,10 +18,19 @@ std::string Number(double value) {
 
 }  // namespace
 
+void DriverMetrics::ObservePrepare(bool ok, absl::Duration duration) {
+  absl::MutexLock lock(&mu_);
+  Observe(prepare_, ok, duration);
+}
+
+void DriverMetrics::ObserveUnprepare(bool ok, absl::Duration duration) {
+  absl::MutexLock lock(&mu_);
+  Observe(unprepare_, ok, duration);
+}
+
 void DriverMetrics::Observe(Operation& operation, bool ok, absl::Duration duration) {
   const std::string result = ok ? "success" : "error";
   const double seconds = absl::ToDoubleSeconds(duration);
-  absl::MutexLock lock(&mu_);
   ++operation.totals[result];
   Histogram& histogram = operation.durations[result];
   for (size_t i = 0; i < kBuckets.size(); ++i) {

@@ -26,8 +26,8 @@ namespace example {
 
 class DriverMetrics {
  public:
-  void ObservePrepare(bool ok, absl::Duration duration) { Observe(prepare_, ok, duration); }
-  void ObserveUnprepare(bool ok, absl::Duration duration) { Observe(unprepare_, ok, duration); }
+  void ObservePrepare(bool ok, absl::Duration duration);
+  void ObserveUnprepare(bool ok, absl::Duration duration);
   void CountFatalError();
 
   // Prometheus text exposition, with # HELP and # TYPE lines.
@@ -45,7 +45,7 @@ class DriverMetrics {
     std::map<std::string, uint64_t> totals = {{"error", 0}, {"success", 0}};  // by result
     std::map<std::string, Histogram> durations;                               // by result, from its first observation
   };
-  void Observe(Operation& operation, bool ok, absl::Duration duration);
+  static void Observe(Operation& operation, bool ok, absl::Duration duration);
   // `what`: "prepare" or "unprepare".
   static void Write(const Operation& operation, const std::string& what, std::string& out);
 
