@@ -179,25 +179,24 @@ TEST_CASE(
   const std::string ns = CreateNamespace(*admin, "webhook");
   const std::string name = UniqueName("dra-example-webhook");
   const k8s::ResourceRef configurations{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", false};
-  const json configuration = {
-      {"apiVersion", "admissionregistration.k8s.io/v1"},
-      {"kind", "ValidatingWebhookConfiguration"},
-      {"metadata", {{"name", name}}},
-      {"webhooks",
-       {{{"name", "dra.example.com"},
-         {"rules",
-          {{{"apiGroups", {"resource.k8s.io"}},
-            {"apiVersions", {"v1beta1", "v1beta2", "v1"}},
-            {"operations", {"CREATE", "UPDATE"}},
-            {"resources", {"resourceclaims", "resourceclaimtemplates"}},
-            {"scope", "Namespaced"}}}},
-         {"clientConfig",
-          {{"url", absl::StrCat("https://127.0.0.1:", port, "/validate-resource-claim-parameters")},
-           {"caBundle", absl::Base64Escape(testing::ReadFile(cert.cert))}}},
-         {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns}}}}},
-         {"admissionReviewVersions", {"v1"}},
-         {"sideEffects", "None"},
-         {"failurePolicy", "Fail"}}}}};
+  const json rule = {{"apiGroups", json::array({"resource.k8s.io"})},
+                     {"apiVersions", {"v1beta1", "v1beta2", "v1"}},
+                     {"operations", {"CREATE", "UPDATE"}},
+                     {"resources", {"resourceclaims", "resourceclaimtemplates"}},
+                     {"scope", "Namespaced"}};
+  const json hook = {{"name", "dra.example.com"},
+                     {"rules", json::array({rule})},
+                     {"clientConfig",
+                      {{"url", absl::StrCat("https://127.0.0.1:", port, "/validate-resource-claim-parameters")},
+                       {"caBundle", absl::Base64Escape(testing::ReadFile(cert.cert))}}},
+                     {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns}}}}},
+                     {"admissionReviewVersions", json::array({"v1"})},
+                     {"sideEffects", "None"},
+                     {"failurePolicy", "Fail"}};
+  const json configuration = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+                              {"kind", "ValidatingWebhookConfiguration"},
+                              {"metadata", {{"name", name}}},
+                              {"webhooks", json::array({hook})}};
   REQUIRE(admin->Create(configurations, "", configuration).ok());
   absl::Cleanup remove = [&] { (void)admin->Delete(configurations, "", name); };
   // The API server takes a new configuration in through an informer: once a

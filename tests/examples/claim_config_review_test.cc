@@ -17,7 +17,8 @@ json GpuConfig(const std::string& interval) {
 }
 
 json Opaque(const std::string& driver, json parameters) {
-  return {{"requests", {"ts-gpu"}}, {"opaque", {{"driver", driver}, {"parameters", std::move(parameters)}}}};
+  return {{"requests", json::array({"ts-gpu"})},
+          {"opaque", {{"driver", driver}, {"parameters", std::move(parameters)}}}};
 }
 
 json Review(const std::string& version, const std::string& resource, json configs) {
@@ -60,25 +61,28 @@ TEST_CASE("claim config review: a bad GpuConfig is refused in every version and 
     for (const std::string resource : {"resourceclaims", "resourceclaimtemplates"}) {
       INFO(version << " " << resource);
       const std::string at = resource == "resourceclaims" ? "spec" : "spec.spec";
-      const json refused = Answer(Review(version, resource, {Opaque("gpu.example.com", GpuConfig("InvalidInterval"))}));
+      const json refused =
+          Answer(Review(version, resource, json::array({Opaque("gpu.example.com", GpuConfig("InvalidInterval"))})));
       CHECK(refused["allowed"] == false);
       CHECK(refused["status"]["code"] == 422);
       CHECK(refused["status"]["reason"] == "Invalid");
       CHECK(refused["status"]["message"] ==
             "1 configs failed to validate: object at " + at + ".devices.config[0].opaque.parameters " + kIntervalError);
-      CHECK(Answer(Review(version, resource, {Opaque("gpu.example.com", GpuConfig("Long"))}))["allowed"] == true);
+      CHECK(Answer(Review(version, resource, json::array({Opaque("gpu.example.com", GpuConfig("Long"))})))["allowed"] ==
+            true);
     }
   }
 }
 
 TEST_CASE("claim config review: only the driver's configs are checked, each bad one is named", "[webhook]") {
   CHECK(Answer(Review("v1", "resourceclaims", nullptr))["allowed"] == true);
-  CHECK(Answer(Review("v1", "resourceclaims", {Opaque("other.example.com", json::object())}))["allowed"] == true);
-  const json no_opaque = {{"requests", {"ts-gpu"}}};
-  const json refused = Answer(Review(
-      "v1", "resourceclaims",
-      {Opaque("gpu.example.com", GpuConfig("InvalidInterval")), no_opaque,
-       Opaque("other.example.com", GpuConfig("InvalidInterval")), Opaque("gpu.example.com", {{"kind", "GpuConfig"}})}));
+  CHECK(Answer(Review("v1", "resourceclaims", json::array({Opaque("other.example.com", json::object())})))["allowed"] ==
+        true);
+  const json no_opaque = {{"requests", json::array({"ts-gpu"})}};
+  const json refused = Answer(Review("v1", "resourceclaims",
+                                     json::array({Opaque("gpu.example.com", GpuConfig("InvalidInterval")), no_opaque,
+                                                  Opaque("other.example.com", GpuConfig("InvalidInterval")),
+                                                  Opaque("gpu.example.com", {{"kind", "GpuConfig"}})})));
   CHECK(refused["status"]["message"] ==
         std::string("2 configs failed to validate: object at spec.devices.config[0].opaque.parameters ") +
             kIntervalError +
