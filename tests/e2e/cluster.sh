@@ -99,6 +99,9 @@
 #                          kube-controller-manager
 #   DRA_E2E_FEATURE_GATES  replaces the release's feature gate list below
 #   DRA_E2E_RUNTIME_CONFIG replaces the release's --runtime-config below
+#   DRA_E2E_WORKLOAD_API=1 adds the gates and API version of the workload
+#                          API where a release has them only as alpha (1.36:
+#                          release_workload_api below); start fails on others
 #   DRA_E2E_APISERVER_ARGS, DRA_E2E_SCHEDULER_ARGS  extra flags
 #   DRA_K8S_BIN            use the binaries in this directory instead of
 #                          running build-k8s.sh
@@ -141,6 +144,17 @@ release_feature_gates() {
 # scheduler watches DeviceTaintRules in v1beta2 and without it never syncs).
 release_runtime_config() {
   echo "resource.k8s.io/v1=true,resource.k8s.io/v1alpha3=true,resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
+}
+# release_workload_api VERSION: "GATES API" that serve the workload API as
+# dra-example-driver's PodGroup demo uses it (scheduling.k8s.io/v1alpha2
+# PodGroups, gang scheduling, claims of a PodGroup), for
+# DRA_E2E_WORKLOAD_API=1; empty for a release that has no such version
+# (1.35: v1alpha1 Workloads; 1.37 and 1.38: v1beta1 and v1alpha3). In 1.36
+# all three gates are alpha, off by default.
+release_workload_api() {
+  case "$1" in
+    v1.36.*) echo "GenericWorkload=true,GangScheduling=true,DRAWorkloadResourceClaims=true scheduling.k8s.io/v1alpha2=true" ;;
+  esac
 }
 DRIVERS="${DRA_E2E_DRIVERS:-gpu-driver cpu-driver minimal-driver}"
 # The one node `node-start` runs (the kubelet's --hostname-override).
@@ -523,6 +537,13 @@ start() {
   K8S_VERSION="$("$bin_dir/kube-apiserver" --version | awk '{print $2}')"
   FEATURE_GATES="${DRA_E2E_FEATURE_GATES:-$(release_feature_gates "$K8S_VERSION")}"
   RUNTIME_CONFIG="${DRA_E2E_RUNTIME_CONFIG:-$(release_runtime_config "$K8S_VERSION")}"
+  if [ "${DRA_E2E_WORKLOAD_API:-0}" = 1 ]; then
+    local workload
+    workload="$(release_workload_api "$K8S_VERSION")"
+    [ -n "$workload" ] || die "DRA_E2E_WORKLOAD_API=1: Kubernetes $K8S_VERSION serves no scheduling.k8s.io/v1alpha2 (1.36 does)"
+    FEATURE_GATES="$FEATURE_GATES,${workload% *}"
+    RUNTIME_CONFIG="$RUNTIME_CONFIG,${workload#* }"
+  fi
 
   rm -rf "$dir/logs" "$dir/pids"; mkdir -p "$dir/logs" "$dir/pids"
   # If anything below fails, leave nothing running.

@@ -49,7 +49,8 @@
 # --ginkgo.timeout, and a spec still running after 3 min prints where it is.
 #
 # Environment: DRA_K8S_VERSION (the release of a cluster this script starts;
-# default build-k8s.sh's), DRA_K8S_CACHE, DRA_GO_JOBS (go test -p and
+# default build-k8s.sh's; on 1.36 with the workload API, cluster.sh's
+# DRA_E2E_WORKLOAD_API), DRA_K8S_CACHE, DRA_GO_JOBS (go test -p and
 # GOMAXPROCS, default 2), DRA_SUITE_TIMEOUT (--ginkgo.timeout, default 90m).
 # Needs root or sudo for the node, as cluster.sh node-start does. Exit status
 # 0 when every run wrote its JSON report, whatever the specs' results.
@@ -85,17 +86,8 @@ done
 # The pinned version of module $2 in go.mod $1 (as build-k8s.sh reads it).
 pinned() { awk -v m="$2" '$1 == "require" && $2 == m {print $3; exit} $1 == m && $2 ~ /^v/ {print $2; exit}' "$1"; }
 ref_version="$(pinned "$here/reference/go.mod" sigs.k8s.io/dra-example-driver)"
-our_tag="$("$repo/scripts/version.sh")"
 [ -n "$ref_version" ] || die "cannot read the pinned dra-example-driver from tests/e2e/reference/go.mod"
-
-# Per image: its OCI archive, its name on the node, and how to make it.
-declare -A archive name make_it
-archive[ours]="$repo/build/images/gpu-driver-$our_tag.tar"
-name[ours]="registry.example.com/dra-cpp/gpu-driver:$our_tag"
-make_it[ours]="tests/e2e/build-images.sh --build-dir build gpu-driver"
-archive[reference]="$cache_root/images/dra-example-driver-$ref_version.tar"
-name[reference]="registry.k8s.io/dra-example-driver/dra-example-driver:$ref_version"
-make_it[reference]="tests/e2e/build-k8s.sh dra-example-kubeletplugin dra-example-controller dra-example-webhook && tests/e2e/build-images.sh dra-example-driver"
+. "$here/reference-chart.sh"
 for image in "${images[@]}"; do
   [ -n "${name[$image]:-}" ] || die "unknown image '$image' (--images takes ours, reference)"
   [ "$report_only" = 1 ] || [ -s "${archive[$image]}" ] || die "${archive[$image]} is missing: run ${make_it[$image]}"
@@ -152,6 +144,8 @@ else
   cluster="$out/cluster"
   trap '"$here/cluster.sh" stop "$cluster" || log "cluster.sh stop $cluster failed"' EXIT
   trap 'exit 130' INT TERM
+  # The PodGroup spec's workload API, where a release has it only as alpha.
+  case "${DRA_K8S_VERSION:-}" in v1.36.*) export DRA_E2E_WORKLOAD_API=1 ;; esac
   "$here/cluster.sh" start "$cluster"
   DRA_E2E_RUNTIME=containerd "$here/cluster.sh" node-start "$cluster"
 fi
@@ -168,34 +162,13 @@ workload="$cache_root/images/debian-12-slim.oci.tar"
 "$here/cert-manager/install.sh" "$cluster"
 
 # --- one run per image --------------------------------------------------------
-# set_line FILE OLD NEW: the one line of FILE that is exactly OLD becomes NEW.
-set_line() {
-  [ "$(grep -cxF -- "$2" "$1")" = 1 ] || die "$1: no single line '$2' (has the chart changed?)"
-  OLD="$2" NEW="$3" awk '$0 == ENVIRON["OLD"] {print ENVIRON["NEW"]; next} {print}' "$1" >"$1.tmp"
-  mv -f "$1.tmp" "$1"
-}
-
-# make_chart IMAGE DIR: the reference's chart in DIR with IMAGE and this node's dirs.
-make_chart() {
-  local values="$2/values.yaml" ref="${name[$1]}"
-  cp -r "$suite_src/deployments/helm/dra-example-driver" "$2"
-  set_line "$values" "  repository: registry.k8s.io/dra-example-driver/dra-example-driver" "  repository: ${ref%:*}"
-  set_line "$values" '  tag: ""' "  tag: \"${ref##*:}\""
-  set_line "$values" "  pullPolicy: IfNotPresent" "  pullPolicy: Never"
-  set_line "$values" "  kubeletRegistrarDirectoryPath: /var/lib/kubelet/plugins_registry" \
-    "  kubeletRegistrarDirectoryPath: $(env_of DRA_E2E_PLUGINS_REGISTRY)"
-  set_line "$values" "  kubeletPluginsDirectoryPath: /var/lib/kubelet/plugins" \
-    "  kubeletPluginsDirectoryPath: $(env_of DRA_E2E_PLUGINS_DIR)"
-  set_line "$values" "        privileged: true" "        privileged: false"
-  diff -u "$suite_src/deployments/helm/dra-example-driver/values.yaml" "$values" >"$2.diff" || true
-}
-
 for image in "${images[@]}"; do
   dir="$out/$image"
   rm -rf "$dir"
   mkdir -p "$dir"
   "$here/cluster.sh" image-import "$cluster" "${archive[$image]}" "${name[$image]}"
-  make_chart "$image" "$dir/chart"
+  make_chart "$image" "$suite_src/deployments/helm/dra-example-driver" "$dir/chart" \
+    "$(env_of DRA_E2E_PLUGINS_REGISTRY)" "$(env_of DRA_E2E_PLUGINS_DIR)"
   args=(--ginkgo.v --ginkgo.no-color --ginkgo.json-report "$dir/report.json"
     --ginkgo.timeout "${DRA_SUITE_TIMEOUT:-90m}" --ginkgo.poll-progress-after 3m)
   [ -z "$focus" ] || args+=(--ginkgo.focus "$focus")
@@ -264,19 +237,11 @@ cat "$out/table.md"
 log "runs, charts and reports in $out"
 
 if [ "$write_readme" = 1 ]; then
-  README="$repo/examples/gpu/README.md" TABLE="$out/table.md" \
-  INTRO="dra-example-driver $ref_version's own e2e suite (\`test/e2e\`, unchanged) on Kubernetes $k8s_version with a containerd node, under the reference's chart with only the image swapped (\`tests/e2e/reference-suite.sh\`); $(date -u +%F), $(IFS=';'; echo "${runs[*]}" | sed 's/;/; /g'):" \
-  python3 - <<'EOF'
-import os, re
-
-path, begin, end = os.environ["README"], "<!-- reference-suite:begin -->", "<!-- reference-suite:end -->"
-section = f"{begin}\n{os.environ['INTRO']}\n\n{open(os.environ['TABLE']).read().strip()}\n{end}"
-text = open(path).read()
-if begin in text and end in text:
-    text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: section, text, count=1, flags=re.S)
-else:
-    text = text.rstrip("\n") + "\n\n## dra-example-driver's own e2e suite\n\n" + section + "\n"
-open(path, "w").write(text)
-EOF
+  # A table per release: the default one's under the section's first marker.
+  section=reference-suite
+  [ "$k8s_version" = "$(pinned "$here/k8s/go.mod" k8s.io/kubernetes)" ] || section="reference-suite-$k8s_version"
+  readme_section "$section" "dra-example-driver's own e2e suite on $k8s_version" \
+    "dra-example-driver $ref_version's own e2e suite (\`test/e2e\`, unchanged) on Kubernetes $k8s_version with a containerd node, under the reference's chart with only the image swapped (\`tests/e2e/reference-suite.sh\`); $(date -u +%F), $(IFS=';'; echo "${runs[*]}" | sed 's/;/; /g'):" \
+    "$out/table.md"
   log "the table is in examples/gpu/README.md"
 fi

@@ -22,6 +22,9 @@ cluster_env="$("$e2e/cluster.sh" env "$cluster")"
 [ "$(sed -n 's/^export DRA_E2E_RUNTIME=//p' <<<"$cluster_env")" = containerd ] ||
   die "$cluster has no containerd node: run DRA_E2E_RUNTIME=containerd tests/e2e/cluster.sh node-start $cluster"
 
+# cert-manager, helm and kubectl are built for the default release whatever
+# the cluster's (DRA_K8S_VERSION names the cluster's).
+unset DRA_K8S_VERSION
 bin_dir="$("$e2e/build-k8s.sh" --print-dir cert-manager helm kubectl)"
 images="$("$e2e/build-images.sh" --print-dir cert-manager)"
 version="$("$bin_dir/cert-manager" --version | awk '{print $2}')"
