@@ -30,11 +30,19 @@ struct Configs {
   std::string path;            // "spec" or "spec.spec"
 };
 
+// A field as text: a string as it is, anything else as JSON, "" when absent
+// (json::value with a string default throws on a field of another type).
+std::string TextOf(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 absl::StatusOr<Configs> FindConfigs(const json& request) {
   const json resource = request.value("resource", json::object());
-  const std::string group = resource.value("group", "");
-  const std::string version = resource.value("version", "");
-  const std::string name = resource.value("resource", "");
+  const std::string group = TextOf(resource, "group");
+  const std::string version = TextOf(resource, "version");
+  const std::string name = TextOf(resource, "resource");
   const bool known_version = version == "v1" || version == "v1beta1" || version == "v1beta2";
   if (group != "resource.k8s.io" || !known_version || (name != "resourceclaims" && name != "resourceclaimtemplates")) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -101,6 +101,12 @@ TEST_CASE("claim config review: other objects are bad requests, a body that is n
         "expected resource to be resourceclaims or resourceclaimtemplates in resource.k8s.io v1, v1beta1 or "
         "v1beta2, got /v1, Resource=pods");
 
+  json numbers = Review("v1", "resourceclaims", nullptr);
+  numbers["request"]["resource"] = {{"group", 1}, {"version", 2}, {"resource", 3}};
+  CHECK(Answer(numbers)["status"]["message"] ==
+        "expected resource to be resourceclaims or resourceclaimtemplates in resource.k8s.io v1, v1beta1 or "
+        "v1beta2, got 1/2, Resource=3");
+
   json no_object = Review("v1", "resourceclaims", nullptr);
   no_object["request"].erase("object");
   CHECK(Answer(no_object)["status"]["message"] == "request.object: Required value: the resourceclaims to review");
