@@ -28,7 +28,7 @@ cmake --build build -j"$jobs"
 
 # The sanitizer trees build in the background at the lowest CPU priority
 # while the tests before them run: those tests wait on clusters and
-# containers much of the time (the main tree's left 56% of 2 CPUs idle).
+# containers much of the time (the main tree's left 2 CPUs 54-56% idle).
 background_build() {  # log_file command...
   local log=$1
   shift
