@@ -77,7 +77,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
   for (const k8s::DeviceRequestAllocationResult& allocated : claim.status.allocation->devices.results) {
     const std::string& name = allocated.device;
     const std::optional<int> socket = Suffix(name, "cpu-socket-");
-    const std::optional<int> numa = Suffix(name, "cpu-numa-");
+    const std::optional<int> numa = Suffix(name, publish_.numa_device_prefix);
     if (socket.has_value() || numa.has_value()) {
       // Either spelling: an allocation made before the names were published
       // bare (a server upgraded to 1.38) keeps the qualified one.

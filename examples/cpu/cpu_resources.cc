@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "dra/k8s/client.h"
 #include "dra/k8s/device_attributes.h"
 #include "dra/resourceslice/split.h"
 
@@ -66,8 +67,9 @@ k8s::Device SharedDevice(std::string name, const std::string& capacity_name, k8s
 
 }  // namespace
 
-std::string GroupDeviceName(GroupBy by, int id) {
-  return absl::StrCat(by == GroupBy::kSocket ? "cpu-socket-" : "cpu-numa-", id);
+std::string SocketDeviceName(int socket) { return absl::StrCat("cpu-socket-", socket); }
+std::string NumaDeviceName(const PublishOptions& options, int id) {
+  return absl::StrCat(options.numa_device_prefix, id);
 }
 std::string CpuDeviceName(int cpu) { return absl::StrCat("cpu-", cpu); }
 std::string MemoryDeviceName(int numa_node) { return absl::StrCat("memory-numa-", numa_node); }
@@ -81,6 +83,25 @@ bool MatchesBareCapacityNames(std::string_view server_version) {
   int minor = 0;
   return absl::ConsumePrefix(&version, "v1.") &&
          absl::SimpleAtoi(version.substr(0, version.find_first_not_of("0123456789")), &minor) && minor >= 38;
+}
+
+void ChooseCapacityNames(dra::kubeletplugin::Options& options, PublishOptions& publish, const dra::Logger& logger) {
+  // Claims ask for "<driver>/cpu" and "<driver>/memory", as with the
+  // upstream CPU driver. A 1.38 scheduler matches them to bare names, which
+  // the publisher then insists on (DriverDomainNames::kRefuse, the default);
+  // an older one matches names as written (kubernetes#142202), so there the
+  // qualified names are published, and allowed.
+  absl::StatusOr<std::string> server_version = options.kube_client->ServerVersion();
+  if (!server_version.ok()) {
+    logger.Warning(
+        "Cannot ask the API server's version; publishing qualified capacity names, which every release "
+        "matches",
+        {{"err", server_version.status().ToString()}});
+  }
+  publish.bare_capacity_names = server_version.ok() && MatchesBareCapacityNames(*server_version);
+  if (!publish.bare_capacity_names) {
+    options.resource_slices.driver_domain_names = dra::resourceslice::DriverDomainNames::kAllow;
+  }
 }
 
 dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions& options) {
@@ -97,7 +118,8 @@ dra::resourceslice::Pool NodePool(const Topology& topology, const PublishOptions
       const std::vector<int> allocatable = Allocatable(cpus, options.reserved);
       if (allocatable.empty()) continue;
       k8s::Device device = SharedDevice(
-          GroupDeviceName(options.group_by, id), CpuCapacityName(options.driver_name, options.bare_capacity_names),
+          options.group_by == GroupBy::kSocket ? SocketDeviceName(id) : NumaDeviceName(options, id),
+          CpuCapacityName(options.driver_name, options.bare_capacity_names),
           k8s::Quantity::FromInt(static_cast<int64_t>(allocatable.size())), k8s::Quantity::FromInt(1), "cpu");
       if (std::optional<int> socket = Common(topology, cpus, [](const Cpu& c) { return c.socket_id; })) {
         device.attributes["socketID"] = k8s::IntAttribute(*socket);

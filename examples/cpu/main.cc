@@ -189,22 +189,7 @@ int main(int argc, char** argv) {
   publish.group_by = cpu_flags.group_by;
   publish.memory_devices = cpu_flags.memory_devices;
   publish.reserved = cpu_flags.reserved;
-  // Claims ask for "<driver>/cpu" and "<driver>/memory", as with the
-  // upstream CPU driver. A 1.38 scheduler matches them to bare names, which
-  // the publisher then insists on (DriverDomainNames::kRefuse, the default);
-  // an older one matches names as written (kubernetes#142202), so there the
-  // qualified names are published, and allowed.
-  absl::StatusOr<std::string> server_version = options->kube_client->ServerVersion();
-  if (!server_version.ok()) {
-    logger.Warning(
-        "Cannot ask the API server's version; publishing qualified capacity names, which every release "
-        "matches",
-        {{"err", server_version.status().ToString()}});
-  }
-  publish.bare_capacity_names = server_version.ok() && cpu::MatchesBareCapacityNames(*server_version);
-  if (!publish.bare_capacity_names) {
-    options->resource_slices.driver_domain_names = dra::resourceslice::DriverDomainNames::kAllow;
-  }
+  cpu::ChooseCapacityNames(*options, publish, logger);
   const std::vector<cpu::Cpu> cpus = topology->cpus;
   const size_t online = cpus.size();
   cpu::CpuDriver driver(publish, *std::move(topology), logger, signals);

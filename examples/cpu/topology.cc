@@ -195,4 +195,18 @@ absl::StatusOr<Topology> ReadTopology(const std::string& sysfs_root) {
   return topology;
 }
 
+Topology MockTopology(int numa_nodes, int cpus_per_node) {
+  Topology topology;
+  for (int node = 0; node < numa_nodes; ++node) {
+    NumaNode& numa = topology.numa_nodes[node];
+    numa.id = node;
+    for (int i = 0; i < cpus_per_node; ++i) {
+      const int id = node * cpus_per_node + i;
+      topology.cpus.push_back(Cpu{.id = id, .core_id = i, .socket_id = node, .numa_node = node, .siblings = {id}});
+      numa.cpus.push_back(id);
+    }
+  }
+  return topology;
+}
+
 }  // namespace cpu

@@ -47,4 +47,9 @@ struct Topology {
 // A missing or malformed file names its path.
 absl::StatusOr<Topology> ReadTopology(const std::string& sysfs_root);
 
+// A made-up topology: `numa_nodes` NUMA nodes of `cpus_per_node` CPUs each,
+// one socket per node, no SMT, no L3 groups, no memory: what
+// dra-example-driver's cpu profile pretends a node has.
+Topology MockTopology(int numa_nodes, int cpus_per_node);
+
 }  // namespace cpu

@@ -255,7 +255,7 @@ class Run {
         claim.cpus = std::uniform_int_distribution<int>(1, 3)(rng_);
         k8s::DeviceRequestAllocationResult& result = results.emplace_back();
         result.request = "cpus";
-        result.device = cpu::GroupDeviceName(cpu::GroupBy::kSocket, claim.socket);
+        result.device = cpu::SocketDeviceName(claim.socket);
         result.share_id = Uuid();
         result.consumed_capacity[cpu::CpuCapacityName(scenario_.driver_name, false)] =
             k8s::Quantity::FromInt(claim.cpus);

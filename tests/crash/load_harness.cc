@@ -135,7 +135,7 @@ class Load {
         }
       } else {
         result.request = "cpus";
-        result.device = cpu::GroupDeviceName(cpu::GroupBy::kSocket, (i % flags_.callers) % 2);
+        result.device = cpu::SocketDeviceName((i % flags_.callers) % 2);
         result.share_id = ClaimUid(i, 1);
         result.consumed_capacity[cpu::CpuCapacityName(driver_name_, false)] = k8s::Quantity::FromInt(1);
       }

@@ -13,6 +13,7 @@
 #include "fake_sysfs.h"
 #include "support/helper_dirs.h"
 #include "support/temp_dir.h"
+#include "topology.h"
 
 namespace {
 
@@ -185,6 +186,29 @@ TEST_CASE("CpuDriver: single CPUs, memory of a NUMA node, bad results fail only 
   CHECK(f.Prepare(*helper, Claim("six", {{"cpu-socket-1", 2}, {"cpu-13", 0}})) ==
         "device cpu-13: CPU 13 is held by claim one");
   CHECK(driver->Held().size() == 1);
+}
+
+TEST_CASE("CpuDriver as dra-example-driver's cpu profile: two shares of one NUMA device in one claim",
+          "[examples][cpu]") {
+  Fixture f;
+  f.publish.reserved.clear();
+  f.publish.group_by = cpu::GroupBy::kNuma;
+  f.publish.numa_device_prefix = "numa-";
+  cpu::CpuDriver driver(f.publish, cpu::MockTopology(1, 2), dra::testing::DiscardLogger(), f.signals);
+  auto helper = Fixture::Start(driver, f.Options());
+  // The reference's demo: two requests of one CPU, both on numa-0, told apart
+  // by their ShareIDs.
+  k8s::ResourceClaim claim = Claim("two", {{"numa-0", 1}, {"numa-0", 1}});
+  k8s::DeviceRequestAllocationResult& second = claim.status.allocation->devices.results[1];
+  second.request = "cpu1";
+  second.share_id = "share-two-1";
+  REQUIRE(f.Prepare(*helper, claim) == "");
+  CHECK(driver.Held().at("two") == std::vector<int>{0, 1});
+  CHECK(f.Spec("two").devices.size() == 2);
+  CHECK(f.Prepare(*helper, Claim("third", {{"numa-0", 1}})) ==
+        "needs 1 CPUs of NUMA node 0, 0 are free (2 online, 0 reserved, 2 held by other claims)");
+  f.Unprepare(*helper, "two");
+  CHECK(f.Prepare(*helper, Claim("third", {{"numa-0", 1}})) == "");
 }
 
 }  // namespace

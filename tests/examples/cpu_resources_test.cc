@@ -187,4 +187,21 @@ TEST_CASE("a socket whose CPUs are all reserved is not published", "[examples][c
   CHECK(pool.slices[0].devices[0].name == "cpu-socket-1");
 }
 
+TEST_CASE("grouped by NUMA node on a made-up topology: dra-example-driver's cpu profile, \"numa-<id>\"",
+          "[examples][cpu]") {
+  cpu::PublishOptions options = Options(cpu::Mode::kGrouped, cpu::GroupBy::kNuma);
+  options.numa_device_prefix = "numa-";
+  const dra::resourceslice::Pool pool = cpu::NodePool(cpu::MockTopology(8, 4), options);
+  CheckValid(pool);
+  REQUIRE(pool.slices.size() == 1);
+  REQUIRE(pool.slices[0].devices.size() == 8);
+  CHECK(cpu::NumaDeviceName(options, 7) == "numa-7");
+  const json numa7 = DeviceJson(pool, "numa-7");
+  INFO(numa7.dump(1));
+  CHECK(numa7["allowMultipleAllocations"] == true);
+  CHECK(numa7["attributes"]["numaNodeID"] == json{{"int", 7}});
+  CHECK(numa7["capacity"]["cpu.example.com/cpu"]["value"] == "4");
+  CHECK(numa7["nodeAllocatableResources"]["cpu"]["mapping"]["capacityKey"] == "cpu.example.com/cpu");
+}
+
 }  // namespace

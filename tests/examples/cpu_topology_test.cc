@@ -151,4 +151,15 @@ TEST_CASE("topology: this machine's own /sys reads", "[examples][cpu]") {
   CHECK_FALSE(t->numa_nodes.empty());
 }
 
+TEST_CASE("topology: a made-up one of NUMA nodes with their CPUs, one socket each", "[examples][cpu]") {
+  const cpu::Topology topology = cpu::MockTopology(2, 3);
+  REQUIRE(topology.cpus.size() == 6);
+  CHECK(topology.NumaCpus(0) == std::vector<int>{0, 1, 2});
+  CHECK(topology.NumaCpus(1) == std::vector<int>{3, 4, 5});
+  CHECK(topology.SocketCpus(1) == std::vector<int>{3, 4, 5});
+  CHECK(topology.Sockets() == std::vector<int>{0, 1});
+  CHECK_FALSE(topology.smt());
+  CHECK(topology.Find(4)->siblings == std::vector<int>{4});
+}
+
 }  // namespace
