@@ -27,6 +27,13 @@ example::OpaqueParametersCheck CheckBy(Decode decode) {
   return [decode](const json& parameters) { return decode(parameters).status(); };
 }
 
+// dra-example-driver's cpu profile takes no configuration.
+example::OpaqueParametersCheck CheckFor(const std::string& profile) {
+  if (profile == "gpu") return CheckBy(DecodeGpuConfig);
+  if (profile == "net") return CheckBy(DecodeNetConfig);
+  return [](const json&) { return absl::InvalidArgumentError("configuration not allowed"); };
+}
+
 example::HttpsResponse Text(int code, std::string body) {
   return example::HttpsResponse{code, "text/plain; charset=utf-8", std::move(body)};
 }
@@ -67,9 +74,12 @@ int RunAdmissionWebhook(int argc, char** argv) {
                "PEM file of the server's certificate, its CA chain after it (required; read again when it changes)");
   flags.String("tls-private-key-file", &options.key_file, "PEM file of the certificate's private key (required)");
   flags.Int("port", &options.port, "HTTPS port", "", 1, 65535);
-  flags.Custom("device-profile", "gpu|net", "\"gpu\"", "whose opaque config to check: GpuConfig or NetConfig",
+  flags.Custom("device-profile", "gpu|net|cpu", "\"gpu\"",
+               "whose opaque config to check: GpuConfig, NetConfig, or none (cpu: every config is refused)",
                "DEVICE_PROFILE", [&profile](const std::string& text) {
-                 if (text != "gpu" && text != "net") return absl::InvalidArgumentError("must be gpu or net");
+                 if (text != "gpu" && text != "net" && text != "cpu") {
+                   return absl::InvalidArgumentError("must be gpu, net or cpu");
+                 }
                  profile = text;
                  return absl::OkStatus();
                });
@@ -94,7 +104,7 @@ int RunAdmissionWebhook(int argc, char** argv) {
   if (driver_name.empty()) driver_name = absl::StrCat(profile, ".example.com");
   dra::kubeletplugin::TerminationSignals signals;
   const dra::Logger logger = log_flags.MakeLogger();
-  const example::OpaqueParametersCheck check = profile == "gpu" ? CheckBy(DecodeGpuConfig) : CheckBy(DecodeNetConfig);
+  const example::OpaqueParametersCheck check = CheckFor(profile);
   options.logger = logger;
   absl::StatusOr<std::unique_ptr<example::HttpsServer>> server = example::HttpsServer::Start(
       options, [&](const example::HttpsRequest& request) { return Serve(request, driver_name, check, logger); });

@@ -4,8 +4,10 @@
 // the kubelet, reports health and taints unhealthy GPUs, and optionally
 // publishes and attaches fabric-attached GPUs that bind through binding
 // conditions. With --device-profile=net it offers NICs shared by bandwidth
-// instead, as dra-example-driver's net profile. `gpu-driver --help` lists
-// the flags; examples/gpu/README.md explains them.
+// instead, as dra-example-driver's net profile, and with --device-profile=cpu
+// made-up NUMA nodes whose CPUs claims share, as its cpu profile (the CPU
+// example's driver on a mock topology). `gpu-driver --help` lists the flags;
+// examples/gpu/README.md explains them.
 #include <atomic>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +25,8 @@
 #include "binding_controller.h"
 #include "common/flags.h"
 #include "common/plugin_flags.h"
+#include "cpu_driver.h"
+#include "cpu_resources.h"
 #include "device_source.h"
 #include "dra/k8s/quantity.h"
 #include "dra/kubeletplugin/helper.h"
@@ -34,11 +38,13 @@
 #include "gpu_binding.h"
 #include "gpu_driver.h"
 #include "gpu_resources.h"
+#include "health_pins.h"
 #include "mock_gpus.h"
 #include "nic_driver.h"
 #include "nic_resources.h"
 #include "nvml/nvml_gpus.h"
 #include "reference_takeover.h"
+#include "topology.h"
 
 namespace {
 
@@ -51,6 +57,8 @@ struct GpuFlags {
   std::string driver_name;  // default: <device_profile>.example.com
   std::string device_source = "mock";
   int num_devices = 8;
+  int cpu_numa_nodes = 8;
+  int cpus_per_numa_node = 4;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string mock_health_file;
   int partitions = 0;
@@ -66,15 +74,20 @@ struct GpuFlags {
   bool fabric_attach = false;
   bool binding_conditions = false;
   bool health_service = true;
+  std::string pod_name;
+  std::string pod_namespace;
   absl::Duration fabric_attach_delay = absl::Seconds(2);
   double fabric_failure_rate = 0;
   absl::Duration binding_timeout = absl::Seconds(600);
 
   void Register(example::FlagSet& flags) {
-    flags.Custom("device-profile", "gpu|net", "\"gpu\"",
-                 "what the node offers: GPUs, or NICs shared by bandwidth (dra-example-driver's profiles)",
+    flags.Custom("device-profile", "gpu|net|cpu", "\"gpu\"",
+                 "what the node offers: GPUs, NICs shared by bandwidth, or NUMA nodes whose CPUs claims share "
+                 "(dra-example-driver's profiles)",
                  "DEVICE_PROFILE", [this](const std::string& text) {
-                   if (text != "gpu" && text != "net") return absl::InvalidArgumentError("must be gpu or net");
+                   if (text != "gpu" && text != "net" && text != "cpu") {
+                     return absl::InvalidArgumentError("must be gpu, net or cpu");
+                   }
                    device_profile = text;
                    return absl::OkStatus();
                  });
@@ -90,6 +103,10 @@ struct GpuFlags {
                    return absl::OkStatus();
                  });
     flags.Int("num-devices", &num_devices, "mock GPUs (or NICs) on this node", "NUM_DEVICES", 0, 128);
+    flags.Int("cpu-numa-nodes", &cpu_numa_nodes, "--device-profile=cpu: made-up NUMA nodes on this node",
+              "CPU_NUMA_NODES", 1, 64);
+    flags.Int("cpus-per-numa-node", &cpus_per_numa_node, "--device-profile=cpu: CPUs of each made-up NUMA node",
+              "CPUS_PER_NUMA_NODE", 1, 1024);
     flags.String("nvml-library", &nvml_library, "the NVML library to load with --device-source=nvml", "NVML_LIBRARY");
     flags.String("mock-health-file", &mock_health_file,
                  "mock GPUs: a file whose appended lines \"<index> healthy|unhealthy|fatal\" flip a GPU's health",
@@ -139,6 +156,11 @@ struct GpuFlags {
                "report GPU health to the kubelet (KEP-4680; dra-example-driver's HEALTH_SERVICE); false: the health "
                "service is neither served nor advertised, as a driver that reports none",
                "HEALTH_SERVICE");
+    flags.String("pod-name", &pod_name,
+                 "this driver's pod (with --pod-namespace): its annotations health.example.com/<device>: "
+                 "healthy|unhealthy|unknown pin the health the kubelet is told (needs get, list, watch of pods)",
+                 "POD_NAME");
+    flags.String("pod-namespace", &pod_namespace, "the namespace of --pod-name", "NAMESPACE");
     flags.Bool("binding-conditions", &binding_conditions,
                "publish the node's GPUs with binding conditions, which this plugin sets once they are ready",
                "BINDING_CONDITIONS");
@@ -182,9 +204,15 @@ class HealthMonitor {
   void Start() {
     thread_ = std::thread([this] { Run(); });
   }
+  // Health pins from the driver's pod override the devices' own health on
+  // the kubelet's stream; before Start.
+  void UsePins(std::unique_ptr<gpu::HealthPinWatch> pins) { pins_ = std::move(pins); }
+  // The pins changed: the stream goes out again within one wait.
+  void PinsChanged() { pins_changed_ = true; }
   void Stop() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
+    pins_.reset();  // its callback reaches this monitor
   }
 
  private:
@@ -194,6 +222,8 @@ class HealthMonitor {
   static constexpr absl::Duration kHealthResendInterval = absl::Seconds(10);
 
   void PublishHealth(const dra::resourceslice::Pool& node_pool) {
+    const std::map<std::string, kp::HealthStatus> pins =
+        pins_ != nullptr ? pins_->pins() : std::map<std::string, kp::HealthStatus>{};
     std::vector<kp::DeviceHealth> health;
     for (const dra::resourceslice::Slice& slice : node_pool.slices) {
       for (const k8s::Device& device : slice.devices) {
@@ -201,6 +231,10 @@ class HealthMonitor {
         entry.pool_name = options_.node_name;
         entry.device_name = device.name;
         entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
+        if (auto pin = pins.find(device.name); pin != pins.end()) {
+          entry.health = pin->second;
+          entry.message = absl::StrCat("pinned by the driver pod's annotation ", gpu::kHealthPinPrefix, device.name);
+        }
       }
     }
     helper_.PublishHealth(std::move(health));
@@ -215,7 +249,9 @@ class HealthMonitor {
         continue;
       }
       if (events->empty()) {
-        if (absl::Now() - health_sent_ >= kHealthResendInterval) PublishHealth(gpu::NodePool(gpus_, options_));
+        if (pins_changed_.exchange(false) || absl::Now() - health_sent_ >= kHealthResendInterval) {
+          PublishHealth(gpu::NodePool(gpus_, options_));
+        }
         continue;
       }
       for (const gpu::HealthEvent& event : *events) {
@@ -241,6 +277,8 @@ class HealthMonitor {
   const dra::resourceslice::DriverResources other_pools_;
   const dra::Logger logger_;
   absl::Time health_sent_;  // by PublishAll before Start, then by the thread
+  std::unique_ptr<gpu::HealthPinWatch> pins_;
+  std::atomic<bool> pins_changed_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -331,6 +369,40 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   return driver.fatal() ? 1 : 0;
 }
 
+// --device-profile=cpu: the CPU example's driver on --cpu-numa-nodes
+// made-up NUMA nodes, published as dra-example-driver's cpu profile does
+// ("numa-<id>", grouped by NUMA node). Its CPUs are not the node's: nothing
+// pins containers to them.
+int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
+                  kp::TerminationSignals& signals) {
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  if (!options.ok()) return Fail("start", options.status());
+  cpu::PublishOptions publish;
+  publish.driver_name = gpu_flags.driver_name;
+  publish.node_name = plugin.node_name;
+  publish.group_by = cpu::GroupBy::kNuma;
+  publish.numa_device_prefix = "numa-";
+  cpu::ChooseCapacityNames(*options, publish, logger);
+  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger,
+                        signals);
+  options->extra_metrics = [&driver] { return driver.Metrics(); };
+  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
+  if (!helper.ok()) return Fail("start", helper.status());
+  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
+  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
+  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
+    return Fail("publish", published);
+  }
+  logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
+                                      {"node", plugin.node_name},
+                                      {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
+                                      {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
+  signals.Wait();
+  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  (*helper)->Stop();
+  return driver.fatal() ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -360,6 +432,7 @@ int main(int argc, char** argv) {
   const dra::Logger logger = plugin.MakeLogger();
   if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);
   if (gpu_flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
+  if (gpu_flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
   if (!options.ok()) return Fail("start", options.status());
 
@@ -438,6 +511,12 @@ int main(int argc, char** argv) {
         gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   }
   HealthMonitor health(**helper, *source, *gpus, publish, std::move(fabric), logger);
+  if (gpu_flags.health_service && !gpu_flags.pod_name.empty() && !gpu_flags.pod_namespace.empty()) {
+    absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
+        client, gpu_flags.pod_namespace, gpu_flags.pod_name, logger, [&health] { health.PinsChanged(); });
+    if (!pins.ok()) return Fail("--pod-name", pins.status());
+    health.UsePins(*std::move(pins));
+  }
   if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
   health.Start();
 

@@ -75,6 +75,7 @@ profiles=(
   "partitions-multiple-allocations|kubeletPlugin.gpuPartitions=2,gpuAllowMultipleAllocations=true"
   "binding-conditions|kubeletPlugin.bindingConditions=true"
   "net|deviceProfile=net"
+  "cpu|deviceProfile=cpu"
 )
 
 # pool_complete DRIVER: every pool of DRIVER has resourceSliceCount slices

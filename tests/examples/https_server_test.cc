@@ -1,7 +1,8 @@
 // example::HttpsServer with libcurl as the client, verifying the server's
 // certificate as the API server verifies a webhook's: requests and bodies,
 // refusals, a renewed certificate served without a restart, bad files at
-// start, a stalled client.
+// start, a stalled client; and the GPU example's dra-example-webhook behind
+// it with the cpu profile.
 #include "common/https_server.h"
 
 #include <curl/curl.h>
@@ -14,8 +15,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "support/capturing_logger.h"
 #include "support/certificate.h"
+#include "support/free_port.h"
+#include "support/poll.h"
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -113,6 +118,52 @@ void InstallVersion(const std::string& dir, const std::string& version, const st
     fs::create_symlink("..data/tls.crt", dir + "/tls.crt");
     fs::create_symlink("..data/tls.key", dir + "/tls.key");
   }
+}
+
+TEST_CASE("dra-example-webhook with the cpu profile refuses every config of its driver, as the reference's",
+          "[examples][webhook]") {
+  TempDir dir;
+  const dra::testing::CertificateFiles cert = MakeSelfSignedCertificate(dir.path(), "webhook");
+  const std::string program = dir.Join("dra-example-webhook");
+  std::filesystem::create_symlink(DRA_GPU_DRIVER, program);
+  const int port = dra::testing::FreePort();
+  const std::string log = dir.Join("webhook.log");
+  absl::StatusOr<dra::testing::ChildProcess> webhook =
+      dra::testing::ChildProcess::Spawn({program, "--tls-cert-file=" + cert.cert, "--tls-private-key-file=" + cert.key,
+                                         absl::StrCat("--port=", port), "--device-profile=cpu"},
+                                        log);
+  REQUIRE(webhook.ok());
+  INFO("the webhook's log:\n" << dra::testing::ReadFile(log));
+  REQUIRE(dra::testing::PollUntil(
+      [&] { return dra::testing::ReadFile(log).find("Webhook serving") != std::string::npos; }, absl::Minutes(1)));
+  auto review = [&](const std::string& driver) {
+    const nlohmann::json parameters = {{"apiVersion", "cpu.example.com/v1alpha1"}, {"kind", "CpuConfig"}};
+    const nlohmann::json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"spec",
+         {{"devices",
+           {{"config", nlohmann::json::array({{{"opaque", {{"driver", driver}, {"parameters", parameters}}}}})}}}}}};
+    const std::string body = nlohmann::json{
+        {"apiVersion", "admission.k8s.io/v1"},
+        {"kind", "AdmissionReview"},
+        {"request",
+         {{"uid", "u1"},
+          {"kind", {{"group", "resource.k8s.io"}, {"version", "v1"}, {"kind", "ResourceClaim"}}},
+          {"resource", {{"group", "resource.k8s.io"}, {"version", "v1"}, {"resource", "resourceclaims"}}},
+          {"operation", "CREATE"},
+          {"object", claim}}}}.dump();
+    const Answer answer = Request(port, "/validate-resource-claim-parameters", cert.cert, &body);
+    INFO(answer.error << answer.body);
+    REQUIRE(answer.code == 200);
+    return nlohmann::json::parse(answer.body)["response"];
+  };
+  const nlohmann::json refused = review("cpu.example.com");
+  CHECK(refused["allowed"] == false);
+  CHECK(refused["status"]["message"] ==
+        "1 configs failed to validate: object at spec.devices.config[0].opaque.parameters is invalid: "
+        "configuration not allowed");
+  CHECK(review("gpu.example.com")["allowed"] == true);
 }
 
 }  // namespace

@@ -820,6 +820,20 @@ func TestManagedFieldsLikeTheRealServer(t *testing.T) {
 	}
 }
 
+func TestPodsAreAStoreWithFieldSelectors(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"driver-a", "driver-b"} {
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": name, "annotations": map[string]any{"health.example.com/gpu-0": "unhealthy"}}}
+		f.must(f.do("POST", "/api/v1/namespaces/ns/pods", pod), 201)
+	}
+	list := f.must(f.do("GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Ddriver-b", nil), 200)
+	if items, _ := list["items"].([]any); len(items) != 1 || gets(items[0], "metadata", "name") != "driver-b" ||
+		gets(items[0], "metadata", "annotations", "health.example.com/gpu-0") != "unhealthy" {
+		t.Errorf("pods list %s", mustJSON(list))
+	}
+}
+
 func TestApplyCreatesAndUpdatesMainResource(t *testing.T) {
 	f := newFixture(t)
 	body := slice("applied", "gpu.example.com", "node1", "gpu-0", "gpu-1")

@@ -108,7 +108,13 @@ var (
 			},
 		},
 	}
-	allResources = []*resourceInfo{resResourceSlices, resResourceClaims, resDeviceClasses, resNodes}
+	// Pods as a store only (no schema, no scheduling): what a driver reads of
+	// its own pod (the GPU example's health pins).
+	resPods = &resourceInfo{
+		Group: "", Version: "v1", Resource: "pods", Singular: "pod", Kind: "Pod", ShortNames: []string{"po"},
+		Namespaced: true, HasStatus: true,
+	}
+	allResources = []*resourceInfo{resResourceSlices, resResourceClaims, resDeviceClasses, resNodes, resPods}
 )
 
 func lookupResource(group, version, resource string) *resourceInfo {
