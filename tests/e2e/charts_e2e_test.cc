@@ -169,12 +169,14 @@ TEST_CASE("the GPU Helm chart's values change what they say", "[e2e][gpu][helm]"
   // Health pins: the pod's name and namespace, and a Role reading pods in it
   // alone; none without them.
   CHECK_FALSE(env.contains("POD_NAME"));
+  CHECK_FALSE(env.contains("HEALTH_SERVICE"));
   CHECK_FALSE(objects.contains("Role/acme-health-pins"));
   const std::map<std::string, json> pinned =
-      ByKey(Render(kGpuChart, "pins", "pins-ns", {"nodePlugin.healthPins=true"}));
+      ByKey(Render(kGpuChart, "pins", "pins-ns", {"nodePlugin.healthPins=true", "nodePlugin.deviceHealth=false"}));
   std::map<std::string, json> pinned_env = PluginEnv(pinned.at("DaemonSet/pins"));
   CHECK(pinned_env["POD_NAME"]["fieldRef"]["fieldPath"] == "metadata.name");
   CHECK(pinned_env["NAMESPACE"]["fieldRef"]["fieldPath"] == "metadata.namespace");
+  CHECK(pinned_env["HEALTH_SERVICE"] == "false");
   CHECK(Find(pinned, "Role/pins-health-pins")["metadata"]["namespace"] == "pins-ns");
   CHECK(Find(pinned, "Role/pins-health-pins")["rules"][0]["resources"] == json::array({"pods"}));
   CHECK(Find(pinned, "RoleBinding/pins-health-pins")["subjects"][0]["name"] == "pins");
