@@ -86,8 +86,8 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   dra::kubeletplugin::TerminationSignals signals;
-  // A few per cent of each call's CPU with Debian's abseil (README, "Write
-  // your own driver"); the SDK leaves process-wide settings to main.
+  // A few per cent of each call's CPU with Debian's abseil
+  // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   dra::kubeletplugin::Options options;

@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   kp::TerminationSignals signals;
-  // A few per cent of each call's CPU with Debian's abseil (README, "Write
-  // your own driver"); the SDK leaves process-wide settings to main.
+  // A few per cent of each call's CPU with Debian's abseil
+  // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(cpu_flags.driver_name, logger);

@@ -426,8 +426,8 @@ int main(int argc, char** argv) {
   }
   gpu_flags.Finish();
   kp::TerminationSignals signals;
-  // A few per cent of each call's CPU with Debian's abseil (README, "Write
-  // your own driver"); the SDK leaves process-wide settings to main.
+  // A few per cent of each call's CPU with Debian's abseil
+  // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
   if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);

@@ -46,6 +46,7 @@ std::string DeviceVariable(const std::string& device) {
   return name;
 }
 
+// [driver]
 class MinimalDriver : public dra::kubeletplugin::Driver {
  public:
   MinimalDriver(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
@@ -82,6 +83,7 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
     }
     return results;
   }
+  // [driver end]
 
   // Recoverable errors are logged; a fatal one stops the driver with exit
   // code 1, and the DaemonSet restarts it.
@@ -139,8 +141,8 @@ int Usage() {
 
 int main(int argc, char** argv) {
   dra::kubeletplugin::TerminationSignals signals;
-  // A few per cent of each call's CPU with Debian's abseil (README, "Write
-  // your own driver"); the SDK leaves process-wide settings to main.
+  // A few per cent of each call's CPU with Debian's abseil
+  // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   dra::kubeletplugin::Options options;
@@ -211,6 +213,7 @@ int main(int argc, char** argv) {
     options.kube_client = *client;
   }
 
+  // [start]
   MinimalDriver driver(options.logger, signals);
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, options);
@@ -238,6 +241,7 @@ int main(int argc, char** argv) {
       std::cerr << "publish: " << status.message() << "\n";
     }
   }
+  // [start end]
 
   // The kubelet reads a device's health as Unknown once it has not heard of
   // it for its health check timeout (30 s by default): say it again every

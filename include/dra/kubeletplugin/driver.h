@@ -95,37 +95,21 @@ enum class ErrorSeverity {
 
 std::string_view ErrorSeverityName(ErrorSeverity severity);  ///< "recoverable" or "fatal"
 
-/// The contract with the kubelet, as in the Go kubeletplugin package:
-///  - PrepareResourceClaims receives every claim a pod needs, as full
-///    ResourceClaim objects that the Helper has fetched and checked (allocated,
-///    UID matches). Only allocation results and configs for this driver are
-///    left in status.allocation. It must be idempotent: the kubelet asks again
-///    after restarts. Claims the Helper's checkpoint already records as
-///    prepared are answered from the checkpoint and not passed in again.
-///  - UnprepareResourceClaims undoes Prepare. The claim may be gone from the
-///    API server, so only its reference is given; the driver keeps whatever
-///    else it needs. Unpreparing an unknown claim is success.
-///  - Unless Options::serialize is off, the Helper never makes two calls at
-///    once (across instances too when rolling updates are on).
-///  - A returned error status fails the whole gRPC call; per-claim failures go
-///    into the results.
-///  - `ctx` carries the call's deadline (the kubelet's, 45 s), whether it was
-///    cancelled (deadline passed, kubelet gone, Helper::Stop()) and a logger
-///    with the call's request ID. A driver that waits on hardware checks it
-///    and fails what it did not finish with ctx.status(). A call that is still
-///    running when Stop()'s shutdown_grace ends is left running, its result
-///    discarded; the driver object must outlive it.
+/// What a DRA driver implements; the Helper calls it. What each call is
+/// given and must return (a result for every claim, idempotent prepare and
+/// unprepare, unpreparing an unknown claim is success, cancellation through
+/// `ctx`) is the contract with the kubelet, which docs/contract.md states.
 class Driver {
  public:
   virtual ~Driver() = default;
 
-  /// Prepares the devices of `claims` for a pod (see the contract above):
-  /// a result for every claim.
+  /// Prepares the devices of `claims` for a pod (docs/contract.md): a result
+  /// for every claim.
   virtual absl::StatusOr<PrepareResults> PrepareResourceClaims(const CallContext& ctx,
                                                                std::span<const k8s::ResourceClaim> claims) = 0;
 
-  /// Undoes the preparation of `claims` (see the contract above): a result
-  /// for every claim.
+  /// Undoes the preparation of `claims` (docs/contract.md): a result for
+  /// every claim.
   virtual absl::StatusOr<UnprepareResults> UnprepareResourceClaims(const CallContext& ctx,
                                                                    std::span<const k8s::ClaimRef> claims) = 0;
 

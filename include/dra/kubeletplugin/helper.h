@@ -1,44 +1,14 @@
 /// @file
 /// dra::kubeletplugin::Helper: the kubelet side of a DRA driver.
 ///
-/// The contract with the kubelet, which the Helper implements for a Driver:
-///
-/// Registration. The kubelet watches Options::registrar_dir for socket files
-/// whose names do not start with a dot. For each one it calls GetInfo, checks
-/// the type ("DRAPlugin"), the driver name, the endpoint and the first
-/// supported service version it knows, connects to the endpoint (the DRA
-/// socket in Options::plugin_data_dir) and reports the outcome with
-/// NotifyRegistrationStatus. The Helper starts the DRA server before it
-/// creates the registration socket, so an advertised endpoint always answers.
-/// A refused registration reaches Driver::HandleError with the kubelet's text.
-///
-/// Preparation. Before a pod's containers start, the kubelet calls
-/// NodePrepareResources with (namespace, name, UID) of every claim the pod
-/// uses that this driver has devices in. The Helper fetches each claim from the
-/// ClaimSource, fails only the claims that are unallocated or were replaced
-/// (different UID), strips other drivers' results, and calls
-/// Driver::PrepareResourceClaims with the rest. Every requested claim gets an
-/// entry in the answer: a missing one makes the kubelet retry forever. The
-/// kubelet repeats calls after its own restart; the Helper's checkpoint answers
-/// claims already prepared without calling the driver again.
-///
-/// Unpreparation. After the last pod using a claim is gone, the kubelet calls
-/// NodeUnprepareResources. The claim may already be deleted, so only its
-/// reference is given. Unknown claims are success.
-///
-/// Crash safety. The checkpoint (plugin_data_dir/checkpoint.json) records that
-/// a claim's preparation started before the driver is called and that it
-/// finished, with the result, before the kubelet is answered. After a crash,
-/// a claim left "started" is prepared again on the kubelet's next call; one
-/// the kubelet never asks about again is handed to the driver's unprepare once
-/// the ClaimSource says the claim is gone (Options::orphan_check_interval).
+/// The Helper implements the contract with the kubelet for a Driver:
+/// registration, preparation and unpreparation, the crash-safe checkpoint,
+/// device exclusivity, device health, per-call contexts, error severity and
+/// shutdown. docs/contract.md states it, once; docs/concepts.md follows it
+/// through a pod's life.
 ///
 /// ResourceSlices. PublishResources keeps the driver's devices in the API
 /// server for the scheduler.
-///
-/// Health. A driver that reports health publishes complete device lists with
-/// PublishHealth; every NodeWatchResources stream gets the current list at
-/// once and each later one.
 ///
 /// Observability. With Options::http_endpoint, /metrics serves Prometheus
 /// counters of kubelet calls and claims, a call-duration histogram, the number
@@ -47,15 +17,6 @@
 /// requests by verb and code; /healthz answers 200 while the DRA server runs,
 /// both sockets accept connections and the kubelet has not refused the
 /// registration (503 with the reason otherwise).
-///
-/// Calls. Each driver call gets a CallContext: the kubelet's deadline (45 s),
-/// cancellation (deadline passed, kubelet gone, Stop()) and a logger with
-/// "method" and "requestID". A call cancelled while it waits for the previous
-/// one fails without reaching the driver.
-///
-/// Errors. Background failures reach Driver::HandleError with a severity:
-/// kFatal (the kubelet refused the registration) means exit and let the
-/// DaemonSet restart the driver; everything else is kRecoverable.
 ///
 /// Threads. The servers use gRPC's callback API: a kubelet call arrives on a
 /// gRPC thread, which hands it to the Helper's own threads (started on
@@ -66,11 +27,11 @@
 /// thread. Driver::HandleError is called on the Helper's threads, or on the
 /// driver's own where it called the Helper. Stop() (also run by the
 /// destructor) stops both servers, removes both sockets and is idempotent.
-/// The SDK's threads are named `dra-<role>` (README, "Threads").
+/// The SDK's threads are named `dra-<role>` (docs/architecture.md, "Threads").
 ///
 /// Process-wide settings are the driver's: the Helper changes none (abseil's
-/// deadlock detection, gRPC's default health service), and the README's
-/// example shows what a driver's main sets.
+/// deadlock detection, gRPC's default health service); the example in
+/// docs/writing-a-driver.md shows what a driver's main sets.
 #pragma once
 
 #include <memory>
