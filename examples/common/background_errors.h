@@ -1,8 +1,9 @@
 // example::BackgroundErrors: what every example driver does with
-// Driver::HandleError. It logs the error; a fatal one (the kubelet refused
-// the registration) interrupts the driver's TerminationSignals, is counted
-// in the DriverMetrics given, and is remembered, so that main exits 1 and the
-// DaemonSet restarts the driver. Thread-safe.
+// Driver::HandleError, which the Helper has logged: a fatal error (the
+// kubelet refused the registration) interrupts the driver's
+// TerminationSignals, is counted in the DriverMetrics given (dra-example-
+// driver's fatal_background_errors_total), and is remembered, so that main
+// exits 1 and the DaemonSet restarts the driver. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -20,14 +21,10 @@ namespace example {
 class BackgroundErrors {
  public:
   // `metrics` may be null.
-  BackgroundErrors(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals,
-                   DriverMetrics* metrics = nullptr)
-      : logger_(std::move(logger)), signals_(signals), metrics_(metrics) {}
+  explicit BackgroundErrors(const dra::kubeletplugin::TerminationSignals& signals, DriverMetrics* metrics = nullptr)
+      : signals_(signals), metrics_(metrics) {}
 
-  void Handle(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity, std::string_view context) {
-    logger_.Error("Background error", {{"context", std::string(context)},
-                                       {"severity", std::string(dra::kubeletplugin::ErrorSeverityName(severity))},
-                                       {"err", status.ToString()}});
+  void Handle(dra::kubeletplugin::ErrorSeverity severity) {
     if (severity != dra::kubeletplugin::ErrorSeverity::kFatal) return;
     if (metrics_ != nullptr) metrics_->CountFatalError();
     fatal_ = true;
@@ -38,7 +35,6 @@ class BackgroundErrors {
   bool fatal() const { return fatal_; }
 
  private:
-  const dra::Logger logger_;
   const dra::kubeletplugin::TerminationSignals& signals_;
   DriverMetrics* const metrics_;
   std::atomic<bool> fatal_{false};

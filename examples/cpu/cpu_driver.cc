@@ -40,7 +40,7 @@ CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logg
                      const kp::TerminationSignals& signals)
     : publish_(std::move(publish)),
       logger_(std::move(logger)),
-      errors_(logger_, signals),
+      errors_(signals),
       allocator_(std::move(topology), publish_.reserved) {}
 
 absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const dra::CallContext& ctx,
@@ -106,7 +106,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
     } else {
       return fail(absl::InvalidArgumentError(absl::StrCat("device ", name, " is not one this driver publishes")));
     }
-    result.devices.push_back(kp::Device{{allocated.request}, allocated.pool, allocated.device, {}, allocated.share_id});
+    result.devices.push_back(kp::Device::ForAllocation(allocated));
   }
   const std::vector<int> cpus = HeldCpus(uid);
   dra::cdi::ContainerEdits edits;
@@ -180,8 +180,8 @@ void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims)
   PinningChanged();
 }
 
-void CpuDriver::HandleError(const absl::Status& status, kp::ErrorSeverity severity, std::string_view context) {
-  errors_.Handle(status, severity, context);
+void CpuDriver::HandleError(const absl::Status&, kp::ErrorSeverity severity, std::string_view) {
+  errors_.Handle(severity);
 }
 
 std::vector<int> CpuDriver::HeldCpus(const std::string& uid) const {

@@ -74,11 +74,7 @@ kp::PrepareResult GpuDriver::Prepare(const dra::CallContext& ctx, const k8s::Res
     }
     const GpuInfo& gpu = published->second;
     const std::string var = DeviceVariable(device.device);
-    kp::Device& prepared = result.devices.emplace_back();
-    prepared.requests = {device.request};
-    prepared.pool_name = device.pool;
-    prepared.device_name = device.device;
-    prepared.share_id = device.share_id;
+    kp::Device& prepared = result.devices.emplace_back(kp::Device::ForAllocation(device));
     prepared.cdi_device_ids = {options_.common_cdi_id};
     dra::cdi::ContainerEdits& edits = prepared.cdi_edits.emplace();
     edits.env = {ClaimVariable("gpu", device.device, claim.metadata.uid), admin_access,

@@ -54,11 +54,7 @@ kp::PrepareResult NicDriver::Prepare(const k8s::ResourceClaim& claim) const {
       return result;
     }
     const std::string var = absl::StrCat("NET_DEVICE_", device.device.substr(std::string("nic-").size()));
-    kp::Device& prepared = result.devices.emplace_back();
-    prepared.requests = {device.request};
-    prepared.pool_name = device.pool;
-    prepared.device_name = device.device;
-    prepared.share_id = device.share_id;
+    kp::Device& prepared = result.devices.emplace_back(kp::Device::ForAllocation(device));
     prepared.cdi_device_ids = {options_.common_cdi_id};
     dra::cdi::ContainerEdits& edits = prepared.cdi_edits.emplace();
     edits.env = {ClaimVariable("net", device.device, claim.metadata.uid), admin_access};

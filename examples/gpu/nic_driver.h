@@ -29,17 +29,16 @@ class NicDriver : public dra::kubeletplugin::Driver {
   };
 
   NicDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), errors_(options_.logger, signals, &metrics_) {}
+      : options_(std::move(options)), errors_(signals, &metrics_) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
-  // Logs; a fatal error stops the driver (exit 1) so that the DaemonSet
-  // restarts it (example::BackgroundErrors).
-  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
-                   std::string_view context) override {
-    errors_.Handle(status, severity, context);
+  // A fatal error stops the driver (exit 1) so that the DaemonSet restarts
+  // it (example::BackgroundErrors); the Helper has logged it.
+  void HandleError(const absl::Status&, dra::kubeletplugin::ErrorSeverity severity, std::string_view) override {
+    errors_.Handle(severity);
   }
 
   bool fatal() const { return errors_.fatal(); }

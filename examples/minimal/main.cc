@@ -6,7 +6,6 @@
 // through Helper::PublishResources, as on a real node (tests/e2e); with
 // --claims the claims come from a JSON file (a list of ResourceClaim
 // objects) instead, so that it runs without a cluster (scripts/demo.sh).
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -49,20 +48,13 @@ std::string DeviceVariable(const std::string& device) {
 // [driver]
 class MinimalDriver : public dra::kubeletplugin::Driver {
  public:
-  MinimalDriver(dra::Logger logger, const dra::kubeletplugin::TerminationSignals& signals)
-      : logger_(std::move(logger)), signals_(signals) {}
-
   absl::StatusOr<PrepareResults> PrepareResourceClaims(const dra::CallContext& ctx,
                                                        std::span<const dra::k8s::ResourceClaim> claims) override {
     PrepareResults results;
     for (const auto& claim : claims) {
       auto& result = results[claim.metadata.uid];
       for (const auto& allocated : claim.status.allocation->devices.results) {
-        Device& device = result.devices.emplace_back();
-        device.requests = {allocated.request};
-        device.pool_name = allocated.pool;
-        device.device_name = allocated.device;
-        device.share_id = allocated.share_id;
+        Device& device = result.devices.emplace_back(Device::ForAllocation(allocated));
         // The Helper turns these into the claim's CDI spec and the device's CDI ID.
         device.cdi_edits.emplace().env = {DeviceVariable(allocated.device) + "=" + allocated.device};
       }
@@ -83,30 +75,10 @@ class MinimalDriver : public dra::kubeletplugin::Driver {
     }
     return results;
   }
-  // [driver end]
-
-  // Recoverable errors are logged; a fatal one stops the driver with exit
-  // code 1, and the DaemonSet restarts it.
-  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
-                   std::string_view context) override {
-    logger_.Error("Background error", {{"context", std::string(context)},
-                                       {"severity", std::string(dra::kubeletplugin::ErrorSeverityName(severity))},
-                                       {"err", status.ToString()}});
-    if (severity == dra::kubeletplugin::ErrorSeverity::kFatal) {
-      fatal_ = true;
-      signals_.Interrupt();
-    }
-  }
 
   bool ReportsDeviceHealth() const override { return true; }
-
-  bool fatal() const { return fatal_; }
-
- private:
-  const dra::Logger logger_;
-  const dra::kubeletplugin::TerminationSignals& signals_;
-  std::atomic<bool> fatal_{false};
 };
+// [driver end]
 
 absl::Status LoadClaims(const std::string& path, dra::kubeletplugin::InMemoryClaimSource& source) {
   std::ifstream in(path);
@@ -214,7 +186,7 @@ int main(int argc, char** argv) {
   }
 
   // [start]
-  MinimalDriver driver(options.logger, signals);
+  MinimalDriver driver;
   absl::StatusOr<std::unique_ptr<dra::kubeletplugin::Helper>> helper =
       dra::kubeletplugin::Helper::Start(driver, options);
   if (!helper.ok()) {
@@ -251,9 +223,10 @@ int main(int argc, char** argv) {
     while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(10))) (*helper)->PublishHealth(health);
   });
 
-  signals.Wait();
+  // Until SIGTERM, or a background error the Helper cannot recover from
+  // (which it logs, as every other one): then exit code 1.
+  const int exit_code = (*helper)->Wait(signals);
   stopping.Notify();
   health_resender.join();
-  (*helper)->Stop();
-  return driver.fatal() ? 1 : 0;
+  return exit_code;
 }

@@ -26,7 +26,7 @@
 #include "kubeletplugin/checkpoint.h"
 #include "kubeletplugin/claim_files.h"
 #include "kubeletplugin/claim_preparer.h"
-#include "kubeletplugin/error_counting_driver.h"
+#include "kubeletplugin/error_reporting_driver.h"
 #include "kubeletplugin/executor.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/health_broadcaster.h"
@@ -167,7 +167,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
 // Shared: a driver call that outlives Stop()'s grace keeps it alive (see Stop).
 class Helper::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(Driver& driver, Options options) : driver_(driver, metrics_), options_(std::move(options)) {}
+  Impl(Driver& driver, Options options) : driver_(driver, metrics_, options.logger), options_(std::move(options)) {}
   ~Impl() { Stop(); }
 
   // Wiring only: each step below, in order.
@@ -198,7 +198,7 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
 
  public:
   internal::HelperMetrics metrics_;
-  internal::ErrorCountingDriver driver_;
+  internal::ErrorReportingDriver driver_;
   Options options_;
   SocketPaths paths_;
   std::unique_ptr<Checkpoint> checkpoint_;  // Checkpoint::Off() with options.checkpoint off
@@ -583,6 +583,12 @@ Helper::Helper(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Helper::~Helper() { Stop(); }
 
 void Helper::Stop() { impl_->Stop(); }
+
+int Helper::Wait(const TerminationSignals& signals) {
+  if (!impl_->driver_.WaitFor(signals)) signals.Wait();
+  Stop();
+  return impl_->driver_.fatal() ? 1 : 0;
+}
 
 RegistrationStatus Helper::registration_status() const {
   dra::MutexLock lock(&impl_->mu_);

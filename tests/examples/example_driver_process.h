@@ -53,6 +53,26 @@ inline std::vector<std::string> ExampleDriverArgv(const std::string& binary, con
   return argv;
 }
 
+// What the kubelet tells a plugin at `registrar_socket` after GetInfo (whose
+// name must be `driver_name`). A plugin told that it is refused may be gone
+// before it answers.
+inline grpc::Status NotifyPluginRegistration(const std::string& registrar_socket, const std::string& driver_name,
+                                             bool registered, const std::string& error) {
+  auto stub = pluginregistration::Registration::NewStub(
+      grpc::CreateChannel("unix:" + registrar_socket, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext info_context;
+  pluginregistration::InfoRequest request;
+  pluginregistration::PluginInfo info;
+  REQUIRE(stub->GetInfo(&info_context, request, &info).ok());
+  CHECK(info.name() == driver_name);
+  grpc::ClientContext context;
+  pluginregistration::RegistrationStatus status;
+  status.set_plugin_registered(registered);
+  status.set_error(error);
+  pluginregistration::RegistrationStatusResponse response;
+  return stub->NotifyRegistrationStatus(&context, status, &response);
+}
+
 struct ExampleDriverProcess {
   TempDir dir;
   std::unique_ptr<FakeApiServer> server;
@@ -106,19 +126,7 @@ struct ExampleDriverProcess {
   // What the kubelet tells the plugin after GetInfo. A plugin told that it
   // is refused may be gone before it answers.
   grpc::Status NotifyRegistration(bool registered, const std::string& error) {
-    auto stub = pluginregistration::Registration::NewStub(
-        grpc::CreateChannel("unix:" + RegistrarSocket(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext info_context;
-    pluginregistration::InfoRequest request;
-    pluginregistration::PluginInfo info;
-    REQUIRE(stub->GetInfo(&info_context, request, &info).ok());
-    CHECK(info.name() == driver_name);
-    grpc::ClientContext context;
-    pluginregistration::RegistrationStatus status;
-    status.set_plugin_registered(registered);
-    status.set_error(error);
-    pluginregistration::RegistrationStatusResponse response;
-    return stub->NotifyRegistrationStatus(&context, status, &response);
+    return NotifyPluginRegistration(RegistrarSocket(), driver_name, registered, error);
   }
 };
 

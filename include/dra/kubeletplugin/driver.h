@@ -27,6 +27,11 @@ inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(45);
 
 /// One allocated device as the kubelet hands it to the container runtime.
 struct Device {
+  /// The device of one allocation result, as most drivers return it: its
+  /// request, pool, name and shareID; the driver adds what the container
+  /// gets (cdi_edits, metadata).
+  static Device ForAllocation(const k8s::DeviceRequestAllocationResult& allocated);
+
   /// Requests (or "request/subrequest") this device serves; empty means all
   /// requests of the claim. The Helper strips subrequest suffixes.
   std::vector<std::string> requests;
@@ -114,14 +119,20 @@ class Driver {
                                                                    std::span<const k8s::ClaimRef> claims) = 0;
 
   /// Failures the Helper meets in the background (registration refused by the
-  /// kubelet, checkpoint trouble, ResourceSlice publishing, ...). `context`
-  /// says where it happened. On kFatal a driver should shut down (Stop the
-  /// Helper, exit non-zero); on kRecoverable, log. Called from Helper
-  /// threads; must be thread-safe and must not block. It may call
+  /// kubelet, checkpoint trouble, ResourceSlice publishing, ...), after the
+  /// Helper has logged them ("Background error") and counted them; a kFatal
+  /// one also ends Helper::Wait with exit code 1. `context` says where it
+  /// happened. Default: nothing more. A driver that overrides it (to count
+  /// errors, or to stop without Helper::Wait) is called from Helper threads:
+  /// it must be thread-safe and must not block. It may call
   /// Helper::PublishResources (to replace resources a publish refused, say);
   /// it must not call Helper::Stop, which waits for the thread that runs it:
   /// let the thread that owns the Helper stop it.
-  virtual void HandleError(const absl::Status& status, ErrorSeverity severity, std::string_view context) = 0;
+  virtual void HandleError(const absl::Status& status, ErrorSeverity severity, std::string_view context) {
+    (void)status;
+    (void)severity;
+    (void)context;
+  }
 
   /// Whether this driver reports device health through Helper::PublishHealth.
   /// When false, the health services are neither served nor advertised and the

@@ -43,6 +43,7 @@
 #include "dra/kubeletplugin/device_health.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/options.h"
+#include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceslice/driver_resources.h"
 #include "dra/resourceslice/publisher_stats.h"
 
@@ -73,6 +74,12 @@ class Helper {
   /// result discarded) and named in an error log; Stop() returns anyway.
   /// Idempotent.
   void Stop();
+
+  /// What a driver's main does last: waits for SIGTERM or SIGINT on
+  /// `signals`, or for a fatal background error (the kubelet refused the
+  /// registration), stops the Helper and returns the process's exit code: 1
+  /// after a fatal error, so that the DaemonSet restarts the driver, else 0.
+  int Wait(const TerminationSignals& signals);
 
   /// Thread-safe.
   RegistrationStatus registration_status() const;
