@@ -216,11 +216,6 @@ class HealthMonitor {
   }
 
  private:
-  // The kubelet reads a device's health as Unknown once it has not heard of
-  // it for its health check timeout (30 s by default): the list goes out
-  // again at this interval when nothing changed.
-  static constexpr absl::Duration kHealthResendInterval = absl::Seconds(10);
-
   void PublishHealth(const dra::resourceslice::Pool& node_pool) {
     const std::map<std::string, kp::HealthStatus> pins =
         pins_ != nullptr ? pins_->pins() : std::map<std::string, kp::HealthStatus>{};
@@ -238,7 +233,6 @@ class HealthMonitor {
       }
     }
     helper_.PublishHealth(std::move(health));
-    health_sent_ = absl::Now();
   }
 
   void Run() {
@@ -249,9 +243,7 @@ class HealthMonitor {
         continue;
       }
       if (events->empty()) {
-        if (pins_changed_.exchange(false) || absl::Now() - health_sent_ >= kHealthResendInterval) {
-          PublishHealth(gpu::NodePool(gpus_, options_));
-        }
+        if (pins_changed_.exchange(false)) PublishHealth(gpu::NodePool(gpus_, options_));
         continue;
       }
       for (const gpu::HealthEvent& event : *events) {
@@ -276,7 +268,6 @@ class HealthMonitor {
   gpu::PublishOptions options_;
   const dra::resourceslice::DriverResources other_pools_;
   const dra::Logger logger_;
-  absl::Time health_sent_;  // by PublishAll before Start, then by the thread
   std::unique_ptr<gpu::HealthPinWatch> pins_;
   std::atomic<bool> pins_changed_{false};
   std::atomic<bool> stop_{false};
@@ -435,6 +426,10 @@ int main(int argc, char** argv) {
   if (gpu_flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
   if (!options.ok()) return Fail("start", options.status());
+  // The kubelet reads a device's health as Unknown once it has not heard of
+  // it for 30 s; the HealthMonitor publishes changes, the Helper the same
+  // list again every 10 s.
+  options->health_resend_interval = absl::Seconds(10);
 
   std::unique_ptr<gpu::DeviceSource> source;
   if (gpu_flags.device_source == "nvml") {

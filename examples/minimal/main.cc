@@ -12,13 +12,11 @@
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
 #include "dra/k8s/device_attributes.h"
@@ -120,6 +118,9 @@ int main(int argc, char** argv) {
   dra::kubeletplugin::Options options;
   options.driver_name = "minimal.example.com";
   options.node_name = "node-local";
+  // The kubelet reads a device's health as Unknown once it has not heard of
+  // it for 30 s: the Helper says this driver's list again every 10 s.
+  options.health_resend_interval = absl::Seconds(10);
   std::string claims_file;
   std::string kubeconfig;
   int devices = 2;
@@ -215,18 +216,7 @@ int main(int argc, char** argv) {
   }
   // [start end]
 
-  // The kubelet reads a device's health as Unknown once it has not heard of
-  // it for its health check timeout (30 s by default): say it again every
-  // 10 s, changed or not.
-  absl::Notification stopping;
-  std::thread health_resender([&] {
-    while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(10))) (*helper)->PublishHealth(health);
-  });
-
   // Until SIGTERM, or a background error the Helper cannot recover from
   // (which it logs, as every other one): then exit code 1.
-  const int exit_code = (*helper)->Wait(signals);
-  stopping.Notify();
-  health_resender.join();
-  return exit_code;
+  return (*helper)->Wait(signals);
 }

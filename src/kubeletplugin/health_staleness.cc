@@ -23,8 +23,9 @@ absl::Duration StaleAfter(const std::vector<DeviceHealth>& devices) {
   return stale_after;
 }
 
-HealthStalenessCheck::HealthStalenessCheck(const HealthBroadcaster& health, Driver& driver, Logger logger)
-    : health_(health), driver_(driver), logger_(std::move(logger)) {}
+HealthStalenessCheck::HealthStalenessCheck(HealthBroadcaster& health, Driver& driver, Logger logger,
+                                           absl::Duration resend_interval)
+    : health_(health), driver_(driver), logger_(std::move(logger)), resend_interval_(resend_interval) {}
 
 HealthStalenessCheck::~HealthStalenessCheck() { Stop(); }
 
@@ -50,9 +51,17 @@ void HealthStalenessCheck::Run() {
   dra::MutexLock lock(&mu_);
   while (!stop_) {
     absl::Duration wait = kCheckInterval;
-    if (const std::optional<HealthBroadcaster::Snapshot> snapshot = health_.Newer(0)) {
+    if (std::optional<HealthBroadcaster::Snapshot> snapshot = health_.Newer(0)) {
       const absl::Duration stale_after = StaleAfter(snapshot->devices);
       const absl::Duration age = absl::Now() - snapshot->published;
+      if (resend_interval_ > absl::ZeroDuration() && age >= resend_interval_) {
+        for (DeviceHealth& device : snapshot->devices) device.last_updated = absl::InfinitePast();
+        mu_.Unlock();
+        health_.Publish(std::move(snapshot->devices));  // wakes this thread: it looks again
+        mu_.Lock();
+        continue;
+      }
+      if (resend_interval_ > absl::ZeroDuration()) wait = std::min(wait, resend_interval_ - age);
       if (age > stale_after && snapshot->version != reported_version_) {
         reported_version_ = snapshot->version;
         const absl::Status stale = absl::FailedPreconditionError(absl::StrCat(

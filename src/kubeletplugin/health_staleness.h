@@ -4,6 +4,8 @@
 // pkg/kubelet/cm/dra/healthinfo.go). As in the Go helper, sending the list
 // again is the driver's job, so that the health of a wedged driver decays;
 // this check only says so, through Driver::HandleError, once per list.
+// Unless the driver asked the Helper to resend (Options::
+// health_resend_interval): then this sends the last list again.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +34,13 @@ absl::Duration StaleAfter(const std::vector<DeviceHealth>& devices);
 // is looked at from its publication on.
 class HealthStalenessCheck : public HealthBroadcaster::Watcher {
  public:
-  HealthStalenessCheck(const HealthBroadcaster& health, Driver& driver, Logger logger);
+  // `resend_interval`: Options::health_resend_interval (zero: never).
+  HealthStalenessCheck(HealthBroadcaster& health, Driver& driver, Logger logger, absl::Duration resend_interval);
   ~HealthStalenessCheck() override;  // Stop()
 
   // Starts the thread (dra-health): it looks at each new list, then every
-  // 10 s, or every half of the list's smallest timeout when that is shorter.
+  // 10 s, or every half of the list's smallest timeout, or every resend
+  // interval, when that is shorter.
   absl::Status Start();
   void Stop();
 
@@ -45,9 +49,10 @@ class HealthStalenessCheck : public HealthBroadcaster::Watcher {
  private:
   void Run();
 
-  const HealthBroadcaster& health_;
+  HealthBroadcaster& health_;
   Driver& driver_;
   const Logger logger_;
+  const absl::Duration resend_interval_;
   dra::Mutex mu_;
   dra::CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

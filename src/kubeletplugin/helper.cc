@@ -88,6 +88,11 @@ absl::Status ValidateOptions(const Options& options) {
     return absl::InvalidArgumentError(
         "options.encode_foreign_checkpoint: needs options.adopt_checkpoint, to read that driver's checkpoint back");
   }
+  if (options.health_resend_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.health_resend_interval: Invalid value: \"",
+                                                   absl::FormatDuration(options.health_resend_interval),
+                                                   "\": must not be negative"));
+  }
   if (options.orphan_check_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("options.orphan_check_interval: Invalid value: \"",
                                                    absl::FormatDuration(options.orphan_check_interval),
@@ -434,7 +439,8 @@ absl::Status Helper::Impl::StartHealthStalenessCheck() {
   if (!driver_.ReportsDeviceHealth() || !(options_.services.health_v1 || options_.services.health_v1alpha1)) {
     return absl::OkStatus();
   }
-  health_staleness_ = std::make_shared<internal::HealthStalenessCheck>(health_, driver_, options_.logger);
+  health_staleness_ = std::make_shared<internal::HealthStalenessCheck>(health_, driver_, options_.logger,
+                                                                       options_.health_resend_interval);
   health_.AddWatcher(health_staleness_);
   return health_staleness_->Start();
 }

@@ -662,6 +662,39 @@ TEST_CASE("health: a list not published again within its devices' timeout reache
   CHECK_THAT(errors[0], Catch::Contains("timeout of its devices (1s)"));
 }
 
+// Options::health_resend_interval: a driver that publishes once keeps its
+// list fresh in the kubelet, and never hears that it went stale.
+TEST_CASE("health: with a resend interval the Helper sends the last list again, each entry updated", "[helper]") {
+  Fixture f;
+  TestDriver driver(/*reports_health=*/true);
+  Options options = f.MakeOptions();
+  options.health_resend_interval = -absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<Helper>> refused = Helper::Start(driver, options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "options.health_resend_interval: Invalid value: \"-1s\": must not be negative");
+
+  options.health_resend_interval = absl::Milliseconds(200);
+  auto helper = Fixture::Start(driver, options);
+  helper->PublishHealth({Health("gpu-0", kubeletplugin::HealthStatus::kUnhealthy, "hot",
+                                absl::FromUnixSeconds(1700000000), absl::Seconds(60))});
+  auto stream = DraClient::Create(helper->dra_socket_path())->WatchHealth(HealthApi::kV1);
+  REQUIRE(stream.ok());
+  auto first = (*stream)->Next(absl::Seconds(30));
+  REQUIRE(first.ok());
+  REQUIRE(first->size() == 1);
+  CHECK((*first)[0].last_updated_time == 1700000000);
+  // Nothing published since: the same entry again, now.
+  auto again = (*stream)->Next(absl::Seconds(30));
+  REQUIRE(again.ok());
+  REQUIRE(again->size() == 1);
+  CHECK((*again)[0].health == "UNHEALTHY");
+  CHECK((*again)[0].message == "hot");
+  CHECK((*again)[0].health_check_timeout_seconds == 60);
+  CHECK((*again)[0].last_updated_time > 1700000000);
+  helper->Stop();
+  CHECK(driver.errors().empty());
+}
+
 TEST_CASE("health: StaleAfter is the smallest timeout, the kubelet's 30 s for a device without one", "[helper]") {
   using kubeletplugin::internal::StaleAfter;
   CHECK(StaleAfter({}) == absl::InfiniteDuration());

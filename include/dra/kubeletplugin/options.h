@@ -197,6 +197,17 @@ struct Options {
   /// Must not be negative. Default: 1 minute.
   absl::Duration orphan_check_interval = absl::Minutes(1);
 
+  /// With a driver that reports health: the Helper sends the last list from
+  /// Helper::PublishHealth again (each entry's last_updated now) whenever
+  /// this long has passed without a new one, so that a driver that only
+  /// reports changes keeps its devices from turning Unknown in the kubelet
+  /// (30 s by default). It also keeps a wedged driver's health from decaying,
+  /// which is why it is off by default, as in the Go helper (the driver
+  /// resends, and the Helper warns through HandleError when it does not).
+  /// Must be shorter than the devices' health check timeout to help, and not
+  /// negative. Default: 0 (off).
+  absl::Duration health_resend_interval = absl::ZeroDuration();
+
   /// How long Stop() lets in-flight calls finish before cancelling them.
   /// Default: 5 s.
   absl::Duration shutdown_grace = absl::Seconds(5);
