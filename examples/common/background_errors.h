@@ -7,14 +7,10 @@
 #pragma once
 
 #include <atomic>
-#include <string>
-#include <string_view>
 
-#include "absl/status/status.h"
 #include "common/driver_metrics.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/kubeletplugin/termination_signals.h"
-#include "dra/log.h"
 
 namespace example {
 
