@@ -13,6 +13,8 @@ code block:
 and the source file marks the same lines with comments `// [driver]` and
 `// [driver end]` (or `# [...]`), which the excerpt leaves out. The lines
 must be equal, except that the excerpt may drop a common indentation.
+Without a region name (`<!-- excerpt: examples/minimal/main.cc -->`) the
+excerpt is the whole file.
 
 Usage: scripts/check-excerpts.py [repository root]
 Checks every tracked *.md file; prints each excerpt that differs (with a
@@ -24,11 +26,13 @@ import re
 import subprocess
 import sys
 
-MARK = re.compile(r"^<!-- excerpt: (\S+) ([\w.-]+) -->$")
+MARK = re.compile(r"^<!-- excerpt: (\S+)(?: ([\w.-]+))? -->$")
 
 
-def region(source: pathlib.Path, name: str):
+def region(source: pathlib.Path, name):
     lines = source.read_text().splitlines()
+    if name is None:
+        return lines
     begin = [i for i, line in enumerate(lines) if re.fullmatch(rf"\s*(//|#) \[{re.escape(name)}\]", line)]
     end = [i for i, line in enumerate(lines) if re.fullmatch(rf"\s*(//|#) \[{re.escape(name)} end\]", line)]
     if len(begin) != 1 or len(end) != 1 or end[0] < begin[0]:
@@ -72,7 +76,7 @@ def main() -> int:
                 failures += 1
                 continue
             if shown != expected:
-                print(f"{where}: differs from {file} [{name}]:")
+                print(f"{where}: differs from {file}{f' [{name}]' if name else ''}:")
                 sys.stdout.writelines(
                     l + "\n" for l in difflib.unified_diff(expected, shown, file, page, lineterm=""))
                 failures += 1

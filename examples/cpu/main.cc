@@ -16,12 +16,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/flags.h"
 #include "common/plugin_flags.h"
 #include "cpu_driver.h"
 #include "cpu_pinner.h"
 #include "cpu_resources.h"
 #include "cpuset.h"
+#include "dra/flags.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/mutex.h"
@@ -41,7 +41,7 @@ struct CpuFlags {
   absl::Duration rescan_interval = absl::Seconds(5);
   std::string nri_socket = "/var/run/nri/nri.sock";
 
-  void Register(example::FlagSet& flags) {
+  void Register(dra::FlagSet& flags) {
     flags.String("driver-name", &driver_name, "the DRA driver name", "DRIVER_NAME");
     flags.String("sysfs-root", &sysfs_root, "where sysfs is (its devices/system/cpu and devices/system/node)",
                  "SYSFS_ROOT");
@@ -158,26 +158,19 @@ class HotplugWatch {
 }  // namespace
 
 int main(int argc, char** argv) {
-  example::FlagSet flags("cpu-driver",
-                         "The dra-cpp example CPU DRA driver: exclusive CPUs and NUMA memory for containers.");
+  dra::FlagSet flags("cpu-driver",
+                     "The dra-cpp example CPU DRA driver: exclusive CPUs and NUMA memory for containers.");
   example::PluginFlags plugin;
   CpuFlags cpu_flags;
   plugin.Register(flags);
   cpu_flags.Register(flags);
-  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
-    std::cerr << "cpu-driver: " << parsed.message() << "\n(see cpu-driver --help)\n";
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   kp::TerminationSignals signals;
   // A few per cent of each call's CPU with Debian's abseil
   // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(cpu_flags.driver_name, logger);
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(cpu_flags.driver_name);
   if (!options.ok()) return Fail("start", options.status());
   absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(cpu_flags.sysfs_root);
   if (!topology.ok()) return Fail("read the CPU topology", topology.status());

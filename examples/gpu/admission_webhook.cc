@@ -7,10 +7,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/claim_config_review.h"
-#include "common/flags.h"
 #include "common/https_server.h"
-#include "common/log_flags.h"
+#include "dra/flags.h"
 #include "dra/kubeletplugin/termination_signals.h"
+#include "dra/log_flags.h"
 #include "gpu_config.h"
 #include "net_config.h"
 
@@ -63,13 +63,13 @@ example::HttpsResponse Serve(const example::HttpsRequest& request, const std::st
 }  // namespace
 
 int RunAdmissionWebhook(int argc, char** argv) {
-  example::FlagSet flags(kProgram,
-                         "dra-example-driver's validating admission webhook: refuses ResourceClaims and "
-                         "ResourceClaimTemplates with an invalid opaque config for the driver.");
+  dra::FlagSet flags(kProgram,
+                     "dra-example-driver's validating admission webhook: refuses ResourceClaims and "
+                     "ResourceClaimTemplates with an invalid opaque config for the driver.");
   example::HttpsServer::Options options;
   std::string profile = "gpu";
   std::string driver_name;
-  example::LogFlags log_flags;
+  dra::LogFlags log_flags;
   flags.String("tls-cert-file", &options.cert_file,
                "PEM file of the server's certificate, its CA chain after it (required; read again when it changes)");
   flags.String("tls-private-key-file", &options.key_file, "PEM file of the certificate's private key (required)");
@@ -86,20 +86,13 @@ int RunAdmissionWebhook(int argc, char** argv) {
   flags.String("driver-name", &driver_name, "the driver whose configs to check (default <device-profile>.example.com)",
                "DRIVER_NAME");
   log_flags.Register(flags);
-  absl::Status parsed = flags.Parse(argc, argv);
-  if (parsed.ok() && !flags.help_requested()) {
-    if (options.cert_file.empty())
-      parsed = absl::InvalidArgumentError("flag --tls-cert-file is required");
-    else if (options.key_file.empty())
-      parsed = absl::InvalidArgumentError("flag --tls-private-key-file is required");
-  }
-  if (!parsed.ok()) {
-    std::cerr << kProgram << ": " << parsed.message() << "\n(see " << kProgram << " --help)\n";
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
+  for (const auto& [flag, value] :
+       {std::pair{"tls-cert-file", &options.cert_file}, {"tls-private-key-file", &options.key_file}}) {
+    if (value->empty()) {
+      std::cerr << kProgram << ": flag --" << flag << " is required\n(see " << kProgram << " --help)\n";
+      return 2;
+    }
   }
   if (driver_name.empty()) driver_name = absl::StrCat(profile, ".example.com");
   dra::kubeletplugin::TerminationSignals signals;

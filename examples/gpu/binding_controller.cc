@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/client_flags.h"
-#include "common/flags.h"
+#include "dra/flags.h"
+#include "dra/k8s/client_flags.h"
 #include "dra/kubeletplugin/termination_signals.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 
@@ -40,12 +40,12 @@ int Fail(const std::string& what, const absl::Status& status) {
 }  // namespace
 
 int RunBindingController(int argc, char** argv) {
-  example::FlagSet flags(kProgram,
-                         "dra-example-driver's claim controller: runs its plugins on the ResourceClaims allocated to "
-                         "the driver, in the whole cluster.");
+  dra::FlagSet flags(kProgram,
+                     "dra-example-driver's claim controller: runs its plugins on the ResourceClaims allocated to "
+                     "the driver, in the whole cluster.");
   std::string driver_name = "gpu.example.com";
   std::vector<std::string> plugins;
-  example::ClientFlags client_flags;
+  dra::k8s::ClientFlags client_flags;
   flags.String("driver-name", &driver_name, "the driver name to filter ResourceClaims by");
   flags.Custom("enable-plugin", "name", "none",
                absl::StrCat("a plugin to run (repeat the flag, or separate names by ','): ", kBindingConditions), "",
@@ -60,14 +60,7 @@ int RunBindingController(int argc, char** argv) {
                  return absl::OkStatus();
                });
   client_flags.Register(flags);
-  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
-    std::cerr << kProgram << ": " << parsed.message() << "\n(see " << kProgram << " --help)\n";
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   dra::kubeletplugin::TerminationSignals signals;
   const dra::Logger logger = client_flags.MakeLogger();
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client =

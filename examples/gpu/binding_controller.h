@@ -8,7 +8,7 @@ namespace gpu {
 // Runs it with dra-example-controller's flags: --driver-name (default
 // gpu.example.com), --enable-plugin NAME (repeated or comma-separated; the
 // one plugin is BindingConditions, which marks every binding condition of the
-// driver's allocated devices True), and example::ClientFlags'.
+// driver's allocated devices True), and dra::k8s::ClientFlags'.
 // Returns the exit code.
 int RunBindingController(int argc, char** argv);
 

@@ -23,11 +23,11 @@
 #include "absl/synchronization/mutex.h"
 #include "admission_webhook.h"
 #include "binding_controller.h"
-#include "common/flags.h"
 #include "common/plugin_flags.h"
 #include "cpu_driver.h"
 #include "cpu_resources.h"
 #include "device_source.h"
+#include "dra/flags.h"
 #include "dra/k8s/quantity.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
@@ -80,7 +80,7 @@ struct GpuFlags {
   double fabric_failure_rate = 0;
   absl::Duration binding_timeout = absl::Seconds(600);
 
-  void Register(example::FlagSet& flags) {
+  void Register(dra::FlagSet& flags) {
     flags.Custom("device-profile", "gpu|net|cpu", "\"gpu\"",
                  "what the node offers: GPUs, NICs shared by bandwidth, or NUMA nodes whose CPUs claims share "
                  "(dra-example-driver's profiles)",
@@ -331,7 +331,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
 // --device-profile=net: --num-devices NICs, shared by bandwidth.
 int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                  kp::TerminationSignals& signals) {
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return Fail("start", options.status());
   gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, "net", plugin.node_name);
   options->cdi.node_specs.push_back(std::move(common.spec));
@@ -366,7 +366,7 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
 // pins containers to them.
 int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                   kp::TerminationSignals& signals) {
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return Fail("start", options.status());
   cpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
@@ -402,19 +402,12 @@ int main(int argc, char** argv) {
   const std::string program = std::filesystem::path(argv[0]).filename();
   if (program == "dra-example-controller") return gpu::RunBindingController(argc, argv);
   if (program == "dra-example-webhook") return gpu::RunAdmissionWebhook(argc, argv);
-  example::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
+  dra::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
   GpuFlags gpu_flags;
   plugin.Register(flags);
   gpu_flags.Register(flags);
-  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
-    std::cerr << "gpu-driver: " << parsed.message() << "\n(see gpu-driver --help)\n";
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   gpu_flags.Finish();
   kp::TerminationSignals signals;
   // A few per cent of each call's CPU with Debian's abseil
@@ -424,7 +417,7 @@ int main(int argc, char** argv) {
   if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);
   if (gpu_flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
   if (gpu_flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, logger, signals);
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name, logger);
+  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return Fail("start", options.status());
   // The kubelet reads a device's health as Unknown once it has not heard of
   // it for 30 s; the HealthMonitor publishes changes, the Helper the same

@@ -10,7 +10,7 @@
 #                pages or locales), loaded into buildah's store as debian:12
 #                and debian:12-slim, the Dockerfile's two bases, and written
 #                as debian-12-slim.oci.tar (the node's bash workloads)
-#   gpu-driver, cpu-driver
+#   gpu-driver, cpu-driver, minimal-driver
 #                examples/Dockerfile built with buildah (vfs store, chroot
 #                isolation). By default its target `prebuilt`: the runtime
 #                stage around the driver binary of BUILD_DIR (the suite's own
@@ -36,8 +36,9 @@
 #
 # Usage: build-images.sh [--build-dir DIR] [--full] [--tag TAG] [--print-dir] image...
 #   image: pause busybox debian-base gpu-driver cpu-driver dra-example-driver
-#          cert-manager (default: all but cert-manager)
-#   --build-dir: the CMake build tree holding examples/{gpu,cpu}/*-driver (default: build)
+#          minimal-driver cert-manager (default: all but minimal-driver and
+#          cert-manager)
+#   --build-dir: the CMake build tree holding examples/{gpu,cpu,minimal}/*-driver (default: build)
 #   --tag: the driver images' tag (default: the SDK's version, scripts/version.sh); named registry.example.com/dra-cpp/<driver>:<tag>
 #   --print-dir: print the directory of the OCI archives of the last image named
 set -euo pipefail
@@ -56,7 +57,7 @@ while [ $# -gt 0 ]; do
     --full) full=1 ;;
     --tag) tag="$2"; shift ;;
     --print-dir) print_dir=1 ;;
-    pause|busybox|debian-base|gpu-driver|cpu-driver|dra-example-driver|cert-manager) images+=("$1") ;;
+    pause|busybox|debian-base|gpu-driver|cpu-driver|minimal-driver|dra-example-driver|cert-manager) images+=("$1") ;;
     -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
     *) echo "build-images: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -276,7 +277,7 @@ for image in "${images[@]}"; do
     debian-base) build_debian_base; last_dir="$cache" ;;
     dra-example-driver) build_reference; last_dir="$cache" ;;
     cert-manager) build_cert_manager; last_dir="$cache" ;;
-    gpu-driver|cpu-driver) build_debian_base; build_driver "$image"; last_dir="$build_dir/images" ;;
+    gpu-driver|cpu-driver|minimal-driver) build_debian_base; build_driver "$image"; last_dir="$build_dir/images" ;;
   esac
 done
 if [ "$print_dir" = 1 ]; then echo "$last_dir"; fi

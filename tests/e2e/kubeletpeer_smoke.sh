@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the kubelet peer against the minimal example driver: the
+# Smoke test of the kubelet peer against the node tests' driver: the
 # kubelet's plugin manager discovers and registers the driver, then prepares a
 # claim twice (the second answer comes from the driver's checkpoint) together
 # with an unknown claim (which fails alone) and reads the health stream the
@@ -8,13 +8,13 @@
 # second peer run unprepares, after which the spec file must be gone. No API
 # server: the driver serves its claims from a file.
 #
-#   kubeletpeer_smoke.sh MINIMAL_DRIVER_BINARY CDI_SPEC_CHECK_BINARY
+#   kubeletpeer_smoke.sh NODE_TEST_DRIVER_BINARY CDI_SPEC_CHECK_BINARY
 #
 # The peer comes from build-k8s.sh (built on first use). Prints the peer's
 # JSON lines; exits non-zero on the first check that fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-usage="usage: kubeletpeer_smoke.sh MINIMAL_DRIVER_BINARY CDI_SPEC_CHECK_BINARY"
+usage="usage: kubeletpeer_smoke.sh NODE_TEST_DRIVER_BINARY CDI_SPEC_CHECK_BINARY"
 driver_bin="${1:?$usage}"
 spec_check="${2:?$usage}"
 peer="$("$here/build-k8s.sh" --print-dir kubeletpeer)/kubeletpeer"
@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/plugins_registry"
-claims="$here/../../examples/minimal/claims.json"
+claims="$here/node_test_driver_claims.json"
 uid=$(sed -n 's/.*"uid": "\([^"]*\)".*/\1/p' "$claims")
 spec="$work/cdi/minimal.example.com-claim_$uid.json"
 

@@ -49,7 +49,7 @@ using k8s::kResourceClaims;
 using k8s::kResourceSlices;
 using nlohmann::json;
 
-// examples/minimal as a process on the node: it registers with the kubelet,
+// The node tests' driver (node_test_driver.cc) as a process on the node: it registers with the kubelet,
 // reads claims from the API server and publishes its two devices as the
 // node's pool; /metrics on a port of its own.
 class MinimalDriver : public DriverProcess {
@@ -57,7 +57,7 @@ class MinimalDriver : public DriverProcess {
   MinimalDriver(const NodeEnv& node, std::string name) : DriverProcess(node, std::move(name)), node_(node) {}
 
   void Start(const std::vector<std::string>& env = {}, const std::vector<std::string>& args = {}) {
-    std::vector<std::string> argv = {DRA_MINIMAL_DRIVER,
+    std::vector<std::string> argv = {DRA_NODE_TEST_DRIVER,
                                      "--registrar-dir",
                                      node_.plugins_registry,
                                      "--plugin-data-dir",

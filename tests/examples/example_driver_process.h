@@ -37,18 +37,19 @@ inline void WriteExampleKubeconfig(const FakeApiServer& server, const std::strin
 
 // The command line of example driver `binary` on kExampleNode with
 // <dir>/kubeconfig, its CDI specs in <dir>/cdi, its sockets in
-// <dir>/registry and <dir>/plugins, then `flags`.
+// <dir>/registry and <dir>/plugins, then `flags`; --driver-name with
+// `name_flag` (examples/minimal has none).
 inline std::vector<std::string> ExampleDriverArgv(const std::string& binary, const std::string& driver_name,
                                                   const TempDir& dir, int http_port,
-                                                  const std::vector<std::string>& flags) {
+                                                  const std::vector<std::string>& flags, bool name_flag = true) {
   std::vector<std::string> argv = {binary,
-                                   "--driver-name=" + driver_name,
                                    "--node-name=" + std::string(kExampleNode),
                                    "--kubeconfig=" + dir.Join("kubeconfig"),
                                    "--cdi-root=" + dir.Join("cdi"),
                                    "--kubelet-registrar-directory-path=" + dir.Join("registry"),
                                    "--kubelet-plugins-directory-path=" + dir.Join("plugins"),
                                    "--http-endpoint=127.0.0.1:" + std::to_string(http_port)};
+  if (name_flag) argv.push_back("--driver-name=" + driver_name);
   argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
 }
@@ -81,9 +82,11 @@ struct ExampleDriverProcess {
   int port = FreePort();
   ChildProcess driver;
 
-  // Starts `binary` as driver `driver_name` with the node's flags and `flags`;
-  // returns once its registration socket is there.
-  ExampleDriverProcess(const std::string& binary, std::string name, const std::vector<std::string>& flags)
+  // Starts `binary` as driver `driver_name` with the node's flags and `flags`
+  // (and --driver-name with `name_flag`); returns once its registration
+  // socket is there.
+  ExampleDriverProcess(const std::string& binary, std::string name, const std::vector<std::string>& flags,
+                       bool name_flag = true)
       : driver_name(std::move(name)) {
     server = StartServer();
     client = MakeClient(*server);
@@ -91,8 +94,8 @@ struct ExampleDriverProcess {
     REQUIRE(client->Create(k8s::kNodes, "", node).ok());
     WriteExampleKubeconfig(*server, dir.Join("kubeconfig"));
     for (const char* sub : {"registry", "plugins", "cdi"}) std::filesystem::create_directories(dir.Join(sub));
-    absl::StatusOr<ChildProcess> spawned =
-        ChildProcess::Spawn(ExampleDriverArgv(binary, driver_name, dir, port, flags), dir.Join("driver.log"));
+    absl::StatusOr<ChildProcess> spawned = ChildProcess::Spawn(
+        ExampleDriverArgv(binary, driver_name, dir, port, flags, name_flag), dir.Join("driver.log"));
     REQUIRE(spawned.ok());
     driver = *std::move(spawned);
     INFO(Log());

@@ -1,12 +1,13 @@
-// example::FlagSet: the flag forms Go drivers accept, environment variables,
+// dra::FlagSet: the flag forms Go drivers accept, environment variables,
 // and errors that name the flag and the rule.
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "common/flags.h"
+#include "dra/flags.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ struct Argv {
 };
 
 struct Flags {
-  example::FlagSet set{"prog", "A program."};
+  dra::FlagSet set{"prog", "A program."};
   std::string name = "n";
   int count = 8;
   bool on = false;
@@ -38,6 +39,11 @@ struct Flags {
     args.insert(args.begin(), "prog");
     Argv argv(std::move(args));
     return set.Parse(argv.argc(), argv.argv());
+  }
+  std::optional<int> ParseCommandLine(std::vector<std::string> args) {
+    args.insert(args.begin(), "prog");
+    Argv argv(std::move(args));
+    return set.ParseCommandLine(argv.argc(), argv.argv());
   }
 };
 
@@ -81,6 +87,12 @@ TEST_CASE("bad flags are errors naming the flag and the rule", "[flags]") {
   CHECK(f.Parse({"--nope"}).message() == "unknown flag --nope");
   CHECK(f.Parse({"--name"}).message() == "flag --name needs a value");
   CHECK(f.Parse({"stray"}).message() == "unexpected argument stray");
+}
+
+TEST_CASE("ParseCommandLine gives main its exit code: none to go on, 0 after --help, 2 after an error", "[flags]") {
+  CHECK(Flags().ParseCommandLine({"--count=3"}) == std::nullopt);
+  CHECK(Flags().ParseCommandLine({"--help"}) == 0);
+  CHECK(Flags().ParseCommandLine({"--count=x"}) == 2);
 }
 
 TEST_CASE("the usage lists every flag with its default and variable", "[flags]") {

@@ -1,6 +1,7 @@
-#include "common/flags.h"
+#include "dra/flags.h"
 
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 
 #include "absl/strings/ascii.h"
@@ -9,7 +10,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace example {
+namespace dra {
+
+struct FlagSet::Flag {
+  std::string name;
+  std::string value_name;  // "string", "int", ...; empty for booleans
+  std::string default_text;
+  std::string help;
+  std::string env;
+  std::function<absl::Status(const std::string&)> parse;
+};
+
+FlagSet::FlagSet(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+FlagSet::~FlagSet() = default;
 
 void FlagSet::String(std::string name, std::string* target, std::string help, std::string env) {
   Add({std::move(name), "string", absl::StrCat("\"", *target, "\""), std::move(help), std::move(env),
@@ -132,6 +147,16 @@ absl::Status FlagSet::Parse(int argc, char** argv) {
   return absl::OkStatus();
 }
 
+std::optional<int> FlagSet::ParseCommandLine(int argc, char** argv) {
+  if (absl::Status parsed = Parse(argc, argv); !parsed.ok()) {
+    std::cerr << program_ << ": " << parsed.message() << "\n(see " << program_ << " --help)\n";
+    return 2;
+  }
+  if (!help_requested_) return std::nullopt;
+  std::cerr << Usage();
+  return 0;
+}
+
 std::string FlagSet::Usage() const {
   std::string text = absl::StrCat("Usage: ", program_, " [flags]\n\n", summary_, "\n\nFlags:\n");
   for (const Flag& flag : flags_) {
@@ -142,4 +167,4 @@ std::string FlagSet::Usage() const {
   return text;
 }
 
-}  // namespace example
+}  // namespace dra

@@ -1,6 +1,6 @@
-#include "common/log_flags.h"
+#include "dra/log_flags.h"
 
-namespace example {
+namespace dra {
 
 void LogFlags::Register(FlagSet& flags) {
   flags.Int("v", &verbosity, "log verbosity", "", 0, 10);
@@ -11,9 +11,8 @@ void LogFlags::Register(FlagSet& flags) {
   });
 }
 
-dra::Logger LogFlags::MakeLogger() const {
-  return dra::Logger(dra::NewStderrLogSink(log_format == "json" ? dra::LogFormat::kJson : dra::LogFormat::kKlogText),
-                     verbosity);
+Logger LogFlags::MakeLogger() const {
+  return Logger(NewStderrLogSink(log_format == "json" ? LogFormat::kJson : LogFormat::kKlogText), verbosity);
 }
 
-}  // namespace example
+}  // namespace dra

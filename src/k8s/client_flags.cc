@@ -1,8 +1,8 @@
-#include "common/client_flags.h"
+#include "dra/k8s/client_flags.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace example {
+namespace dra::k8s {
 
 void ClientFlags::Register(FlagSet& flags) {
   // Not bound to $KUBECONFIG: LoadDefaultConfig reads that itself, and it may
@@ -15,17 +15,17 @@ void ClientFlags::Register(FlagSet& flags) {
   LogFlags::Register(flags);
 }
 
-absl::StatusOr<std::shared_ptr<dra::k8s::Client>> ClientFlags::MakeClient(const std::string& user_agent) const {
-  absl::StatusOr<dra::k8s::ClientConfig> config = dra::k8s::LoadDefaultConfig(kubeconfig);
+absl::StatusOr<std::shared_ptr<Client>> ClientFlags::MakeClient(std::string_view user_agent) const {
+  absl::StatusOr<ClientConfig> config = LoadDefaultConfig(kubeconfig);
   if (!config.ok())
     return absl::Status(config.status().code(), absl::StrCat("API server: ", config.status().message()));
-  config->user_agent = user_agent;
+  config->user_agent = std::string(user_agent);
   config->qps = kube_api_qps;
   config->burst = kube_api_burst;
-  absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client = dra::k8s::Client::Create(*std::move(config));
+  absl::StatusOr<std::shared_ptr<Client>> client = Client::Create(*std::move(config));
   if (!client.ok())
     return absl::Status(client.status().code(), absl::StrCat("API server: ", client.status().message()));
   return client;
 }
 
-}  // namespace example
+}  // namespace dra::k8s
