@@ -40,7 +40,7 @@
 #
 # Usage: build-k8s.sh [--print-dir | --go-test | --print-versions] [component...]
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
-#              kubectl kubeletpeer cri gosdk-driver gosdk-publisher helm
+#              kubectl kubeletpeer cri gosdk-driver gosdk-publisher gosdk-minimal helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
 #              cni-host-local (runtime: all six) dra-example-kubeletplugin
 #              dra-example-controller dra-example-webhook dra-test-driver
@@ -51,7 +51,7 @@
 #   --print-dir: print only the binary directory on stdout, after building the
 #                components asked for (progress goes to stderr in every case).
 #   --go-test: instead of building, run `go test ./...` in the modules of our
-#              own components (kubeletpeer, cri, gosdk-driver, gosdk-publisher),
+#              own components (kubeletpeer, cri, gosdk-driver, gosdk-publisher, gosdk-minimal),
 #              same caches.
 # Environment: DRA_K8S_VERSION (the Kubernetes release: the pin of
 #              tests/e2e/k8s/go.mod by default, or one of tests/e2e/k8s-<version>;
@@ -92,7 +92,7 @@ for arg in "$@"; do
     --print-dir) print_dir=1 ;;
     --print-versions) print_versions=1 ;;
     --go-test) go_test=1 ;;
-    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|helm|\
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|gosdk-minimal|helm|\
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin|\
     dra-example-controller|dra-example-webhook|dra-test-driver|cert-manager)
       components+=("$arg") ;;
@@ -194,7 +194,7 @@ binary_ok() {
   local bin; bin="$(output_of "$1")"
   [ -x "$bin" ] || return 1
   case "$1" in
-    kubeletpeer|cri|gosdk-driver|gosdk-publisher)
+    kubeletpeer|cri|gosdk-driver|gosdk-publisher|gosdk-minimal)
       [ -z "$(find "$(module_dir "$1")" -newer "$bin" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \))" ] || return 1
       "$bin" -h >/dev/null 2>&1
       return
@@ -228,6 +228,7 @@ version_line() {
     cri) echo "CRI stand-in on k8s.io/cri-client $(pinned "$(module_dir cri)/go.mod" k8s.io/cri-client)" ;;
     gosdk-driver) echo "trivial driver on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-driver)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     gosdk-publisher) echo "resourceslice controller publisher on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-publisher)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
+    gosdk-minimal) echo "examples/minimal's twin on k8s.io/dynamic-resource-allocation $(pinned "$(module_dir gosdk-minimal)/go.mod" k8s.io/dynamic-resource-allocation)" ;;
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
@@ -244,7 +245,7 @@ module_dir() {
     etcd) echo "$here/etcd" ;;
     kubeletpeer) echo "$here/kubeletpeer" ;;
     cri) echo "$here/cri" ;;
-    gosdk-driver|gosdk-publisher) echo "$here/../../bench/gosdk" ;;
+    gosdk-driver|gosdk-publisher|gosdk-minimal) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
     dra-example-*) echo "$here/reference" ;;
@@ -257,6 +258,7 @@ package_of() {
     etcd) echo "go.etcd.io/etcd/server/v3" ;;
     kubeletpeer|cri|gosdk-driver|cert-manager) echo "." ;;
     gosdk-publisher) echo "./cmd/publisher" ;;
+    gosdk-minimal) echo "./cmd/minimal" ;;
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
@@ -288,7 +290,7 @@ tags_of() { case "$1" in containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;; 
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|cri|gosdk-driver|gosdk-publisher|dra-example-*|cert-manager) echo "-s -w" ;;
+    etcd|cri|gosdk-driver|gosdk-publisher|gosdk-minimal|dra-example-*|cert-manager) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     containerd|ctr|containerd-shim-runc-v2)
       echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;

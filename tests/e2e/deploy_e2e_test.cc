@@ -4,7 +4,9 @@
 // there, as the DaemonSet's pods get, and that RBAC is enough to publish,
 // prepare (and, for the GPU driver, write device status); the admission
 // policy refuses the GPU plugin's writes to any slice but its own node's; the
-// fabric controller publishes the fabric pool under its service account.
+// fabric controller publishes the fabric pool under its service account;
+// the minimal example's demo pod gets its device's variable.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +38,8 @@ constexpr char kNamespace[] = "dra-gpu-example";
 constexpr char kDriver[] = "gpu.example.com";
 constexpr char kCpuNamespace[] = "dra-cpu-example";
 constexpr char kCpuDriver[] = "cpu.example.com";
+constexpr char kMinimalNamespace[] = "dra-minimal-example";
+constexpr char kMinimalDriver[] = "minimal.example.com";
 
 // Server-side applies the objects of `file` (under examples/<example>/deploy),
 // in namespace `ns` when given; returns what the server made of them.
@@ -294,6 +298,63 @@ TEST_CASE(
   CHECK(Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, "app").status()); }, absl::Seconds(90)));
   driver.Stop();
   REQUIRE(admin->Delete(kPods, kCpuNamespace, identity.pod).ok());
+}
+
+TEST_CASE(
+    "the minimal deployment: manifests accepted, the driver prepares under its own RBAC, the demo pod gets its "
+    "device",
+    "[e2e][node][minimal][deploy]") {
+  auto admin = MakeClient(AdminConfig());
+  const NodeEnv node = Node();
+  size_t applied = 0;
+  for (const std::string file : {"namespace.yaml", "rbac.yaml", "deviceclass.yaml", "daemonset.yaml"}) {
+    applied += ApplyFile(*admin, file, "", "minimal").size();
+  }
+  CHECK(applied == 6);
+
+  BoundIdentity identity(*admin, node, "minimal-driver", kMinimalNamespace);
+  DriverProcess driver(node, kMinimalDriver);
+  driver.Start({DRA_MINIMAL_DRIVER, "--node-name=" + node.name, "--kubeconfig=" + identity.kubeconfig,
+                "--cdi-root=" + node.cdi_dir, "--kubelet-registrar-directory-path=" + node.plugins_registry,
+                "--kubelet-plugins-directory-path=" + node.plugins_dir, "--http-endpoint=" + driver.HttpEndpoint()});
+  CHECK(Eventually([&] { return SliceUids(*admin, node.name, kMinimalDriver).size() == 1; }));
+
+  const std::string ns = CreateNamespace(*admin, "e2e-minimal-demo");
+  // On this node: the sanity tests publish devices of the same driver on
+  // Nodes of their own, which run no pods.
+  const std::string demo = absl::StrCat(DRA_SOURCE_DIR, "/examples/minimal/deploy/demo.yaml");
+  std::string pod_uid;
+  for (json& object : ManifestObjects(testing::ReadFile(demo), demo)) {
+    if (object["kind"] == "Pod") {
+      const json term = {
+          {"matchFields",
+           json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", json::array({node.name})}}})}};
+      object["spec"]["affinity"] = {
+          {"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution", {{"nodeSelectorTerms", json::array({term})}}}}}};
+    }
+    const json created = ApplyObject(*admin, std::move(object), ns);
+    if (created["kind"] == "Pod") pod_uid = created["metadata"]["uid"].get<std::string>();
+  }
+  REQUIRE_FALSE(pod_uid.empty());
+  json pod;
+  const bool running = WaitForPod(*admin, ns, "minimal-demo", PodRunning, &pod);
+  INFO("the pod: " << pod.dump(1) << "\nevents:\n"
+                   << absl::StrJoin(PodEvents(*admin, ns, "minimal-demo"), "\n") << "\nthe driver's log:\n"
+                   << driver.Log());
+  REQUIRE(running);
+  const std::vector<json> containers = CriContainers(node, pod_uid);
+  INFO(json(containers).dump(1));
+  REQUIRE(containers.size() == 1);
+  const std::vector<std::string> env = containers[0]["env"].get<std::vector<std::string>>();
+  CHECK(std::count_if(env.begin(), env.end(),
+                      [](const std::string& e) { return e == "MINIMAL_DEV0=dev0" || e == "MINIMAL_DEV1=dev1"; }) == 1);
+
+  REQUIRE(admin->Delete(kPods, ns, "minimal-demo").ok());
+  CHECK(
+      Eventually([&] { return absl::IsNotFound(admin->Get(kPods, ns, "minimal-demo").status()); }, absl::Seconds(90)));
+  driver.Stop();
+  REQUIRE(admin->Delete(kPods, kMinimalNamespace, identity.pod).ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// dractl sanity against the two example drivers and against Kubernetes' own
+// dractl sanity against the three example drivers and against Kubernetes' own
 // DRA test driver (test/e2e/dra/test-driver, on the Go kubeletplugin helper),
 // on the suite's control plane. Each driver runs as a process with a registry,
 // plugin and CDI directory of its own, for a Node object of its own, as the
@@ -74,17 +74,17 @@ class SanityEnv {
   std::string ns_;
 };
 
-// Sanity starting example driver `binary` (driver name "<prefix>-<random>.example.com") with the flags
-// both examples share (examples/common/plugin_flags.cc); the test appends the driver's own.
+// Sanity starting example driver `binary` (driver name "<prefix>-<random>.example.com", or its own without a
+// prefix) with the SDK's kubelet plugin flags (dra::kubeletplugin::PluginFlags); the test appends the driver's own.
 std::vector<std::string> SanityOfExample(const SanityEnv& env, const std::string& binary, const std::string& prefix) {
   std::vector<std::string> argv = env.SanityArgv();
   for (const std::string& arg :
-       {std::string("--"), binary, "--driver-name=" + UniqueName(prefix) + ".example.com", "--node-name=" + env.node(),
-        "--kubeconfig=" + DriverKubeconfig(), "--cdi-root=" + env.Dir("cdi"),
-        "--kubelet-registrar-directory-path=" + env.Dir("registry"),
+       {std::string("--"), binary, "--node-name=" + env.node(), "--kubeconfig=" + DriverKubeconfig(),
+        "--cdi-root=" + env.Dir("cdi"), "--kubelet-registrar-directory-path=" + env.Dir("registry"),
         "--kubelet-plugins-directory-path=" + env.Dir("plugins")}) {
     argv.push_back(arg);
   }
+  if (!prefix.empty()) argv.push_back("--driver-name=" + UniqueName(prefix) + ".example.com");
   return argv;
 }
 
@@ -106,6 +106,18 @@ TEST_CASE("dractl sanity: the CPU example passes every check but health", "[e2e]
   // A device per CPU of this machine, and no NRI runtime to pin with.
   argv.push_back("--mode=individual");
   argv.push_back("--nri-socket=");
+  const std::string report = env.Run(argv);
+  INFO(report);
+  CHECK(report.find("SKIP  HLT-1  ") != std::string::npos);
+  CHECK(report.find("29 checks: 25 passed, 0 failed, 0 recommended not followed, 4 skipped") != std::string::npos);
+}
+
+// The hello world (examples/minimal, driver minimal.example.com) serves no
+// health stream either.
+TEST_CASE("dractl sanity: the minimal example passes every check but health", "[e2e][sanity]") {
+  SanityEnv env;
+  std::vector<std::string> argv = SanityOfExample(env, DRA_MINIMAL_DRIVER, "");
+  argv.push_back("--devices=4");
   const std::string report = env.Run(argv);
   INFO(report);
   CHECK(report.find("SKIP  HLT-1  ") != std::string::npos);
