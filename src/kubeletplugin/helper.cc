@@ -8,7 +8,6 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
@@ -34,8 +33,8 @@
 #include "kubeletplugin/http_server.h"
 #include "kubeletplugin/metrics.h"
 #include "kubeletplugin/orphan_reaper.h"
+#include "kubeletplugin/plugin_sockets.h"
 #include "kubeletplugin/socket_paths.h"
-#include "kubeletplugin/unix_socket.h"
 
 namespace dra::kubeletplugin {
 
@@ -47,7 +46,6 @@ using internal::SocketPaths;
 
 namespace {
 
-constexpr mode_t kSocketMode = 0600;
 constexpr mode_t kDataDirMode = 0750;
 // Threads for the work of kubelet calls (see executor.h): as many as CPUs
 // for work that runs, more while it blocks. The bound is for a burst of pod
@@ -130,43 +128,6 @@ absl::StatusOr<std::unique_ptr<internal::ClaimFiles>> MakeClaimFiles(const Optio
   return files;
 }
 
-// Builds and starts a gRPC server on a Unix socket at `path`. The socket is
-// bound under a hidden name in the same directory (the kubelet's plugin
-// watcher skips dot files), given its mode, and renamed into place: the
-// kubelet never sees it before it accepts connections (a dial that comes too
-// early backs off for a second) or with a looser mode.
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string& path,
-                                                              const std::vector<grpc::Service*>& services) {
-  if (path.size() >= internal::kUnixPathMax) {
-    return absl::InvalidArgumentError(absl::StrCat("socket path ", path, " is ", path.size(),
-                                                   " bytes long; Unix sockets allow at most ",
-                                                   internal::kUnixPathMax - 1, ": use shorter directories"));
-  }
-  if (absl::Status status = internal::ClearStaleSocket(path); !status.ok()) return status;
-  const size_t slash = path.rfind('/');
-  std::string bound = path.substr(0, slash + 1) + "." + path.substr(slash + 1);
-  if (bound.size() >= internal::kUnixPathMax) bound = path;  // no room for the hidden name
-  if (absl::Status status = internal::ClearStaleSocket(bound); !status.ok()) return status;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + bound, grpc::InsecureServerCredentials());
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) return absl::UnavailableError(absl::StrCat("start gRPC server on ", bound, " failed"));
-  const char* failed = nullptr;
-  if (chmod(bound.c_str(), kSocketMode) != 0) {
-    failed = "chmod";
-  } else if (bound != path && rename(bound.c_str(), path.c_str()) != 0) {
-    failed = "rename";
-  }
-  if (failed != nullptr) {
-    const int error = errno;
-    server->Shutdown();
-    internal::RemoveSocket(bound);
-    return absl::FailedPreconditionError(absl::StrCat(failed, " ", bound, ": ", std::strerror(error)));
-  }
-  return server;
-}
-
 }  // namespace
 
 // Shared: a driver call that outlives Stop()'s grace keeps it alive (see Stop).
@@ -178,9 +139,17 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   // Wiring only: each step below, in order.
   absl::Status Start();
   void Stop();
-  internal::HttpResponse ServeHttp(const std::string& path);
+  int Wait(const TerminationSignals& signals);
   absl::Status Health() const;
+  RegistrationStatus registration() const { return sockets_ ? sockets_->registration() : RegistrationStatus{}; }
+  RegistrationStatus WaitForRegistration(absl::Duration timeout) const;
+  void PublishHealth(std::vector<DeviceHealth> devices) { health_.Publish(std::move(devices)); }
   absl::Status PublishResources(resourceslice::DriverResources resources);
+  resourceslice::PublisherStats ResourceSliceStats() const;
+  absl::Status UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
+                                     const std::vector<Device>& devices);
+  int http_port() const { return http_server_ ? http_server_->port() : 0; }
+  const SocketPaths& paths() const { return paths_; }
 
  private:
   // Defaults filled in, the data dir created, socket paths computed.
@@ -194,14 +163,15 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   void RestorePreparedClaims();
   // Logs and counts a claim whose checkpoint entry was quarantined.
   void ReportQuarantined(const k8s::ClaimRef& claim, const std::string& why);
-  // The DRA server, then the registration server; returns the advertised
-  // versions.
+  // The two sockets' servers; returns the advertised versions.
   absl::StatusOr<std::vector<std::string>> StartServers();
+  void OnRegistration(const RegistrationStatus& status);
   absl::Status StartHttpServer();
+  internal::HttpResponse ServeHttp(const std::string& path);
   absl::Status StartOrphanReaper();
   absl::Status StartHealthStalenessCheck();
+  bool stopped() const;
 
- public:
   internal::HelperMetrics metrics_;
   internal::ErrorReportingDriver driver_;
   Options options_;
@@ -217,21 +187,12 @@ class Helper::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<internal::OrphanReaper> reaper_;  // null when off
   HealthBroadcaster health_;
   std::shared_ptr<internal::HealthStalenessCheck> health_staleness_;  // null without a health service
-  // Used by the registration callback, which runs on the executor.
   mutable dra::Mutex mu_;
-  mutable dra::CondVar registration_cv_;
-  RegistrationStatus registration_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<internal::HttpServer> http_server_;
-  std::vector<std::unique_ptr<grpc::Service>> dra_services_;
-  std::unique_ptr<grpc::Service> registration_service_;
-  std::unique_ptr<grpc::Server> dra_server_;
-  std::unique_ptr<grpc::Server> registration_server_;
+  std::unique_ptr<internal::PluginSockets> sockets_;
   // Destroyed first: its threads are joined before anything they use goes,
-  // the servers included. A reactor's Finish on an executor thread may still
-  // be inside gRPC when the server's Shutdown() has returned (the answer is
-  // sent and the call done), so a server deleted before the join is deleted
-  // under it.
+  // the servers included.
   internal::Executor executor_{{.max_threads = kMaxCallThreads}};
 
   // Started by the first PublishResources; gone after Stop().
@@ -354,67 +315,49 @@ void Helper::Impl::ReportQuarantined(const k8s::ClaimRef& claim, const std::stri
 
 absl::StatusOr<std::vector<std::string>> Helper::Impl::StartServers() {
   // Supported versions in the Go helper's order: DRA first, then health.
-  std::vector<std::string> versions;
-  std::vector<std::string> grpc_health_names;
+  internal::PluginSockets::Config config;
+  config.paths = paths_;
+  std::vector<std::string>& versions = config.registration.supported_versions;
   if (options_.services.dra_v1) {
-    dra_services_.push_back(internal::NewDraV1Service(*preparer_, executor_));
+    config.dra_services.push_back(internal::NewDraV1Service(*preparer_, executor_));
     versions.push_back(internal::kDraV1Service);
-    grpc_health_names.push_back(internal::kDraV1GrpcName);
+    config.grpc_health_names.push_back(internal::kDraV1GrpcName);
   }
   if (options_.services.dra_v1beta1) {
-    dra_services_.push_back(internal::NewDraV1beta1Service(*preparer_, executor_));
+    config.dra_services.push_back(internal::NewDraV1beta1Service(*preparer_, executor_));
     versions.push_back(internal::kDraV1beta1Service);
-    grpc_health_names.push_back(internal::kDraV1beta1GrpcName);
+    config.grpc_health_names.push_back(internal::kDraV1beta1GrpcName);
   }
   if (driver_.ReportsDeviceHealth()) {
     if (options_.services.health_v1) {
-      dra_services_.push_back(internal::NewHealthV1Service(health_));
+      config.dra_services.push_back(internal::NewHealthV1Service(health_));
       versions.push_back(internal::kHealthV1Service);
     }
     if (options_.services.health_v1alpha1) {
-      dra_services_.push_back(internal::NewHealthV1alpha1Service(health_));
+      config.dra_services.push_back(internal::NewHealthV1alpha1Service(health_));
       versions.push_back(internal::kHealthV1alpha1Service);
     }
   }
+  config.registration.driver_name = options_.driver_name;
+  config.registration.endpoint = paths_.dra;
+  std::vector<std::string> advertised = versions;
+  absl::StatusOr<std::unique_ptr<internal::PluginSockets>> sockets = internal::PluginSockets::Start(
+      std::move(config), executor_, [this](const RegistrationStatus& status) { OnRegistration(status); });
+  if (!sockets.ok()) return sockets.status();
+  sockets_ = *std::move(sockets);
+  return advertised;
+}
 
-  // The standard grpc.health.v1 service goes into servers built while it is
-  // enabled: this one, and the process's setting is left as it was.
-  const bool health_enabled = grpc::DefaultHealthCheckServiceEnabled();
-  grpc::EnableDefaultHealthCheckService(true);
-  std::vector<grpc::Service*> services;
-  for (const auto& service : dra_services_) services.push_back(service.get());
-  absl::StatusOr<std::unique_ptr<grpc::Server>> dra_server = StartUnixServer(paths_.dra, services);
-  grpc::EnableDefaultHealthCheckService(health_enabled);
-  if (!dra_server.ok()) return dra_server.status();
-  dra_server_ = *std::move(dra_server);
-  if (grpc::HealthCheckServiceInterface* health = dra_server_->GetHealthCheckService()) {
-    for (const std::string& name : grpc_health_names) health->SetServingStatus(name, true);
+void Helper::Impl::OnRegistration(const RegistrationStatus& status) {
+  if (status.registered) {
+    options_.logger.Info("Registered with the kubelet", {{"driver", options_.driver_name}});
+    return;
   }
-
-  // Only now that the endpoint answers may the kubelet learn about it.
-  registration_service_ = internal::NewRegistrationService(
-      internal::RegistrationInfo{options_.driver_name, paths_.dra, versions}, executor_,
-      [this](const RegistrationStatus& status) {
-        {
-          dra::MutexLock lock(&mu_);
-          registration_ = status;
-        }
-        registration_cv_.SignalAll();
-        if (status.registered) {
-          options_.logger.Info("Registered with the kubelet", {{"driver", options_.driver_name}});
-        } else {
-          // The kubelet does not ask again while this socket exists; a
-          // restarted driver registers anew.
-          driver_.HandleError(
-              absl::FailedPreconditionError(absl::StrCat("kubelet refused plugin registration: ", status.error)),
-              ErrorSeverity::kFatal, "registration");
-        }
-      });
-  absl::StatusOr<std::unique_ptr<grpc::Server>> registration_server =
-      StartUnixServer(paths_.registrar, {registration_service_.get()});
-  if (!registration_server.ok()) return registration_server.status();
-  registration_server_ = *std::move(registration_server);
-  return versions;
+  // The kubelet does not ask again while this socket exists; a restarted
+  // driver registers anew.
+  driver_.HandleError(
+      absl::FailedPreconditionError(absl::StrCat("kubelet refused plugin registration: ", status.error)),
+      ErrorSeverity::kFatal, "registration");
 }
 
 absl::Status Helper::Impl::StartHttpServer() {
@@ -447,18 +390,13 @@ absl::Status Helper::Impl::StartHealthStalenessCheck() {
 
 internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
   if (path == "/metrics") {
-    RegistrationStatus registration;
-    {
-      dra::MutexLock lock(&mu_);
-      registration = registration_;
-    }
     internal::HelperMetrics::Gauges gauges;
     for (const internal::CheckpointEntry& entry : checkpoint_->Entries()) {
       if (entry.state == internal::ClaimState::kPrepared) ++gauges.prepared_claims;
     }
     gauges.checkpoint_writes = checkpoint_->writes();
     gauges.serialization_waiting_calls = serializer_->waiting();
-    gauges.registered = registration.registered;
+    gauges.registered = registration().registered;
     {
       dra::MutexLock lock(&publisher_mu_);
       if (publisher_ != nullptr) gauges.slices = publisher_->Stats();
@@ -476,15 +414,16 @@ internal::HttpResponse Helper::Impl::ServeHttp(const std::string& path) {
   return {404, "text/plain; charset=utf-8", "not found\n"};
 }
 
+bool Helper::Impl::stopped() const {
+  dra::MutexLock lock(&mu_);
+  return stopped_;
+}
+
 absl::Status Helper::Impl::Health() const {
-  RegistrationStatus registration;
-  {
-    dra::MutexLock lock(&mu_);
-    if (stopped_) return absl::UnavailableError("stopped");
-    registration = registration_;
-  }
-  if (registration.notified && !registration.registered) {
-    return absl::UnavailableError("kubelet refused registration: " + registration.error);
+  if (stopped()) return absl::UnavailableError("stopped");
+  const RegistrationStatus status = registration();
+  if (status.notified && !status.registered) {
+    return absl::UnavailableError("kubelet refused registration: " + status.error);
   }
   // A socket someone deleted (or a server that stopped answering) leaves
   // the kubelet unable to reach the driver: restart it.
@@ -518,29 +457,22 @@ void Helper::Impl::Stop() {
   // The registration socket goes first so that the kubelet stops routing
   // calls here before the DRA endpoint disappears.
   const absl::Time deadline = absl::Now() + options_.shutdown_grace;
-  if (registration_server_) {
-    registration_server_->Shutdown(absl::ToChronoTime(deadline));
-    registration_server_->Wait();
-  }
+  if (sockets_) sockets_->StopRegistrationServer(deadline);
   if (!paths_.registrar.empty()) internal::RemoveSocket(paths_.registrar);
   health_.Shutdown();
-  if (dra_server_) {
+  if (sockets_) {
     const std::vector<std::string> running = calls_.WaitIdle(deadline);
     // gRPC cannot shut down under a call that is not finished: a thread
     // waits for it instead, holding this Impl (and so the executor, and the
     // checkpoint the call will write) until the call is done.
     std::shared_ptr<Impl> self = weak_from_this().lock();
     if (running.empty() || self == nullptr) {
-      dra_server_->Shutdown(absl::ToChronoTime(deadline));
-      dra_server_->Wait();
+      sockets_->StopDraServer(deadline);
     } else {
       options_.logger.Error(
           "Driver calls still running after the shutdown grace; stopping without waiting for them",
           {{"grace", absl::FormatDuration(options_.shutdown_grace)}, {"calls", absl::StrJoin(running, ", ")}});
-      std::thread shutdown([self = std::move(self)] {
-        self->dra_server_->Shutdown();
-        self->dra_server_->Wait();
-      });
+      std::thread shutdown([self = std::move(self)] { self->sockets_->StopDraServer(absl::InfiniteFuture()); });
       base::NameThread(shutdown, "dra-shutdown");
       shutdown.detach();
     }
@@ -590,50 +522,44 @@ Helper::~Helper() { Stop(); }
 
 void Helper::Stop() { impl_->Stop(); }
 
-int Helper::Wait(const TerminationSignals& signals) {
-  if (!impl_->driver_.WaitFor(signals)) signals.Wait();
+int Helper::Impl::Wait(const TerminationSignals& signals) {
+  if (!driver_.WaitFor(signals)) signals.Wait();
   Stop();
-  return impl_->driver_.fatal() ? 1 : 0;
+  return driver_.fatal() ? 1 : 0;
 }
 
-RegistrationStatus Helper::registration_status() const {
-  dra::MutexLock lock(&impl_->mu_);
-  return impl_->registration_;
+RegistrationStatus Helper::Impl::WaitForRegistration(absl::Duration timeout) const {
+  return sockets_ ? sockets_->WaitForRegistration(timeout) : RegistrationStatus{};
 }
 
+resourceslice::PublisherStats Helper::Impl::ResourceSliceStats() const {
+  dra::MutexLock lock(&publisher_mu_);
+  return publisher_ ? publisher_->Stats() : resourceslice::PublisherStats{};
+}
+
+absl::Status Helper::Impl::UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
+                                                 const std::vector<Device>& devices) {
+  if (stopped()) return absl::FailedPreconditionError("UpdateRequestMetadata: the Helper is stopped");
+  return preparer_->UpdateRequestMetadata(claim, request, devices);
+}
+
+int Helper::Wait(const TerminationSignals& signals) { return impl_->Wait(signals); }
+RegistrationStatus Helper::registration_status() const { return impl_->registration(); }
 RegistrationStatus Helper::WaitForRegistration(absl::Duration timeout) const {
-  const absl::Time until = absl::Now() + timeout;
-  dra::MutexLock lock(&impl_->mu_);
-  while (!impl_->registration_.notified && !impl_->registration_cv_.WaitWithDeadline(&impl_->mu_, until)) {
-  }
-  return impl_->registration_;
+  return impl_->WaitForRegistration(timeout);
 }
-
-void Helper::PublishHealth(std::vector<DeviceHealth> devices) { impl_->health_.Publish(std::move(devices)); }
-
+void Helper::PublishHealth(std::vector<DeviceHealth> devices) { impl_->PublishHealth(std::move(devices)); }
 absl::Status Helper::PublishResources(resourceslice::DriverResources resources) {
   return impl_->PublishResources(std::move(resources));
 }
-
 absl::Status Helper::UpdateRequestMetadata(const k8s::ClaimRef& claim, const std::string& request,
                                            const std::vector<Device>& devices) {
-  {
-    dra::MutexLock lock(&impl_->mu_);
-    if (impl_->stopped_) return absl::FailedPreconditionError("UpdateRequestMetadata: the Helper is stopped");
-  }
-  return impl_->preparer_->UpdateRequestMetadata(claim, request, devices);
+  return impl_->UpdateRequestMetadata(claim, request, devices);
 }
-
-resourceslice::PublisherStats Helper::ResourceSliceStats() const {
-  dra::MutexLock lock(&impl_->publisher_mu_);
-  return impl_->publisher_ ? impl_->publisher_->Stats() : resourceslice::PublisherStats{};
-}
-
+resourceslice::PublisherStats Helper::ResourceSliceStats() const { return impl_->ResourceSliceStats(); }
 absl::Status Helper::Healthy() const { return impl_->Health(); }
-
-int Helper::http_port() const { return impl_->http_server_ ? impl_->http_server_->port() : 0; }
-
-const std::string& Helper::registrar_socket_path() const { return impl_->paths_.registrar; }
-const std::string& Helper::dra_socket_path() const { return impl_->paths_.dra; }
+int Helper::http_port() const { return impl_->http_port(); }
+const std::string& Helper::registrar_socket_path() const { return impl_->paths().registrar; }
+const std::string& Helper::dra_socket_path() const { return impl_->paths().dra; }
 
 }  // namespace dra::kubeletplugin
