@@ -36,12 +36,8 @@ std::string CpusetEnvName(const std::string& claim_uid) { return EnvName("DRA_CP
 std::string MemsEnvName(const std::string& claim_uid) { return EnvName("DRA_MEMS_", claim_uid); }
 std::string CpusetAnnotation(const std::string& driver_name) { return driver_name + "/cpuset"; }
 
-CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logger,
-                     const kp::TerminationSignals& signals)
-    : publish_(std::move(publish)),
-      logger_(std::move(logger)),
-      errors_(signals),
-      allocator_(std::move(topology), publish_.reserved) {}
+CpuDriver::CpuDriver(PublishOptions publish, Topology topology, dra::Logger logger)
+    : publish_(std::move(publish)), logger_(std::move(logger)), allocator_(std::move(topology), publish_.reserved) {}
 
 absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const dra::CallContext& ctx,
                                                                     std::span<const k8s::ResourceClaim> claims) {
@@ -180,10 +176,6 @@ void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims)
   PinningChanged();
 }
 
-void CpuDriver::HandleError(const absl::Status&, kp::ErrorSeverity severity, std::string_view) {
-  errors_.Handle(severity);
-}
-
 std::vector<int> CpuDriver::HeldCpus(const std::string& uid) const {
   auto it = allocator_.held().find(uid);
   return it == allocator_.held().end() ? std::vector<int>{} : it->second;
@@ -250,7 +242,5 @@ PinningState CpuDriver::Pinning() const {
   for (const Cpu& cpu : allocator_.topology().cpus) state.online.push_back(cpu.id);
   return state;
 }
-
-bool CpuDriver::fatal() const { return errors_.fatal(); }
 
 }  // namespace cpu

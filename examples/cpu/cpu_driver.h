@@ -14,12 +14,10 @@
 
 #include "dra/mutex.h"
 
-#include "common/background_errors.h"
 #include "cpu_allocator.h"
 #include "cpu_pinner.h"
 #include "cpu_resources.h"
 #include "dra/kubeletplugin/driver.h"
-#include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
 #include "dra/resourceslice/driver_resources.h"
 
@@ -28,16 +26,13 @@ namespace cpu {
 class CpuDriver : public dra::kubeletplugin::Driver {
  public:
   // `publish` says how the devices are published (mode, grouping, reserved
-  // CPUs). A fatal background error interrupts `signals`.
-  CpuDriver(PublishOptions publish, Topology topology, dra::Logger logger,
-            const dra::kubeletplugin::TerminationSignals& signals);
+  // CPUs).
+  CpuDriver(PublishOptions publish, Topology topology, dra::Logger logger);
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
-  void HandleError(const absl::Status& status, dra::kubeletplugin::ErrorSeverity severity,
-                   std::string_view context) override;
   void RestorePreparedClaims(std::span<const dra::kubeletplugin::PreparedClaim> claims) override;
 
   // What to publish now. Thread-safe.
@@ -53,8 +48,6 @@ class CpuDriver : public dra::kubeletplugin::Driver {
   // `changed` is called, outside the driver's lock, after the prepared
   // claims or the online CPUs changed.
   void OnPinningChanged(std::function<void()> changed);
-  // True after a fatal background error.
-  bool fatal() const;
 
  private:
   dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -64,7 +57,6 @@ class CpuDriver : public dra::kubeletplugin::Driver {
 
   const PublishOptions publish_;
   const dra::Logger logger_;
-  example::BackgroundErrors errors_;
   mutable dra::Mutex mu_;
   CpuAllocator allocator_ ABSL_GUARDED_BY(mu_);
   // Prepared claims by UID, answered again as they were (with the checkpoint

@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   cpu::ChooseCapacityNames(*options, publish, logger);
   const std::vector<cpu::Cpu> cpus = topology->cpus;
   const size_t online = cpus.size();
-  cpu::CpuDriver driver(publish, *std::move(topology), logger, signals);
+  cpu::CpuDriver driver(publish, *std::move(topology), logger);
   // One NRI plugin per node: an instance started beside this one in a
   // rolling update waits for this one's lock in the plugin data dir (made
   // here as the Helper makes it).
@@ -218,10 +218,9 @@ int main(int argc, char** argv) {
     hotplug =
         std::make_unique<HotplugWatch>(**helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus, logger);
   }
-  signals.Wait();
-  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  const int exit_code = (*helper)->Wait(signals);
+  logger.Info("Stopped; the ResourceSlices stay for the next instance");
   hotplug.reset();
-  (*helper)->Stop();
   pinner.reset();
-  return driver.fatal() ? 1 : 0;
+  return exit_code;
 }

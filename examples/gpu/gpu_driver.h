@@ -19,11 +19,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/background_errors.h"
 #include "common/driver_metrics.h"
 #include "container_env.h"
 #include "dra/kubeletplugin/driver.h"
-#include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
 #include "dra/resourceclaim/claim_status_writer.h"
 #include "gpu_info.h"
@@ -42,21 +40,19 @@ class GpuDriver : public dra::kubeletplugin::Driver {
     dra::Logger logger;
   };
 
-  GpuDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), errors_(signals, &metrics_) {}
+  explicit GpuDriver(Options options) : options_(std::move(options)) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
-  // A fatal error stops the driver (exit 1) so that the DaemonSet restarts
-  // it (example::BackgroundErrors); the Helper has logged it.
+  // Counted for /metrics; the Helper has logged it, and a fatal one ends
+  // Helper::Wait with exit code 1.
   void HandleError(const absl::Status&, dra::kubeletplugin::ErrorSeverity severity, std::string_view) override {
-    errors_.Handle(severity);
+    if (severity == dra::kubeletplugin::ErrorSeverity::kFatal) metrics_.CountFatalError();
   }
   bool ReportsDeviceHealth() const override { return options_.report_health; }
 
-  bool fatal() const { return errors_.fatal(); }
   // dra-example-driver's metrics of this driver's calls, for /metrics.
   const example::DriverMetrics& metrics() const { return metrics_; }
 
@@ -65,7 +61,6 @@ class GpuDriver : public dra::kubeletplugin::Driver {
 
   const Options options_;
   example::DriverMetrics metrics_;
-  example::BackgroundErrors errors_;
 };
 
 // GPU_DEVICE_<device name without "gpu-", upper case, '-' as '_'>: one

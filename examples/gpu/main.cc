@@ -340,7 +340,7 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   driver_options.common_cdi_id = common.id;
   driver_options.logger = logger;
   for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(gpu::NicDeviceName(i));
-  gpu::NicDriver driver(std::move(driver_options), signals);
+  gpu::NicDriver driver(std::move(driver_options));
   options->extra_metrics = [&driver] { return driver.metrics().Text(); };
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
@@ -354,10 +354,9 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   logger.Info(
       "NIC driver started",
       {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
-  signals.Wait();
-  logger.Info("Stopping; the ResourceSlices stay for the next instance");
-  (*helper)->Stop();
-  return driver.fatal() ? 1 : 0;
+  const int exit_code = (*helper)->Wait(signals);
+  logger.Info("Stopped; the ResourceSlices stay for the next instance");
+  return exit_code;
 }
 
 // --device-profile=cpu: the CPU example's driver on --cpu-numa-nodes
@@ -374,8 +373,7 @@ int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
   publish.group_by = cpu::GroupBy::kNuma;
   publish.numa_device_prefix = "numa-";
   cpu::ChooseCapacityNames(*options, publish, logger);
-  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger,
-                        signals);
+  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger);
   options->extra_metrics = [&driver] { return driver.Metrics(); };
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
   if (!helper.ok()) return Fail("start", helper.status());
@@ -388,10 +386,9 @@ int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
                                       {"node", plugin.node_name},
                                       {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
                                       {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
-  signals.Wait();
-  logger.Info("Stopping; the ResourceSlices stay for the next instance");
-  (*helper)->Stop();
-  return driver.fatal() ? 1 : 0;
+  const int exit_code = (*helper)->Wait(signals);
+  logger.Info("Stopped; the ResourceSlices stay for the next instance");
+  return exit_code;
 }
 
 }  // namespace
@@ -478,7 +475,7 @@ int main(int argc, char** argv) {
   // claims either prepared can be unprepared by the other.
   gpu::ShareNodeWithReference(*options, gpu_flags.driver_name, logger);
 
-  gpu::GpuDriver driver(std::move(driver_options), signals);
+  gpu::GpuDriver driver(std::move(driver_options));
   options->extra_metrics = [&driver] { return driver.metrics().Text(); };
   std::shared_ptr<k8s::Client> client = options->kube_client;
   absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
@@ -527,10 +524,9 @@ int main(int argc, char** argv) {
                                      {"gpus", absl::StrCat(gpus->size())},
                                      {"source", gpu_flags.device_source}});
 
-  signals.Wait();
-  logger.Info("Stopping; the ResourceSlices stay for the next instance");
+  const int exit_code = (*helper)->Wait(signals);
+  logger.Info("Stopped; the ResourceSlices stay for the next instance");
   health.Stop();
   if (reconciler != nullptr) reconciler->Stop();
-  (*helper)->Stop();
-  return driver.fatal() ? 1 : 0;
+  return exit_code;
 }

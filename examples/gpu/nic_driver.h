@@ -11,10 +11,8 @@
 #include <span>
 #include <string>
 
-#include "common/background_errors.h"
 #include "common/driver_metrics.h"
 #include "dra/kubeletplugin/driver.h"
-#include "dra/kubeletplugin/termination_signals.h"
 #include "dra/log.h"
 
 namespace gpu {
@@ -28,20 +26,17 @@ class NicDriver : public dra::kubeletplugin::Driver {
     dra::Logger logger;
   };
 
-  NicDriver(Options options, const dra::kubeletplugin::TerminationSignals& signals)
-      : options_(std::move(options)), errors_(signals, &metrics_) {}
+  explicit NicDriver(Options options) : options_(std::move(options)) {}
 
   absl::StatusOr<dra::kubeletplugin::PrepareResults> PrepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ResourceClaim> claims) override;
   absl::StatusOr<dra::kubeletplugin::UnprepareResults> UnprepareResourceClaims(
       const dra::CallContext& ctx, std::span<const dra::k8s::ClaimRef> claims) override;
-  // A fatal error stops the driver (exit 1) so that the DaemonSet restarts
-  // it (example::BackgroundErrors); the Helper has logged it.
+  // Counted for /metrics; the Helper has logged it, and a fatal one ends
+  // Helper::Wait with exit code 1.
   void HandleError(const absl::Status&, dra::kubeletplugin::ErrorSeverity severity, std::string_view) override {
-    errors_.Handle(severity);
+    if (severity == dra::kubeletplugin::ErrorSeverity::kFatal) metrics_.CountFatalError();
   }
-
-  bool fatal() const { return errors_.fatal(); }
   // dra-example-driver's metrics of this driver's calls, for /metrics.
   const example::DriverMetrics& metrics() const { return metrics_; }
 
@@ -50,7 +45,6 @@ class NicDriver : public dra::kubeletplugin::Driver {
 
   const Options options_;
   example::DriverMetrics metrics_;
-  example::BackgroundErrors errors_;
 };
 
 }  // namespace gpu

@@ -60,7 +60,6 @@ k8s::ResourceClaim Claim(const std::string& uid, std::vector<std::pair<std::stri
 
 struct Fixture : dra::testing::HelperDirs {
   std::shared_ptr<kp::InMemoryClaimSource> claims = std::make_shared<kp::InMemoryClaimSource>();
-  kp::TerminationSignals signals;
   cpu::PublishOptions publish = [] {
     cpu::PublishOptions options;
     options.driver_name = kDriver;
@@ -76,8 +75,7 @@ struct Fixture : dra::testing::HelperDirs {
     return options;
   }
   std::unique_ptr<cpu::CpuDriver> NewDriver() const {
-    return std::make_unique<cpu::CpuDriver>(publish, FakeTopology(TwoSocketsSmt()), dra::testing::DiscardLogger(),
-                                            signals);
+    return std::make_unique<cpu::CpuDriver>(publish, FakeTopology(TwoSocketsSmt()), dra::testing::DiscardLogger());
   }
 
   // Prepares `claim` through the Helper; the outcome's error, or "".
@@ -194,7 +192,7 @@ TEST_CASE("CpuDriver as dra-example-driver's cpu profile: two shares of one NUMA
   f.publish.reserved.clear();
   f.publish.group_by = cpu::GroupBy::kNuma;
   f.publish.numa_device_prefix = "numa-";
-  cpu::CpuDriver driver(f.publish, cpu::MockTopology(1, 2), dra::testing::DiscardLogger(), f.signals);
+  cpu::CpuDriver driver(f.publish, cpu::MockTopology(1, 2), dra::testing::DiscardLogger());
   auto helper = Fixture::Start(driver, f.Options());
   // The reference's demo: two requests of one CPU, both on numa-0, told apart
   // by their ShareIDs.

@@ -15,9 +15,8 @@ namespace kp = dra::kubeletplugin;
 using nlohmann::json;
 
 struct Fixture {
-  kp::TerminationSignals signals;
   std::vector<gpu::GpuInfo> gpus = *gpu::MockGpus("node-a", 2, "").Discover();
-  gpu::GpuDriver driver{MakeOptions(), signals};
+  gpu::GpuDriver driver{MakeOptions()};
 
   gpu::GpuDriver::Options MakeOptions() {
     gpu::GpuDriver::Options options;
@@ -121,7 +120,7 @@ TEST_CASE("with device metadata on, each prepared GPU tells its uuid, model and 
   Fixture f;
   gpu::GpuDriver::Options options = f.MakeOptions();
   options.device_metadata = true;
-  gpu::GpuDriver driver(std::move(options), f.signals);
+  gpu::GpuDriver driver(std::move(options));
   const std::vector<k8s::ResourceClaim> claims = {Claim("u1", {"gpu-0", "gpu-1-partition-3"})};
   absl::StatusOr<kp::PrepareResults> results = driver.PrepareResourceClaims(dra::CallContext::Background(), claims);
   REQUIRE(results.ok());
@@ -174,7 +173,7 @@ TEST_CASE("GPU health goes to the kubelet unless turned off (HEALTH_SERVICE=fals
   CHECK(f.driver.ReportsDeviceHealth());
   gpu::GpuDriver::Options options = f.MakeOptions();
   options.report_health = false;
-  CHECK_FALSE(gpu::GpuDriver(options, f.signals).ReportsDeviceHealth());
+  CHECK_FALSE(gpu::GpuDriver(options).ReportsDeviceHealth());
 }
 
 TEST_CASE("device variables are named after the device", "[gpu][driver]") {

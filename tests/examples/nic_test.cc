@@ -59,12 +59,11 @@ TEST_CASE("the NIC pool: NICs shared by ingress and egress bandwidth and one vir
 }
 
 TEST_CASE("a prepared NIC gives its container the claim and the bandwidth it consumes", "[nic]") {
-  kp::TerminationSignals signals;
   gpu::NicDriver::Options options;
   options.driver_name = "net.example.com";
   options.common_cdi_id = "net.example.com/net=common";
   options.devices = {"nic-0", "nic-1"};
-  gpu::NicDriver driver(std::move(options), signals);
+  gpu::NicDriver driver(std::move(options));
   k8s::ResourceClaim claim;
   claim.metadata.namespace_ = "ns";
   claim.metadata.name = "nic";
