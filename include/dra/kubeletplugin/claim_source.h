@@ -2,14 +2,13 @@
 /// dra::kubeletplugin::ClaimSource: where the Helper gets ResourceClaims from.
 #pragma once
 
-#include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "dra/call_context.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/k8s/resource_claim.h"
-#include "dra/mutex.h"
 
 namespace dra::kubeletplugin {
 
@@ -32,6 +31,9 @@ class ClaimSource {
 /// drivers that learn claims some other way.
 class InMemoryClaimSource : public ClaimSource {
  public:
+  InMemoryClaimSource();
+  ~InMemoryClaimSource() override;
+
   /// Adds or replaces the claim with the same namespace and name.
   void Put(k8s::ResourceClaim claim);
   /// Removes the claim with this namespace and name, if there is one.
@@ -40,8 +42,8 @@ class InMemoryClaimSource : public ClaimSource {
   absl::StatusOr<k8s::ResourceClaim> GetClaim(const k8s::ClaimRef& ref, const CallContext& ctx) override;
 
  private:
-  dra::Mutex mu_;
-  std::map<std::pair<std::string, std::string>, k8s::ResourceClaim> claims_ ABSL_GUARDED_BY(mu_);
+  struct Claims;
+  const std::unique_ptr<Claims> claims_;
 };
 
 }  // namespace dra::kubeletplugin
