@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -36,6 +37,7 @@
 #include "support/claim_object.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
+#include "support/watch_thread.h"
 
 namespace dra::k8s {
 namespace {
@@ -48,6 +50,7 @@ using dra::e2e::MakeClient;
 using dra::e2e::UniqueName;
 using dra::testing::PollUntil;
 using dra::testing::ReadFile;
+using dra::testing::WatchThread;
 using nlohmann::json;
 
 // The driver identity tests grant rights to, and its service account user.
@@ -399,17 +402,19 @@ TEST_CASE("watch ResourceSlices as a driver: added, modified, and deleted by the
   WatchOptions options;
   options.resource_version = list->resource_version;
   options.label_selector = "e2e-run=" + run;
-  auto watch = driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { log.Add(e); });
+  auto watch =
+      std::make_unique<WatchThread>(driver, kResourceSlices, "", options, [&](const WatchEvent& e) { log.Add(e); });
   // The same watch for metadata only, in protobuf (the default) and in JSON.
   options.metadata_only = true;
   EventLog metadata_log;
-  auto metadata_watch = driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { metadata_log.Add(e); });
+  auto metadata_watch = std::make_unique<WatchThread>(driver, kResourceSlices, "", options,
+                                                      [&](const WatchEvent& e) { metadata_log.Add(e); });
   k8s::ClientConfig json_config = DriverConfig();
   json_config.protobuf = false;
   auto json_driver = MakeClient(json_config);
   EventLog json_metadata_log;
-  auto json_metadata_watch =
-      json_driver->Watch(kResourceSlices, "", options, [&](const WatchEvent& e) { json_metadata_log.Add(e); });
+  auto json_metadata_watch = std::make_unique<WatchThread>(json_driver, kResourceSlices, "", options,
+                                                           [&](const WatchEvent& e) { json_metadata_log.Add(e); });
 
   const std::string name = run + "-a";
   absl::StatusOr<json> created = driver->Create(kResourceSlices, "", NewSlice(name, run, run));
@@ -475,7 +480,8 @@ TEST_CASE("watch ResourceClaims as a driver from a list's version, ended by the 
   options.resource_version = list->resource_version;
   options.timeout_seconds = 4;
   const absl::Time start = absl::Now();
-  auto watch = driver->Watch(kResourceClaims, ns, options, [&](const WatchEvent& e) { log.Add(e); });
+  auto watch =
+      std::make_unique<WatchThread>(driver, kResourceClaims, ns, options, [&](const WatchEvent& e) { log.Add(e); });
   REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "a")).ok());
   REQUIRE(
       admin->Patch(kResourceClaims, ns, "a", PatchType::kMerge, json{{"metadata", {{"labels", {{"x", "y"}}}}}}).ok());
@@ -509,7 +515,8 @@ TEST_CASE("watch ResourceClaims from now (no resourceVersion): initial ADDED eve
   REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "a")).ok());
 
   EventLog log;
-  auto watch = driver->Watch(kResourceClaims, ns, WatchOptions{}, [&](const WatchEvent& e) { log.Add(e); });
+  auto watch = std::make_unique<WatchThread>(driver, kResourceClaims, ns, WatchOptions{},
+                                             [&](const WatchEvent& e) { log.Add(e); });
   REQUIRE(PollUntil([&] { return !log.Summary().empty(); }, absl::Seconds(20)));
   REQUIRE(admin->Create(kResourceClaims, ns, testing::NewClaimObject(ns, "b")).ok());
   // (Stop waiting as soon as the watch has died.)
@@ -727,7 +734,8 @@ TEST_CASE("RBAC: a token without rights gets PermissionDenied naming the user, v
   CHECK(patch.code() == absl::StatusCode::kPermissionDenied);
   CHECK(absl::StrContains(patch.message(), user + " cannot patch resource \"resourceclaims/status\""));
 
-  absl::Status watch = nobody->Watch(kResourceClaims, ns, WatchOptions{}, [](const WatchEvent&) {})->Wait();
+  const auto ignore = [](const WatchEvent&) {};
+  absl::Status watch = nobody->RunWatch(kResourceClaims, ns, WatchOptions{}, ignore, WatchStop());
   INFO(watch.ToString());
   CHECK(watch.code() == absl::StatusCode::kPermissionDenied);
   CHECK(absl::StrContains(watch.message(), user + " cannot watch resource \"resourceclaims\""));

@@ -33,6 +33,7 @@
 #include "e2e/e2e_cluster.h"
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
+#include "support/watch_thread.h"
 
 namespace dra::k8s {
 namespace {
@@ -42,6 +43,7 @@ using dra::e2e::MakeClient;
 using dra::e2e::UniqueName;
 using dra::testing::FakeApiServer;
 using dra::testing::PollUntil;
+using dra::testing::WatchThread;
 using nlohmann::json;
 
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
@@ -1085,7 +1087,7 @@ TEST_CASE("watch: ADDED, MODIFIED, DELETED, objects entering and leaving a selec
   std::shared_ptr<Client> clients[2] = {MakeClient(AdminConfig()), MakeClient(fake_config)};
   Events all[2];
   Events selected[2];
-  std::unique_ptr<WatchHandle> watches[4];
+  std::unique_ptr<WatchThread> watches[4];
   // Start from the namespace's list version: no initial events (and no
   // gzipped stream, see tests/e2e/README.md).
   for (int i = 0; i < 2; ++i) {
@@ -1093,10 +1095,11 @@ TEST_CASE("watch: ADDED, MODIFIED, DELETED, objects entering and leaving a selec
     REQUIRE(start.ok());
     WatchOptions options;
     options.resource_version = start->resource_version;
-    watches[i] = clients[i]->Watch(kResourceClaims, p.ns(), options, [&, i](const WatchEvent& e) { all[i].Add(e); });
+    watches[i] = std::make_unique<WatchThread>(clients[i], kResourceClaims, p.ns(), options,
+                                               [&, i](const WatchEvent& e) { all[i].Add(e); });
     options.label_selector = "watched=yes";
-    watches[2 + i] =
-        clients[i]->Watch(kResourceClaims, p.ns(), options, [&, i](const WatchEvent& e) { selected[i].Add(e); });
+    watches[2 + i] = std::make_unique<WatchThread>(clients[i], kResourceClaims, p.ns(), options,
+                                                   [&, i](const WatchEvent& e) { selected[i].Add(e); });
   }
   p.Same("create", "POST", claims, Claim("w1"));
   p.Same("label it: enters the selection", "PATCH", claims + "/w1",

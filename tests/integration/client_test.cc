@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -26,6 +27,7 @@
 #include "support/fake_apiserver.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
+#include "support/watch_thread.h"
 
 namespace dra::k8s {
 namespace {
@@ -34,6 +36,7 @@ using dra::testing::FakeApiServer;
 using dra::testing::PollUntil;
 using dra::testing::ReadFile;
 using dra::testing::TempDir;
+using dra::testing::WatchThread;
 using dra::testing::WriteFile;
 using nlohmann::json;
 
@@ -174,8 +177,8 @@ TEST_CASE("RequestCounts: every request by verb and code, retries included, watc
   REQUIRE(client->Get(kResourceClaims, "ns", "c1").ok());  // one 500, retried
   WatchOptions options;
   options.timeout_seconds = 1;
-  auto watch = client->Watch(kResourceClaims, "ns", options, [](const WatchEvent&) {});
-  CHECK(watch->Wait().ok());
+  const auto ignore = [](const WatchEvent&) {};
+  CHECK(client->RunWatch(kResourceClaims, "ns", options, ignore, WatchStop()).ok());
 
   auto counts = [&] {
     std::map<std::string, uint64_t> by_key;
@@ -422,7 +425,8 @@ TEST_CASE("watch: events, bookmarks, resume from a bookmark, relist after 410", 
   WatchOptions options;
   options.resource_version = list_rv;
   options.timeout_seconds = 3;
-  auto watch = client->Watch(kResourceClaims, "w", options, [&](const WatchEvent& e) { first.Add(e); });
+  auto watch =
+      std::make_unique<WatchThread>(client, kResourceClaims, "w", options, [&](const WatchEvent& e) { first.Add(e); });
   REQUIRE(client->Create(kResourceClaims, "w", NewClaim("w", "a")).ok());
   REQUIRE(client->Create(kResourceClaims, "w", NewClaim("w", "b")).ok());
   REQUIRE(PollUntil([&] { return first.Added().size() == 2 && !first.LastBookmark().empty(); }));
@@ -437,7 +441,8 @@ TEST_CASE("watch: events, bookmarks, resume from a bookmark, relist after 410", 
   EventLog second;
   options.resource_version = bookmark;
   options.timeout_seconds = 0;
-  auto resumed = client->Watch(kResourceClaims, "w", options, [&](const WatchEvent& e) { second.Add(e); });
+  auto resumed =
+      std::make_unique<WatchThread>(client, kResourceClaims, "w", options, [&](const WatchEvent& e) { second.Add(e); });
   REQUIRE(PollUntil([&] { return !second.Added().empty(); }));
   CHECK(second.Added() == std::vector<std::string>{"c"});
   resumed->Stop();
@@ -451,8 +456,8 @@ TEST_CASE("watch: events, bookmarks, resume from a bookmark, relist after 410", 
   REQUIRE(compacted.ok());
   REQUIRE(client->Create(kResourceClaims, "w", NewClaim("w", "d")).ok());
   options.resource_version = list_rv;
-  auto expired = client->Watch(kResourceClaims, "w", options, [](const WatchEvent&) {});
-  absl::Status gone = expired->Wait();
+  const auto ignore = [](const WatchEvent&) {};
+  absl::Status gone = client->RunWatch(kResourceClaims, "w", options, ignore, WatchStop());
   INFO(gone.ToString());
   CHECK(IsGone(gone));
   CHECK(absl::StrContains(gone.message(), "too old resource version"));
@@ -462,7 +467,8 @@ TEST_CASE("watch: events, bookmarks, resume from a bookmark, relist after 410", 
   CHECK(relist->items.size() == 5);
   EventLog third;
   options.resource_version = relist->resource_version;
-  auto fresh = client->Watch(kResourceClaims, "w", options, [&](const WatchEvent& e) { third.Add(e); });
+  auto fresh =
+      std::make_unique<WatchThread>(client, kResourceClaims, "w", options, [&](const WatchEvent& e) { third.Add(e); });
   REQUIRE(client->Create(kResourceClaims, "w", NewClaim("w", "e")).ok());
   REQUIRE(PollUntil([&] { return !third.Added().empty(); }));
   CHECK(third.Added() == std::vector<std::string>{"e"});
@@ -499,8 +505,10 @@ TEST_CASE(
     std::lock_guard<std::mutex> lock(mu);
     fetched.push_back(got.ok() ? (*got)["metadata"]["name"].get<std::string>() : got.status().ToString());
   };
-  std::vector<std::unique_ptr<WatchHandle>> watches;
-  for (const char* ns : {"a", "b", "c"}) watches.push_back(client->Watch(kResourceClaims, ns, {}, fetch));
+  std::vector<std::unique_ptr<WatchThread>> watches;
+  for (const char* ns : {"a", "b", "c"}) {
+    watches.push_back(std::make_unique<WatchThread>(client, kResourceClaims, ns, WatchOptions{}, fetch));
+  }
   REQUIRE(PollUntil([&] { return WatchCount(*client) == 3; }));
   for (const char* ns : {"a", "b", "c"}) REQUIRE(client->Create(kResourceClaims, ns, NewClaim(ns, ns)).ok());
   REQUIRE(PollUntil([&] {

@@ -33,6 +33,7 @@
 #include "k8s/http_util.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
+#include "support/watch_thread.h"
 
 namespace dra::k8s {
 namespace {
@@ -1154,8 +1155,8 @@ TEST_CASE("client: watch decodes a chunked stream and ends when the server close
   WatchOptions options;
   options.resource_version = "9";
   options.timeout_seconds = 30;
-  auto watch = client->Watch(kResourceClaims, "ns", options, [&](const WatchEvent& e) { events.push_back(e); });
-  CHECK(watch->Wait().ok());
+  const auto add = [&](const WatchEvent& e) { events.push_back(e); };
+  CHECK(client->RunWatch(kResourceClaims, "ns", options, add, WatchStop()).ok());
   REQUIRE(events.size() == 3);
   CHECK(events[0].type == "ADDED");
   CHECK(events[1].object["metadata"]["resourceVersion"] == "11");
@@ -1181,13 +1182,12 @@ TEST_CASE("client: watch reports 410 as IsGone, from an ERROR event or the HTTP 
   });
   auto client = MakeClient(server.url());
   int delivered = 0;
-  auto first = client->Watch(kResourceClaims, "", WatchOptions{}, [&](const WatchEvent&) { ++delivered; });
-  absl::Status status = first->Wait();
+  const auto deliver = [&](const WatchEvent&) { ++delivered; };
+  absl::Status status = client->RunWatch(kResourceClaims, "", WatchOptions{}, deliver, WatchStop());
   CHECK(IsGone(status));
   CHECK(absl::StrContains(status.message(), "too old resource version: 1 (40)"));
   CHECK(delivered == 0);
-  auto second = client->Watch(kResourceClaims, "", WatchOptions{}, [&](const WatchEvent&) { ++delivered; });
-  CHECK(IsGone(second->Wait()));
+  CHECK(IsGone(client->RunWatch(kResourceClaims, "", WatchOptions{}, deliver, WatchStop())));
 }
 
 TEST_CASE("client: Stop ends an idle watch at once", "[client][local][watch]") {
@@ -1199,12 +1199,12 @@ TEST_CASE("client: Stop ends an idle watch at once", "[client][local][watch]") {
   });
   auto client = MakeClient(server.url());
   std::atomic<int> events{0};
-  auto watch = client->Watch(kResourceClaims, "ns", WatchOptions{}, [&](const WatchEvent&) { ++events; });
+  dra::testing::WatchThread watch(client, kResourceClaims, "ns", WatchOptions{}, [&](const WatchEvent&) { ++events; });
   REQUIRE(dra::testing::PollUntil([&] { return events == 1; }));
-  CHECK_FALSE(watch->Done());
-  watch->Stop();
-  CHECK(watch->Wait().ok());
-  CHECK(watch->Stopped());
+  CHECK_FALSE(watch.Done());
+  watch.Stop();
+  CHECK(watch.Wait().ok());
+  CHECK(watch.Stopped());
   CHECK(dra::testing::PollUntil([&] { return client_closed.load(); }));
 }
 
@@ -1216,17 +1216,12 @@ TEST_CASE("client: Stop from the event callback", "[client][local][watch]") {
   });
   auto client = MakeClient(server.url());
   int events = 0;
-  WatchHandle* handle = nullptr;
-  std::mutex mu;
-  std::unique_lock<std::mutex> lock(mu);  // the callback waits until `handle` is set
-  auto watch = client->Watch(kResourceClaims, "ns", WatchOptions{}, [&](const WatchEvent&) {
-    std::lock_guard<std::mutex> inner(mu);
+  WatchStop stop;
+  const auto stop_at_first = [&](const WatchEvent&) {
     ++events;
-    handle->Stop();
-  });
-  handle = watch.get();
-  lock.unlock();
-  CHECK(watch->Wait().ok());
+    stop.Stop();
+  };
+  CHECK(client->RunWatch(kResourceClaims, "ns", WatchOptions{}, stop_at_first, stop).ok());
   CHECK(events == 1);
 }
 

@@ -13,8 +13,9 @@
 /// - Requests from all threads run on one libcurl multi handle driven by the
 ///   client's I/O thread: over HTTPS they are HTTP/2 streams multiplexed on
 ///   one TLS connection (as client-go does); when h2 is not negotiated (plain
-///   http) they use up to 16 HTTP/1.1 connections, kept alive. Watches run on
-///   their own thread and connection.
+///   http) they use up to 16 HTTP/1.1 connections, kept alive, and each
+///   watch holds one of its own. A watch's events are handled on the thread
+///   that runs it (RunWatch).
 /// - One client-side token bucket (ClientConfig::qps/burst) paces every
 ///   request, retries included.
 /// - Each request has ClientConfig::timeout; watches use their own.
@@ -53,13 +54,11 @@
 /// (StatusReason()).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -175,37 +174,6 @@ struct WatchEvent {
   nlohmann::json object;  ///< the object; a BOOKMARK's carries little but metadata.resourceVersion
 };
 
-/// A running watch; see Client::Watch. Destroying the handle stops the watch
-/// and waits for its thread.
-class WatchHandle {
- public:
-  ~WatchHandle();
-  WatchHandle(const WatchHandle&) = delete;
-  WatchHandle& operator=(const WatchHandle&) = delete;
-
-  /// Ends the watch soon (it interrupts a blocked read at once). Thread-safe,
-  /// idempotent, and may be called from the event callback.
-  void Stop();
-  /// Blocks until the watch has ended, and returns why: OK when the server
-  /// closed the stream or Stop() was called; IsGone() when the resource
-  /// version is too old (HTTP 410 or an ERROR event with code 410: relist);
-  /// another error for failed requests, ERROR events and broken connections.
-  absl::Status Wait();
-  /// Whether the watch has ended (Wait() would not block).
-  bool Done() const;
-  /// Whether Stop() was called.
-  bool Stopped() const;
-
-  struct State;  // internal
-
- private:
-  friend class Client;
-  WatchHandle(std::shared_ptr<State> state, std::thread thread);
-
-  std::shared_ptr<State> state_;
-  std::thread thread_;
-};
-
 /// Ends a watch run with Client::RunWatch from another thread: the one
 /// running (a blocked read is interrupted at once) and every later one with
 /// the same WatchStop, which then returns at once. Thread-safe.
@@ -218,9 +186,11 @@ class WatchStop {
   /// Whether Stop() was called.
   bool Stopped() const;
 
+  struct State;  // internal
+
  private:
   friend class Client;
-  std::shared_ptr<WatchHandle::State> state_;
+  std::shared_ptr<State> state_;
 };
 
 /// Requests a Client has sent, for metrics: by HTTP method ("WATCH" for
@@ -282,19 +252,17 @@ class Client {
   absl::Status Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,
                       const Preconditions& preconditions = {});
 
-  /// Starts a watch on its own thread and returns at once. `on_event` is
-  /// called on that thread for every event, in order; it must not destroy the
-  /// handle (it may call Stop()). The watch ends when the server ends the
-  /// stream, on an error, or on Stop(); it is not restarted: the caller
-  /// watches again from the last resourceVersion it saw (bookmarks carry one),
-  /// or relists after IsGone(). ERROR events end the watch with their status
-  /// instead of being delivered.
-  std::unique_ptr<WatchHandle> Watch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
-                                     std::function<void(const WatchEvent&)> on_event);
-
-  /// The same watch on the calling thread, for a caller that has a thread of
-  /// its own to watch on (an informer): returns when the watch ends, with
-  /// what WatchHandle::Wait() would return.
+  /// Watches on the calling thread, for a caller that has a thread of its
+  /// own to watch on (an informer), and returns when the watch ends.
+  /// `on_event` is called for every event, in order. The watch ends when the
+  /// server ends the stream, on an error, or on stop.Stop(); it is not
+  /// restarted: the caller watches again from the last resourceVersion it saw
+  /// (bookmarks carry one), or relists after IsGone(). ERROR events end the
+  /// watch with their status instead of being delivered. Returns OK when the
+  /// server closed the stream or `stop` was stopped; IsGone() when the
+  /// resource version is too old (HTTP 410 or an ERROR event with code 410:
+  /// relist); another error for failed requests, ERROR events and broken
+  /// connections.
   absl::Status RunWatch(const ResourceRef& ref, const std::string& ns, const WatchOptions& options,
                         const std::function<void(const WatchEvent&)>& on_event, const WatchStop& stop);
   ///@}
