@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_replace.h"
 #include "cpuset.h"
