@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "fileutil/atomic_file.h"
+#include "kubeletplugin/crc32c.h"
 #include "support/temp_dir.h"
 
 namespace dra::kubeletplugin::internal {
