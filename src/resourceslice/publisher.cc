@@ -12,7 +12,6 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -28,6 +27,8 @@
 #include "resourceslice/canonical.h"
 #include "resourceslice/pool_plan.h"
 #include "resourceslice/pool_validation.h"
+#include "resourceslice/skew_report.h"
+#include "resourceslice/slice_cache.h"
 #include "resourceslice/slice_names.h"
 
 namespace dra::resourceslice {
@@ -42,42 +43,6 @@ constexpr int kMaxDriftDeferrals = 10;
 constexpr size_t kParallelWrites = 8;
 // Conflicts retried at once before backoff applies.
 constexpr int kImmediateConflictRetries = 3;
-
-int64_t ResourceVersionOf(const json& object) {
-  int64_t rv = 0;
-  auto meta = object.find("metadata");
-  if (meta == object.end()) return 0;
-  auto it = meta->find("resourceVersion");
-  if (it == meta->end() || !it->is_string()) return 0;
-  return absl::SimpleAtoi(it->get<std::string>(), &rv) ? rv : 0;
-}
-
-std::string StringAt(const json& object, const json::json_pointer& pointer) {
-  if (!object.contains(pointer)) return "";
-  const json& value = object.at(pointer);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
-// One slice as the server last showed it.
-struct CachedSlice {
-  json object;                              // without "spec", which `typed` holds: an update replaces it anyway
-  std::optional<k8s::ResourceSlice> typed;  // nullopt: the codec refused it
-  int64_t resource_version = 0;
-  std::string pool;
-  bool node_local = false;  // spec.nodeName is set
-};
-
-std::shared_ptr<const CachedSlice> MakeCached(json object) {
-  auto cached = std::make_shared<CachedSlice>();
-  absl::StatusOr<k8s::ResourceSlice> typed = k8s::ResourceSliceFromJson(object);
-  if (typed.ok()) cached->typed = *std::move(typed);
-  cached->resource_version = ResourceVersionOf(object);
-  cached->pool = StringAt(object, json::json_pointer("/spec/pool/name"));
-  cached->node_local = !StringAt(object, json::json_pointer("/spec/nodeName")).empty();
-  if (cached->typed) object.erase("spec");
-  cached->object = std::move(object);
-  return cached;
-}
 
 // The wait after the `failures`-th failure in a row (1-based).
 absl::Duration Backoff(const Options& options, int failures) {
@@ -212,18 +177,12 @@ class Publisher::Impl {
     // before the informer starts.
     std::optional<k8s::InformerOptions::FieldSelectorFallback> fallback;
     // Reached only through Impl::CacheOf(), which requires Impl::mu_.
-    struct Cache {
-      std::map<std::string, std::shared_ptr<const CachedSlice>> slices;  // by name
-      // The newest resourceVersion the informer has shown: a slice this
-      // publisher wrote at or before it, and not cached, was deleted since
-      // (the watch told of the deletion before the write's response came).
-      int64_t observed_version = 0;
-    } cache;
+    SliceCache cache;
     // Set once after construction; last: its thread ends before the rest goes.
     std::unique_ptr<k8s::Informer> informer;
   };
 
-  Scope::Cache& CacheOf(Scope& scope) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scope.cache; }
+  SliceCache& CacheOf(Scope& scope) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scope.cache; }
 
   k8s::InformerOptions InformerOptionsOf(const Scope& scope) const {
     k8s::InformerOptions options;
@@ -277,10 +236,8 @@ class Publisher::Impl {
     // is freed at once (an unchanged one keeps its object, see Update()).
     std::weak_ptr<const Pool> validated;
     absl::Status validation;
-    k8s::EncodeOptions encoding;           // of the validated pool
-    std::map<size_t, Skew> skews;          // by slice index
-    std::set<std::string> reported_skews;  // messages, once per desired pool
-    int64_t published_devices = 0;         // in the server as desired, at the last successful sync
+    k8s::EncodeOptions encoding;    // of the validated pool
+    int64_t published_devices = 0;  // in the server as desired, at the last successful sync
     int failures = 0;
     int conflicts = 0;
   };
@@ -394,52 +351,21 @@ class Publisher::Impl {
 
   void OnScopeEvent(Scope& scope, const k8s::InformerEvent& event) {
     const std::string name = StringAt(event.object, json::json_pointer("/metadata/name"));
-    const int64_t version = ResourceVersionOf(event.object);
     dra::MutexLock lock(&mu_);
     if (!event.from_list) watch_events_.fetch_add(1);
-    CacheOf(scope).observed_version = std::max(CacheOf(scope).observed_version, version);
-    auto it = CacheOf(scope).slices.find(name);
-    if (event.from_list) {
-      // A list (the first, or one after the watch's history was gone) shows
-      // the server as it is, whole: the pools it shows changed are synced
-      // now, with no drift delay. A slice the list lacks is gone, whatever
-      // this publisher wrote to it since.
-      const absl::Time now = absl::Now();
-      if (event.type == k8s::InformerEvent::Type::kDeleted) {
-        if (it == CacheOf(scope).slices.end()) return;
-        ScheduleLocked(it->second->pool, now);
-        CacheOf(scope).slices.erase(it);
-        return;
+    const std::vector<std::string> pools = CacheOf(scope).Apply(name, event);
+    // A list (the first, or one after the watch's history was gone) shows
+    // the server as it is, whole: the pools it shows changed are synced now,
+    // with no drift delay. A change the watch shows was made by someone else
+    // (the cache knew this publisher's own): its pools are checked for drift.
+    const absl::Time now = absl::Now();
+    for (const std::string& pool : pools) {
+      if (event.from_list) {
+        ScheduleLocked(pool, now);
+      } else {
+        NoteDriftLocked(pool, name);
       }
-      if (it != CacheOf(scope).slices.end() && it->second->resource_version >= version) return;
-      std::shared_ptr<const CachedSlice> slice = MakeCached(event.object);
-      if (it != CacheOf(scope).slices.end()) ScheduleLocked(it->second->pool, now);
-      ScheduleLocked(slice->pool, now);
-      CacheOf(scope).slices[name] = std::move(slice);
-      return;
     }
-    if (event.type == k8s::InformerEvent::Type::kDeleted) {
-      // Not cached: this publisher deleted it already.
-      if (it == CacheOf(scope).slices.end() || it->second->resource_version > version) return;
-      NoteDriftLocked(it->second->pool, name);
-      CacheOf(scope).slices.erase(it);
-      return;
-    }
-    // Already cached at this version or later: this publisher wrote it.
-    if (it != CacheOf(scope).slices.end() && it->second->resource_version >= version) return;
-    CacheForeignLocked(scope, name, event.object);
-  }
-
-  // A slice as someone else left it: cached, and its pool (old and new)
-  // checked for drift.
-  void CacheForeignLocked(Scope& scope, const std::string& name, const json& object)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = CacheOf(scope).slices.find(name);
-    if (it != CacheOf(scope).slices.end() && it->second->resource_version >= ResourceVersionOf(object)) return;
-    std::shared_ptr<const CachedSlice> slice = MakeCached(object);
-    if (it != CacheOf(scope).slices.end() && it->second->pool != slice->pool) NoteDriftLocked(it->second->pool, name);
-    NoteDriftLocked(slice->pool, name);
-    CacheOf(scope).slices[name] = std::move(slice);
   }
 
   // The publisher's own write of `name` explains a watch event about it that
@@ -449,31 +375,17 @@ class Publisher::Impl {
     if (it != drift_.end()) it->second.names.erase(name);
   }
 
-  // Caches what this publisher wrote or read itself, unless the watch
-  // brought something newer already: a later version, or the deletion.
-  bool CacheUnlessOutdatedLocked(Scope& scope, const std::string& name, std::shared_ptr<const CachedSlice> slice)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Scope::Cache& cache = CacheOf(scope);
-    auto it = cache.slices.find(name);
-    if (it == cache.slices.end() ? slice->resource_version <= cache.observed_version
-                                 : it->second->resource_version > slice->resource_version) {
-      return false;
-    }
-    cache.slices[name] = std::move(slice);
-    return true;
-  }
-
   void Remember(Scope& scope, json object) {
     std::shared_ptr<const CachedSlice> slice = MakeCached(std::move(object));
     const std::string name = StringAt(slice->object, json::json_pointer("/metadata/name"));
     const std::string pool = slice->pool;
     dra::MutexLock lock(&mu_);
-    if (CacheUnlessOutdatedLocked(scope, name, std::move(slice))) ExplainedLocked(pool, name);
+    if (CacheOf(scope).StoreUnlessOutdated(name, std::move(slice))) ExplainedLocked(pool, name);
   }
 
   void Forget(Scope& scope, const std::string& name, const std::string& pool) {
     dra::MutexLock lock(&mu_);
-    CacheOf(scope).slices.erase(name);
+    CacheOf(scope).Erase(name);
     ExplainedLocked(pool, name);
   }
 
@@ -484,10 +396,10 @@ class Publisher::Impl {
     if (fresh.ok()) {
       std::shared_ptr<const CachedSlice> slice = MakeCached(*std::move(fresh));
       dra::MutexLock lock(&mu_);
-      CacheUnlessOutdatedLocked(scope, name, std::move(slice));
+      CacheOf(scope).StoreUnlessOutdated(name, std::move(slice));
     } else if (absl::IsNotFound(fresh.status())) {
       dra::MutexLock lock(&mu_);
-      CacheOf(scope).slices.erase(name);
+      CacheOf(scope).Erase(name);
     }
   }
 
@@ -557,130 +469,171 @@ class Publisher::Impl {
     return status;
   }
 
-  absl::Status SyncPool(const std::string& name) {
+  // What a pool sync starts from: the desired pool (null when it is no
+  // longer desired) and its slices as cached.
+  struct Observed {
     std::shared_ptr<const Pool> desired;
     std::vector<Existing> existing;
-    {
-      dra::MutexLock lock(&mu_);
-      drift_.erase(name);  // this sync sees every change cached so far
-      auto it = desired_.find(name);
-      if (it != desired_.end()) desired = it->second;
-      for (Scope* scope : ScopesOfLocked(name)) {
-        const bool pool_scope = scope != node_scope_.get();
-        for (const auto& [slice_name, slice] : CacheOf(*scope).slices) {
-          // The pool scope also sees other nodes' slices of a pool by that name.
-          if (slice->pool == name && (!pool_scope || !slice->node_local)) existing.push_back({scope, slice});
-        }
-      }
-    }
+  };
+
+  // One pool sync's writes: slices of the desired `pool`, at `generation`.
+  struct PoolWrites {
+    const std::string& pool;
+    const Pool& desired;
+    const PoolState& state;
+    int64_t generation;
+  };
+
+  absl::Status SyncPool(const std::string& name) {
+    const Observed observed = Observe(name);
     PoolState& state = pools_[name];
     state.published_devices = 0;
-    if (!desired) {
-      absl::Status status = DeleteAll(existing);
-      if (status.ok()) DropPoolScopeIfUnused(name);
-      return status;
-    }
-
-    if (state.validated.lock() != desired) {
-      absl::StatusOr<k8s::EncodeOptions> encoding = EncodingFor(*desired);
-      if (!encoding.ok()) return encoding.status();
-      state.encoding = *encoding;
-      state.validation = CheckPool(name, *desired);
-      if (state.validation.ok()) state.validation = CheckEncodable(name, *desired, state.encoding);
-      state.validated = desired;
-      state.skews.clear();
-      state.reported_skews.clear();
-      if (!state.validation.ok()) Report(state.validation, absl::StrCat("validate pool ", k8s::GoQuote(name)));
-    }
+    if (!observed.desired) return RemovePool(name, observed.existing);
+    if (absl::Status status = ValidateIfChanged(name, observed.desired, state); !status.ok()) return status;
     if (!state.validation.ok()) return absl::OkStatus();  // not retried until the pool changes
 
-    const bool node_local = desired->nodes == NodeSelection::kThisNode;
+    const Pool& desired = *observed.desired;
+    const bool node_local = desired.nodes == NodeSelection::kThisNode;
     // A reconciled pool goes with the node that publishes it, as in Go.
     const bool owned_by_node = node_local || (!options_.reconcile_pool.empty() && !options_.node_name.empty());
-    if (owned_by_node && node_uid_.empty()) {
-      absl::StatusOr<json> node = client_->Get(k8s::kNodes, "", options_.node_name);
-      if (!node.ok()) {
-        return absl::Status(node.status().code(), absl::StrCat("look up the Node's UID: ", node.status().message()));
-      }
-      node_uid_ = StringAt(*node, json::json_pointer("/metadata/uid"));
+    if (owned_by_node) {
+      if (absl::Status status = LookUpNodeUid(); !status.ok()) return status;
     }
-
-    std::vector<ExistingSlice> seen;
-    for (const Existing& e : existing) {
-      seen.push_back({StringAt(e.slice->object, json::json_pointer("/metadata/name")),
-                      e.slice->typed ? &e.slice->typed->spec : nullptr, e.slice->resource_version,
-                      (e.scope == node_scope_.get()) == node_local});
-    }
-    const PoolPlan plan = PlanPool(publishing_, name, *desired, seen, state.generation, state.skews);
+    const PoolPlan plan = PlanPool(publishing_, name, desired, AsPlanned(observed.existing, node_local),
+                                   state.generation, skew_report_.SkewsOf(name));
 
     // Deletes first: devices the driver no longer has go even if the new
     // slices cannot be written.
     std::vector<Existing> obsolete;
-    for (size_t k : plan.deletes) obsolete.push_back(existing[k]);
+    for (size_t k : plan.deletes) obsolete.push_back(observed.existing[k]);
     absl::Status status = DeleteAll(obsolete);
     if (!status.ok()) return status;
-
-    std::map<size_t, const Existing*> matched;  // by desired slice index
-    std::vector<size_t> to_update;
-    for (const auto& [i, k] : plan.updates) {
-      matched[i] = &existing[k];
-      to_update.push_back(i);
-    }
-    const int64_t target = plan.generation;
-    status = WriteEach(to_update, [&](size_t i) -> absl::Status {
-      k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
-      const k8s::ResourceSlice& stored = *matched.at(i)->slice->typed;
-      KeepTaintTimes(want.spec.devices, stored.spec.devices);
-      json object = matched.at(i)->slice->object;
-      object["apiVersion"] = "resource.k8s.io/v1";
-      object["kind"] = "ResourceSlice";
-      absl::StatusOr<json> encoded = k8s::ToJson(want, state.encoding);
-      if (!encoded.ok()) return encoded.status();
-      object["spec"] = std::move((*encoded)["spec"]);
-      DRA_CRASH_POINT("publisher.before_write");
-      absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
-      DRA_CRASH_POINT("publisher.after_write");
-      if (!updated.ok()) {
-        if (k8s::IsConflict(updated.status()) || absl::IsNotFound(updated.status())) {
-          Reread(*matched.at(i)->scope, stored.metadata.name);
-        }
-        return updated.status();
-      }
-      updates_.fetch_add(1);
-      options_.logger.InfoV(4, "Updated ResourceSlice", {{"name", stored.metadata.name}, {"pool", name}});
-      Stored(name, state, i, want.spec, *matched.at(i)->scope, *std::move(updated));
-      return absl::OkStatus();
+    const PoolWrites writes{name, desired, state, plan.generation};
+    status = WriteEach(plan.updates.size(), [&](size_t k) {
+      const auto [index, match] = plan.updates[k];
+      return UpdateSlice(writes, index, observed.existing[match]);
     });
     if (!status.ok()) return status;
-
     Scope* home = node_local ? node_scope_.get() : PoolScope(name);
-    status = WriteEach(plan.creates, [&](size_t i) -> absl::Status {
-      k8s::ResourceSlice want = DesiredSlice(name, *desired, i, target);
-      if (owned_by_node) {
-        k8s::OwnerReference owner;
-        owner.api_version = "v1";
-        owner.kind = "Node";
-        owner.name = options_.node_name;
-        owner.uid = node_uid_;
-        owner.controller = true;
-        want.metadata.owner_references.push_back(std::move(owner));
-      }
-      DRA_CRASH_POINT("publisher.before_write");
-      absl::StatusOr<json> encoded = k8s::ToJson(want, state.encoding);
-      if (!encoded.ok()) return encoded.status();
-      absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", *encoded);
-      DRA_CRASH_POINT("publisher.after_write");
-      if (!created.ok()) return created.status();
-      creates_.fetch_add(1);
-      options_.logger.InfoV(4, "Created ResourceSlice",
-                            {{"name", StringAt(*created, json::json_pointer("/metadata/name"))}, {"pool", name}});
-      Stored(name, state, i, want.spec, *home, *std::move(created));
-      return absl::OkStatus();
-    });
+    status = WriteEach(plan.creates.size(),
+                       [&](size_t k) { return CreateSlice(writes, plan.creates[k], *home, owned_by_node); });
     if (!status.ok()) return status;
     if (stop_requested_) return absl::CancelledError("stopping");
-    state.generation = std::max(state.generation, target);
-    for (const auto& slice : desired->slices) state.published_devices += static_cast<int64_t>(slice.devices.size());
+    state.generation = std::max(state.generation, plan.generation);
+    for (const auto& slice : desired.slices) state.published_devices += static_cast<int64_t>(slice.devices.size());
+    return absl::OkStatus();
+  }
+
+  Observed Observe(const std::string& name) {
+    Observed observed;
+    dra::MutexLock lock(&mu_);
+    drift_.erase(name);  // this sync sees every change cached so far
+    auto it = desired_.find(name);
+    if (it != desired_.end()) observed.desired = it->second;
+    for (Scope* scope : ScopesOfLocked(name)) {
+      const bool pool_scope = scope != node_scope_.get();
+      for (const auto& [slice_name, slice] : CacheOf(*scope).slices()) {
+        // The pool scope also sees other nodes' slices of a pool by that name.
+        if (slice->pool == name && (!pool_scope || !slice->node_local)) observed.existing.push_back({scope, slice});
+      }
+    }
+    return observed;
+  }
+
+  // A pool no longer desired: its slices go, then its watch.
+  absl::Status RemovePool(const std::string& name, const std::vector<Existing>& existing) {
+    absl::Status status = DeleteAll(existing);
+    if (status.ok()) DropPoolScopeIfUnused(name);
+    return status;
+  }
+
+  // Validates the desired pool unless it is the one validated last; an error
+  // is a validation that could not be made (it is retried).
+  absl::Status ValidateIfChanged(const std::string& name, const std::shared_ptr<const Pool>& desired,
+                                 PoolState& state) {
+    if (state.validated.lock() == desired) return absl::OkStatus();
+    absl::StatusOr<k8s::EncodeOptions> encoding = EncodingFor(*desired);
+    if (!encoding.ok()) return encoding.status();
+    state.encoding = *encoding;
+    state.validation = CheckPool(name, *desired);
+    if (state.validation.ok()) state.validation = CheckEncodable(name, *desired, state.encoding);
+    state.validated = desired;
+    skew_report_.Forget(name);
+    if (!state.validation.ok()) Report(state.validation, absl::StrCat("validate pool ", k8s::GoQuote(name)));
+    return absl::OkStatus();
+  }
+
+  // The Node's UID, for the owner reference of the slices it owns.
+  absl::Status LookUpNodeUid() {
+    if (!node_uid_.empty()) return absl::OkStatus();
+    absl::StatusOr<json> node = client_->Get(k8s::kNodes, "", options_.node_name);
+    if (!node.ok()) {
+      return absl::Status(node.status().code(), absl::StrCat("look up the Node's UID: ", node.status().message()));
+    }
+    node_uid_ = StringAt(*node, json::json_pointer("/metadata/uid"));
+    return absl::OkStatus();
+  }
+
+  // The cached slices as the plan sees them.
+  std::vector<ExistingSlice> AsPlanned(const std::vector<Existing>& existing, bool node_local) const {
+    std::vector<ExistingSlice> planned;
+    for (const Existing& e : existing) {
+      planned.push_back({StringAt(e.slice->object, json::json_pointer("/metadata/name")),
+                         e.slice->typed ? &e.slice->typed->spec : nullptr, e.slice->resource_version,
+                         (e.scope == node_scope_.get()) == node_local});
+    }
+    return planned;
+  }
+
+  // Writes the desired slice `index` over `match`, the cached slice it
+  // replaces.
+  absl::Status UpdateSlice(const PoolWrites& writes, size_t index, const Existing& match) {
+    k8s::ResourceSlice want = DesiredSlice(writes.pool, writes.desired, index, writes.generation);
+    const k8s::ResourceSlice& stored = *match.slice->typed;
+    KeepTaintTimes(want.spec.devices, stored.spec.devices);
+    json object = match.slice->object;
+    object["apiVersion"] = "resource.k8s.io/v1";
+    object["kind"] = "ResourceSlice";
+    absl::StatusOr<json> encoded = k8s::ToJson(want, writes.state.encoding);
+    if (!encoded.ok()) return encoded.status();
+    object["spec"] = std::move((*encoded)["spec"]);
+    DRA_CRASH_POINT("publisher.before_write");
+    absl::StatusOr<json> updated = client_->Update(k8s::kResourceSlices, "", object);
+    DRA_CRASH_POINT("publisher.after_write");
+    if (!updated.ok()) {
+      if (k8s::IsConflict(updated.status()) || absl::IsNotFound(updated.status())) {
+        Reread(*match.scope, stored.metadata.name);
+      }
+      return updated.status();
+    }
+    updates_.fetch_add(1);
+    options_.logger.InfoV(4, "Updated ResourceSlice", {{"name", stored.metadata.name}, {"pool", writes.pool}});
+    Stored(writes.pool, index, want.spec, *match.scope, *std::move(updated));
+    return absl::OkStatus();
+  }
+
+  // Creates the desired slice `index`, cached in `home`.
+  absl::Status CreateSlice(const PoolWrites& writes, size_t index, Scope& home, bool owned_by_node) {
+    k8s::ResourceSlice want = DesiredSlice(writes.pool, writes.desired, index, writes.generation);
+    if (owned_by_node) {
+      k8s::OwnerReference owner;
+      owner.api_version = "v1";
+      owner.kind = "Node";
+      owner.name = options_.node_name;
+      owner.uid = node_uid_;
+      owner.controller = true;
+      want.metadata.owner_references.push_back(std::move(owner));
+    }
+    DRA_CRASH_POINT("publisher.before_write");
+    absl::StatusOr<json> encoded = k8s::ToJson(want, writes.state.encoding);
+    if (!encoded.ok()) return encoded.status();
+    absl::StatusOr<json> created = client_->Create(k8s::kResourceSlices, "", *encoded);
+    DRA_CRASH_POINT("publisher.after_write");
+    if (!created.ok()) return created.status();
+    creates_.fetch_add(1);
+    options_.logger.InfoV(4, "Created ResourceSlice",
+                          {{"name", StringAt(*created, json::json_pointer("/metadata/name"))}, {"pool", writes.pool}});
+    Stored(writes.pool, index, want.spec, home, *std::move(created));
     return absl::OkStatus();
   }
 
@@ -689,18 +642,18 @@ class Publisher::Impl {
     return pool_scopes_.at(pool).get();
   }
 
-  // Runs write(i) for every index, up to kParallelWrites at once on the
-  // work pool (streams on the client's one HTTP/2 connection: a wiped pool of
-  // 79 slices comes back in the time of a few round trips, not 79). Indexes
+  // Runs write(k) for every k below `count`, up to kParallelWrites at once on
+  // the work pool (streams on the client's one HTTP/2 connection: a wiped pool
+  // of 79 slices comes back in the time of a few round trips, not 79). Writes
   // not started when one fails or Stop() is called are skipped; returns the
   // first error.
-  absl::Status WriteEach(const std::vector<size_t>& indexes, const std::function<absl::Status(size_t)>& write) {
+  absl::Status WriteEach(size_t count, const std::function<absl::Status(size_t)>& write) {
     std::atomic<bool> failed{false};
     dra::Mutex mu;
     absl::Status first_error;
-    work_pool_->ParallelFor(indexes.size(), kParallelWrites, [&](size_t k) {
+    work_pool_->ParallelFor(count, kParallelWrites, [&](size_t k) {
       if (failed || stop_requested_) return;
-      absl::Status status = write(indexes[k]);
+      absl::Status status = write(k);
       if (status.ok()) return;
       failed = true;
       dra::MutexLock lock(&mu);
@@ -709,44 +662,14 @@ class Publisher::Impl {
     return first_error;
   }
 
-  // After a write: cache what the server stored, and check that it stored
-  // what was sent. If it did not (a feature gate is off), say so once and
-  // take the stored form as published until the desired slice changes.
-  // Called by concurrent writes of one pool.
-  void Stored(const std::string& pool, PoolState& state, size_t index, const k8s::ResourceSliceSpec& sent, Scope& scope,
-              json object) {
+  // After a write: cache what the server stored, and report when it stored
+  // less than was sent (SkewReport). Called by concurrent writes of one pool.
+  void Stored(const std::string& pool, size_t index, const k8s::ResourceSliceSpec& sent, Scope& scope, json object) {
     absl::StatusOr<k8s::ResourceSlice> stored = k8s::ResourceSliceFromJson(object);
     const std::string name = StringAt(object, json::json_pointer("/metadata/name"));
     Remember(scope, std::move(object));
-    dra::MutexLock lock(&stored_mu_);
-    if (!stored.ok() || SameSpec(sent, stored->spec)) {
-      state.skews.erase(index);
-      return;
-    }
-    state.skews[index] = {sent, stored->spec};
-    std::vector<std::string> dropped = DroppedFields(sent, stored->spec);
-    if (dropped.empty()) return;  // the server only added fields
-    std::vector<std::string> gates = LikelyFeatureGates(dropped);
-    absl::StatusOr<std::string> version = ServerVersionLocked();
-    std::string message = absl::StrCat(
-        "pool ", k8s::GoQuote(pool), ", slice ", index, " (", name, "): the API server",
-        version.ok() ? absl::StrCat(" (", *version, ")") : "", " stored less than was sent, it dropped ",
-        absl::StrJoin(dropped, ", "),
-        gates.empty() ? std::string("; is the server older than this SDK?")
-                      : absl::StrCat("; probably because these feature gates are off: ", absl::StrJoin(gates, ", ")),
-        ". The slice is not rewritten until its desired content changes");
-    if (state.reported_skews.insert(message).second) Report(absl::FailedPreconditionError(message), "publish slice");
-  }
-
-  // The server's version, asked once, when first needed (after a failure,
-  // again the next time); the pool's other writes wait for that one GET.
-  absl::StatusOr<std::string> ServerVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stored_mu_) {
-    if (server_version_.empty()) {
-      absl::StatusOr<std::string> version = client_->ServerVersion();
-      if (!version.ok()) return version.status();
-      server_version_ = *std::move(version);
-    }
-    return server_version_;
+    std::optional<std::string> skew = skew_report_.Record(pool, index, name, sent, stored);
+    if (skew.has_value()) Report(absl::FailedPreconditionError(*skew), "publish slice");
   }
 
   // How the pool's slices are written: PublishingOptions::
@@ -762,8 +685,7 @@ class Publisher::Impl {
       return absl::c_any_of(slice.devices, [](const k8s::Device& d) { return !d.node_allocatable_resources.empty(); });
     });
     if (!any) return encoding;
-    dra::MutexLock lock(&stored_mu_);
-    absl::StatusOr<std::string> version = ServerVersionLocked();
+    absl::StatusOr<std::string> version = skew_report_.ServerVersion();
     if (!version.ok()) {
       return absl::Status(version.status().code(),
                           absl::StrCat("ask the API server's version for the shape of nodeAllocatableResources: ",
@@ -819,7 +741,7 @@ class Publisher::Impl {
       dra::MutexLock lock(&mu_);
       auto it = pool_scopes_.find(pool);
       if (it == pool_scopes_.end() || pool == options_.reconcile_pool || desired_.contains(pool) ||
-          !CacheOf(*it->second).slices.empty()) {
+          CacheOf(*it->second).slices().empty()) {
         return;
       }
       scope = std::move(it->second);
@@ -839,13 +761,13 @@ class Publisher::Impl {
       dra::MutexLock lock(&mu_);
       for (json& item : list->items) {
         std::string name = StringAt(item, json::json_pointer("/metadata/name"));
-        CacheOf(scope).slices[name] = MakeCached(std::move(item));
+        CacheOf(scope).Store(name, MakeCached(std::move(item)));
       }
     }
     std::vector<Existing> all;
     {
       dra::MutexLock lock(&mu_);
-      for (const auto& [name, slice] : CacheOf(scope).slices) all.push_back({&scope, slice});
+      for (const auto& [name, slice] : CacheOf(scope).slices()) all.push_back({&scope, slice});
     }
     absl::Status status = DeleteAll(all);
     if (!status.ok()) Report(status, "remove ResourceSlices on stop");
@@ -857,12 +779,11 @@ class Publisher::Impl {
       options_.work_pool != nullptr ? options_.work_pool : std::make_shared<WorkPool>(kParallelWrites - 1);
   const Publishing publishing_{options_.driver_name, options_.node_name};
   const ErrorHandler on_error_;
+  SkewReport skew_report_{client_};
 
   mutable dra::Mutex mu_;
   dra::CondVar cv_;
-  dra::Mutex stored_mu_;  // PoolState::skews and reported_skews during concurrent writes
-  dra::Mutex report_mu_;  // one error handler call at a time
-  std::string server_version_ ABSL_GUARDED_BY(stored_mu_);                           // "" until asked
+  dra::Mutex report_mu_;                                                             // one error handler call at a time
   std::map<std::string, std::shared_ptr<const Pool>> desired_ ABSL_GUARDED_BY(mu_);  // by pool name
   bool have_desired_ ABSL_GUARDED_BY(mu_) = false;              // nothing is synced before the first Update()
   std::map<std::string, absl::Time> due_ ABSL_GUARDED_BY(mu_);  // pools to sync, and when
