@@ -1,26 +1,32 @@
-// Loading the prepared-claims checkpoint (Checkpoint::Open, in
-// src/kubeletplugin/checkpoint.h) from a file with the input's content.
+// The prepared-claims checkpoint's record codec
+// (src/kubeletplugin/checkpoint_codec.h) on the input's content as a file.
 //
 // The first input byte is a flag: when its low bit is set, every line that
 // looks like a record ("<8 chars> <rest>") gets the right CRC-32C of <rest>
-// before the file is written, so that the fuzzer reaches the JSON decoding
-// behind the checksums; otherwise the bytes are written as they are.
+// first, so that the fuzzer reaches the JSON decoding behind the checksums;
+// otherwise the bytes are decoded as they are.
 //
-// Checks: Open succeeds (a file it cannot read whole is kept aside and
-// salvaged) and never throws; a loaded checkpoint takes a commit (appended,
-// or the file rewritten after a torn tail) and reads back the same; and its
-// entries, committed into a new checkpoint, read back the same.
+// Checks: DecodeLog and SalvageLog take any bytes without throwing; what
+// either gives, encoded as a snapshot, decodes to the same entries and seq;
+// and what DecodeLog gives, encoded as a change record after an empty
+// snapshot, replays to the same entries.
 #include <cstdio>
+#include <limits>
+#include <set>
+#include <string>
 
 #include "fuzz_check.h"
-#include "fuzz_temp_dir.h"
-#include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/checkpoint_codec.h"
+#include "kubeletplugin/crc32c.h"
 
 namespace {
 
-using dra::kubeletplugin::internal::Checkpoint;
-using dra::kubeletplugin::internal::CheckpointChange;
-using dra::kubeletplugin::internal::CheckpointEntry;
+using dra::kubeletplugin::internal::CheckpointEntries;
+using dra::kubeletplugin::internal::DecodedLog;
+using dra::kubeletplugin::internal::DecodeLog;
+using dra::kubeletplugin::internal::EncodeChange;
+using dra::kubeletplugin::internal::EncodeSnapshot;
+using dra::kubeletplugin::internal::SalvageLog;
 
 std::string WithChecksums(std::string_view content) {
   std::string out;
@@ -41,41 +47,37 @@ std::string WithChecksums(std::string_view content) {
   return out;
 }
 
-std::unique_ptr<Checkpoint> Reopen(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(path);
-  DRA_FUZZ_CHECK(checkpoint.ok());
-  return *std::move(checkpoint);
+void CheckSnapshotRoundTrip(uint64_t seq, const CheckpointEntries& entries) {
+  const absl::StatusOr<DecodedLog> decoded = DecodeLog(EncodeSnapshot(seq, entries));
+  DRA_FUZZ_CHECK(decoded.ok());
+  DRA_FUZZ_CHECK(decoded->entries == entries);
+  DRA_FUZZ_CHECK(decoded->seq == seq);
+  DRA_FUZZ_CHECK(decoded->changes == 0 && !decoded->torn);
+}
+
+void CheckChangeRoundTrip(uint64_t seq, const CheckpointEntries& entries) {
+  std::set<std::string> changed;
+  for (const auto& [uid, entry] : entries) changed.insert(uid);
+  const absl::StatusOr<DecodedLog> decoded =
+      DecodeLog(EncodeSnapshot(seq, {}) + EncodeChange(seq + 1, entries, changed));
+  DRA_FUZZ_CHECK(decoded.ok());
+  DRA_FUZZ_CHECK(decoded->entries == entries);
+  DRA_FUZZ_CHECK(decoded->seq == seq + 1);
+  DRA_FUZZ_CHECK(decoded->changes == 1 && !decoded->torn);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return -1;
-  const std::string_view content = dra::fuzz::AsText(data + 1, size - 1);
-  const std::string path = dra::fuzz::ProcessTempDir().Join("checkpoint.json");
-  const std::string copy_path = dra::fuzz::ProcessTempDir().Join("copy.json");
-  std::remove(copy_path.c_str());
-  dra::testing::WriteFile(path, (data[0] & 1) != 0 ? WithChecksums(content) : std::string(content));
+  const std::string_view raw = dra::fuzz::AsText(data + 1, size - 1);
+  const std::string content = (data[0] & 1) != 0 ? WithChecksums(raw) : std::string(raw);
 
-  absl::StatusOr<std::unique_ptr<Checkpoint>> loaded = Checkpoint::Open(path);
-  DRA_FUZZ_CHECK(loaded.ok());
-  Checkpoint& checkpoint = **loaded;
-  for (const auto& [aside, why] : checkpoint.salvage().kept_aside) std::remove(aside.c_str());
-  const std::vector<CheckpointEntry> entries = checkpoint.Entries();
-
-  std::vector<CheckpointChange> change;
-  if (entries.empty()) {
-    change.push_back({"fuzz-claim", std::nullopt});
-  } else {
-    change.push_back({entries.front().claim.uid, entries.front()});
+  const absl::StatusOr<DecodedLog> log = DecodeLog(content);
+  if (log.ok()) {
+    CheckSnapshotRoundTrip(log->seq, log->entries);
+    if (log->seq < std::numeric_limits<uint64_t>::max()) CheckChangeRoundTrip(log->seq, log->entries);
   }
-  DRA_FUZZ_CHECK(checkpoint.Commit(std::move(change)).ok());
-  DRA_FUZZ_CHECK(Reopen(path)->Entries() == entries);
-
-  std::unique_ptr<Checkpoint> copy = Reopen(copy_path);
-  std::vector<CheckpointChange> all;
-  for (const CheckpointEntry& entry : entries) all.push_back({entry.claim.uid, entry});
-  DRA_FUZZ_CHECK(copy->Commit(std::move(all)).ok());
-  DRA_FUZZ_CHECK(Reopen(copy_path)->Entries() == entries);
+  CheckSnapshotRoundTrip(0, SalvageLog(content).entries);
   return 0;
 }

@@ -9,49 +9,16 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dra/k8s/claim_ref.h"
-#include "dra/kubeletplugin/driver.h"
 #include "dra/mutex.h"
-#include "kubeletplugin/held_device.h"
+#include "kubeletplugin/checkpoint_codec.h"
 
 namespace dra::kubeletplugin::internal {
-
-enum class ClaimState {
-  kPrepareStarted,  // durable before the driver is called
-  kPrepared,        // durable, with the result, before the kubelet is answered
-};
-
-struct CheckpointEntry {
-  k8s::ClaimRef claim;
-  ClaimState state = ClaimState::kPrepareStarted;
-  std::vector<Device> devices;  // set when kPrepared
-  // The claim's CDI spec as JSON, when the Helper wrote one (ClaimCdiSpecs),
-  // to write it again if the file is lost (/var/run/cdi is a tmpfs).
-  std::string cdi_spec{};
-  // The claim's device metadata files and their CDI specs, path -> content,
-  // when the Helper wrote them (ClaimMetadataFiles), to write them again.
-  std::map<std::string, std::string> metadata_files{};
-  // PrepareResult::driver_data, when the driver gave some.
-  std::string driver_data{};
-  // The devices of the claim's allocation, recorded with kPrepareStarted
-  // (device exclusivity): what no unrelated claim may be prepared with.
-  // Empty in entries of 0.1.0, adopted ones, and with exclusivity off.
-  std::vector<HeldDevice> held{};
-  // Why the entry, as found on disk, could not be used (its record does not
-  // decode, or its files could not be restored); empty when it is sound. A
-  // quarantined entry is kPrepareStarted with what could be read of it: a
-  // prepare of its claim calls the driver again and replaces it, an
-  // unprepare erases it, and until then it holds the devices it names.
-  std::string quarantined{};
-
-  bool operator==(const CheckpointEntry&) const = default;
-};
 
 // A change to one claim's entry: set it, or erase it (nullopt).
 struct CheckpointChange {
@@ -59,21 +26,8 @@ struct CheckpointChange {
   std::optional<CheckpointEntry> entry;
 };
 
-// The file is an append-only log of lines, each "<crc> <json>\n" where <crc>
-// is the CRC-32C of the <json> bytes as 8 lowercase hex digits:
-//   line 1   header     {"version":2}
-//   line 2   snapshot   {"seq":S,"claims":{"<uid>":<entry>,...}}
-//   line 3.. change     {"seq":S+1,"set":{"<uid>":<entry>,...},"erase":["<uid>",...]}
-// with <entry> = {"namespace":"..","name":"..","state":"PrepareStarted"|"Prepared",
-//   "devices":[{"requests":[..],"poolName":"..","deviceName":"..","cdiDeviceIDs":[..],"shareID":".."}],
-//   "cdiSpec":"<CDI spec JSON>","metadataFiles":{"<path>":"<content>",...},"driverData":"..",
-//   "held":[{"pool":"..","device":"..","shareID":"..","adminAccess":true,"units":[..]}],
-//   "quarantined":"<why>"}
-// ("shareID", "cdiSpec", "metadataFiles", "driverData", "held", "adminAccess",
-// "units" and "quarantined" only when set; files without them load as before). Fields are
-// only ever added, and a reader ignores keys it does not know, so the
-// previous minor release reads what this one writes (docs/compatibility.md). "seq" grows by one per line. Replaying the
-// changes over the snapshot, in order, gives the entries.
+// The file (its format in checkpoint_codec.h) is an append-only log of
+// lines: a header and a snapshot, then change records.
 //
 // Each durable write is one line plus fdatasync: a change record carries the
 // net effect of one (group) commit on every claim it touched, so a commit is
@@ -83,11 +37,6 @@ struct CheckpointChange {
 // appending when the log would hold more than max(64, 4 x live entries)
 // change records (compaction), after a write error, or when the file was
 // loaded with a torn tail.
-//
-// Only change records are ever appended, so only the last line can be torn:
-// a last line (3 or later) without its newline or with a wrong checksum is a
-// commit that never returned and is ignored. Anything else that does not
-// verify or decode is corruption.
 //
 // Thread-safe. Concurrent Commit calls share durable writes (group commit):
 // a caller returns once a write that includes its change has reached disk.
@@ -190,10 +139,12 @@ class Checkpoint {
   absl::Status Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // no commit in flight
   // After Load failed at Open: keeps the file aside, salvages it.
   absl::Status KeepAsideAndSalvage(const absl::Status& unreadable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Header and snapshot lines.
-  std::string Snapshot(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The line for dirty_.
-  std::string ChangeRecord(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The durable write of everything applied so far, by the one writer:
+  // taken under mu_, performed without it, finished under it.
+  struct Write;
+  Write TakeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Perform(Write& write) const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status FinishWriteLocked(Write& write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The foreign file's content, when which claims are recorded changed since
   // it was last written (or its write failed).
   std::optional<std::string> ForeignContent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -203,7 +154,7 @@ class Checkpoint {
   const std::string path_;
   mutable dra::Mutex mu_;
   dra::CondVar cv_;
-  std::map<std::string, CheckpointEntry> entries_ ABSL_GUARDED_BY(mu_);
+  CheckpointEntries entries_ ABSL_GUARDED_BY(mu_);
   // Claims changed in memory since the last durable write.
   std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last change batch applied in memory
@@ -231,10 +182,5 @@ class Checkpoint {
   // The claims the foreign file lists; nullopt: it must be written.
   std::optional<std::set<std::string>> foreign_claims_ ABSL_GUARDED_BY(mu_);
 };
-
-// CRC-32C (Castagnoli), the checksum of each line: with SSE4.2's crc32
-// instruction where the CPU has it, else Crc32cPortable. Exposed for tests.
-uint32_t Crc32c(std::string_view data);
-uint32_t Crc32cPortable(std::string_view data);
 
 }  // namespace dra::kubeletplugin::internal

@@ -12,6 +12,7 @@
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/crc32c.h"
 #include "nlohmann/json.hpp"
 #include "support/helper_dirs.h"
 #include "support/http_get.h"

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kubeletplugin/checkpoint.h"
+#include "kubeletplugin/crc32c.h"
 #include "support/temp_dir.h"
 
 namespace dra::kubeletplugin::internal {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "fileutil/atomic_file.h"
+#include "kubeletplugin/crc32c.h"
 #include "support/temp_dir.h"
 
 namespace dra::kubeletplugin::internal {
@@ -127,22 +128,6 @@ std::string WriteValidCheckpoint(const std::string& path) {
   REQUIRE(checkpoint->Commit({Set(Entry("uid-b", ClaimState::kPrepareStarted))}).ok());
   REQUIRE(Lines(path).size() == 3);
   return ReadFile(path);
-}
-
-TEST_CASE("Crc32c is CRC-32C (Castagnoli)") {
-  CHECK(Crc32c("") == 0);
-  CHECK(Crc32c("123456789") == 0xE3069283u);
-  CHECK(Crc32cPortable("123456789") == 0xE3069283u);
-  // The instruction path and the table agree at every length and alignment.
-  std::string text;
-  for (int i = 0; i < 300; ++i) text.push_back(static_cast<char>((i * 131 + 7) & 0xFF));
-  for (size_t offset = 0; offset < 8; ++offset) {
-    for (size_t length = 0; length + offset <= text.size(); length += 13) {
-      const std::string_view part = std::string_view(text).substr(offset, length);
-      INFO("offset " << offset << ", length " << length);
-      CHECK(Crc32c(part) == Crc32cPortable(part));
-    }
-  }
 }
 
 TEST_CASE("Checkpoint starts empty when the file does not exist") {
