@@ -55,7 +55,7 @@ install(FILES
 # (the packaging test links a consumer with them). dra's come first, then
 # dra-cdi's, which none of dra-cdi's use back. pkg-config gives Debian's
 # shared gRPC; DRA_STATIC_GRPC is a CMake-only choice.
-set(dra_pc_libs kubeletplugin resourceclaim resourceslice call_context work_pool k8s flags log k8s_proto proto base)
+set(dra_pc_libs kubeletplugin resourceclaim resourceslice call_context k8s flags log k8s_proto proto base)
 set(dra_cdi_pc_libs cdi fileutil crashpoint)
 set(dra_pc_all ${dra_pc_libs} ${dra_cdi_pc_libs})
 list(TRANSFORM dra_pc_all PREPEND "dra_")

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/work_pool.h"
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_slice_json.h"
 #include "dra/mutex.h"

@@ -1,4 +1,4 @@
-#include "dra/work_pool.h"
+#include "base/work_pool.h"
 
 #include <catch2/catch.hpp>
 

@@ -65,7 +65,11 @@
 #include "dra/resourceslice/driver_resources.h"
 #include "dra/resourceslice/publisher_stats.h"
 #include "dra/resourceslice/publishing_options.h"
-#include "dra/work_pool.h"
+
+namespace dra {
+/// The SDK's internal pool of threads; see Options::work_pool.
+class WorkPool;
+}  // namespace dra
 
 namespace dra::resourceslice {
 
@@ -79,9 +83,10 @@ struct Options : PublishingOptions {
   std::string node_name;
   /// Default: klog text on stderr at -v 0. Writes are logged at -v 4.
   Logger logger;
-  /// Where a sync's writes run in parallel (8 at once). Default: a pool of
-  /// the publisher's own (7 threads, started at the first parallel write);
-  /// the Helper gives its publisher the pool it shares.
+  /// Where a sync's writes run in parallel (8 at once): the Helper gives its
+  /// publisher the pool of threads it shares. Leave it null: a publisher of
+  /// a driver's own starts a pool of its own (7 threads, at the first
+  /// parallel write).
   std::shared_ptr<WorkPool> work_pool;
 };
 
