@@ -1,5 +1,7 @@
 #include "dra/resourceclaim/claim_status_writer.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -160,6 +162,31 @@ void MergeInto(const nlohmann::json& entry, nlohmann::json& live) {
 
 }  // namespace
 
+class ClaimStatusWriter::Impl {
+ public:
+  Impl(std::shared_ptr<k8s::Client> client, ClaimStatusWriterOptions options)
+      : client_(std::move(client)), options_(std::move(options)) {}
+
+  absl::Status Apply(const CallContext& ctx, const k8s::ClaimRef& claim,
+                     std::vector<k8s::AllocatedDeviceStatus> devices) const;
+  const ClaimStatusWriterOptions& options() const { return options_; }
+
+ private:
+  // One attempt: read the claim, check and complete the entries, apply.
+  // Errors are the client's, unannotated, so that Apply can classify them.
+  absl::Status ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& claim,
+                         std::vector<k8s::AllocatedDeviceStatus> devices) const;
+  // Puts `claim` (as read) back with this driver's status entries replaced
+  // by `entries` (encoded).
+  absl::Status UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim, const nlohmann::json& entries,
+                          absl::Time deadline) const;
+
+  const std::shared_ptr<k8s::Client> client_;
+  const ClaimStatusWriterOptions options_;
+  // Server-side apply was forbidden: write with update from now on.
+  mutable std::atomic<bool> use_update_{false};
+};
+
 absl::StatusOr<std::unique_ptr<ClaimStatusWriter>> ClaimStatusWriter::Create(std::shared_ptr<k8s::Client> client,
                                                                              ClaimStatusWriterOptions options) {
   if (client == nullptr) return absl::InvalidArgumentError("ClaimStatusWriter: client: Required value");
@@ -171,11 +198,22 @@ absl::StatusOr<std::unique_ptr<ClaimStatusWriter>> ClaimStatusWriter::Create(std
     return absl::InvalidArgumentError(
         "ClaimStatusWriterOptions: backoff_initial: Invalid value: must be positive and at most backoff_max");
   }
-  return std::unique_ptr<ClaimStatusWriter>(new ClaimStatusWriter(std::move(client), std::move(options)));
+  return std::unique_ptr<ClaimStatusWriter>(
+      new ClaimStatusWriter(std::make_unique<Impl>(std::move(client), std::move(options))));
 }
+
+ClaimStatusWriter::ClaimStatusWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClaimStatusWriter::~ClaimStatusWriter() = default;
+
+const ClaimStatusWriterOptions& ClaimStatusWriter::options() const { return impl_->options(); }
 
 absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRef& claim,
                                       std::vector<AllocatedDeviceStatus> devices) const {
+  return impl_->Apply(ctx, claim, std::move(devices));
+}
+
+absl::Status ClaimStatusWriter::Impl::Apply(const CallContext& ctx, const k8s::ClaimRef& claim,
+                                            std::vector<AllocatedDeviceStatus> devices) const {
   const std::string what = absl::StrCat("write device status of claim ", claim.ToString());
   for (int attempt = 0;; ++attempt) {
     absl::Status status = ApplyOnce(ctx, claim, devices);
@@ -194,8 +232,8 @@ absl::Status ClaimStatusWriter::Apply(const CallContext& ctx, const k8s::ClaimRe
   }
 }
 
-absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& ref,
-                                          std::vector<AllocatedDeviceStatus> devices) const {
+absl::Status ClaimStatusWriter::Impl::ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& ref,
+                                                std::vector<AllocatedDeviceStatus> devices) const {
   const absl::Time deadline = ctx.deadline();
   // Writing by update: the claim as read, to be put back with the entries.
   std::optional<nlohmann::json> object;
@@ -286,8 +324,8 @@ absl::Status ClaimStatusWriter::ApplyOnce(const CallContext& ctx, const k8s::Cla
   return updated;
 }
 
-absl::Status ClaimStatusWriter::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim,
-                                           const nlohmann::json& entries, absl::Time deadline) const {
+absl::Status ClaimStatusWriter::Impl::UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim,
+                                                 const nlohmann::json& entries, absl::Time deadline) const {
   // As server-side apply would: what this writer's field manager wrote before
   // (managedFields) goes, what other managers of the driver wrote stays, and
   // `entries` are merged in.

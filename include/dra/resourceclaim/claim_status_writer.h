@@ -56,7 +56,6 @@
 /// the context's status with the last error. Thread-safe.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,24 +100,15 @@ class ClaimStatusWriter {
                      std::vector<k8s::AllocatedDeviceStatus> devices) const;
 
   /// The options it was created with.
-  const ClaimStatusWriterOptions& options() const { return options_; }
+  const ClaimStatusWriterOptions& options() const;
+
+  ~ClaimStatusWriter();
 
  private:
-  ClaimStatusWriter(std::shared_ptr<k8s::Client> client, ClaimStatusWriterOptions options)
-      : client_(std::move(client)), options_(std::move(options)) {}
-  // One attempt: read the claim, check and complete the entries, apply.
-  // Errors are the client's, unannotated, so that Apply can classify them.
-  absl::Status ApplyOnce(const CallContext& ctx, const k8s::ClaimRef& claim,
-                         std::vector<k8s::AllocatedDeviceStatus> devices) const;
-  // Puts `claim` (as read) back with this driver's status entries replaced
-  // by `entries` (encoded).
-  absl::Status UpdateOnce(const k8s::ClaimRef& ref, nlohmann::json claim, const nlohmann::json& entries,
-                          absl::Time deadline) const;
+  class Impl;
+  explicit ClaimStatusWriter(std::unique_ptr<Impl> impl);
 
-  const std::shared_ptr<k8s::Client> client_;
-  const ClaimStatusWriterOptions options_;
-  // Server-side apply was forbidden: write with update from now on.
-  mutable std::atomic<bool> use_update_{false};
+  const std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dra::resourceclaim
