@@ -211,7 +211,8 @@ struct Client::Impl {
     body_format = format;
     body_format_cv.SignalAll();
   }
-  absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object);
+  absl::StatusOr<json> CreateObject(const ResourceRef& ref, const std::string& ns, const json& object,
+                                    absl::Time deadline);
   absl::StatusOr<HttpRequest> WatchRequest(const ResourceRef& ref, const std::string& ns,
                                            const WatchOptions& options) const;
 
@@ -309,8 +310,10 @@ Client::Impl::Result Client::Impl::Execute(const HttpRequest& request) {
   }
 }
 
-absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const std::string& ns, const json& object) {
+absl::StatusOr<json> Client::Impl::CreateObject(const ResourceRef& ref, const std::string& ns, const json& object,
+                                                absl::Time deadline) {
   HttpRequest request = Request(ref, "POST", internal::ResourcePath(ref, ns));
+  request.deadline = deadline;
   SetBody(request, object);
   const std::string name = StringAt(object, "metadata", "name");
   for (int round = 0;; ++round) {
@@ -386,8 +389,10 @@ absl::StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, 
   return impl_->Run(request);
 }
 
-absl::StatusOr<std::string> Client::ServerVersion() {
-  absl::StatusOr<json> doc = impl_->Run(HttpRequest{"GET", "/version", "", "", ""});
+absl::StatusOr<std::string> Client::ServerVersion(absl::Time deadline) {
+  HttpRequest request{"GET", "/version", "", "", ""};
+  request.deadline = deadline;
+  absl::StatusOr<json> doc = impl_->Run(request);
   if (!doc.ok()) return doc.status();
   auto version = doc->find("gitVersion");
   if (!doc->is_object() || version == doc->end() || !version->is_string() || version->get<std::string>().empty()) {
@@ -405,7 +410,9 @@ absl::StatusOr<ListResult> Client::List(const ResourceRef& ref, const std::strin
       {"continue", options.continue_token},
       {"resourceVersion", options.resource_version},
   });
-  absl::StatusOr<json> doc = impl_->Run(impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query));
+  HttpRequest request = impl_->Request(ref, "GET", internal::ResourcePath(ref, ns), query);
+  request.deadline = options.deadline;
+  absl::StatusOr<json> doc = impl_->Run(request);
   if (!doc.ok()) return doc.status();
   ListResult result;
   result.resource_version = StringAt(*doc, "metadata", "resourceVersion");
@@ -450,18 +457,21 @@ absl::StatusOr<ListResult> Client::ListAll(const ResourceRef& ref, const std::st
   return all;
 }
 
-absl::StatusOr<json> Client::Create(const ResourceRef& ref, const std::string& ns, const json& object) {
+absl::StatusOr<json> Client::Create(const ResourceRef& ref, const std::string& ns, const json& object,
+                                    absl::Time deadline) {
   std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
-  return impl_->CreateObject(ref, namespace_, object);
+  return impl_->CreateObject(ref, namespace_, object, deadline);
 }
 
-absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& ns, const json& object) {
+absl::StatusOr<json> Client::Update(const ResourceRef& ref, const std::string& ns, const json& object,
+                                    absl::Time deadline) {
   std::string namespace_ = ns.empty() && ref.namespaced ? StringAt(object, "metadata", "namespace") : ns;
   if (absl::Status s = CheckScope(ref, namespace_, false); !s.ok()) return s;
   std::string name = StringAt(object, "metadata", "name");
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
   HttpRequest request = impl_->Request(ref, "PUT", internal::ResourcePath(ref, namespace_, name));
+  request.deadline = deadline;
   impl_->SetBody(request, object);
   return impl_->ExecuteWithBody(request, object).value;
 }
@@ -513,7 +523,7 @@ absl::StatusOr<json> Client::Patch(const ResourceRef& ref, const std::string& ns
 }
 
 absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,
-                            const Preconditions& preconditions) {
+                            const Preconditions& preconditions, absl::Time deadline) {
   if (absl::Status s = CheckScope(ref, ns, false); !s.ok()) return s;
   if (absl::Status s = CheckName(ref, name); !s.ok()) return s;
   std::string body;
@@ -524,6 +534,7 @@ absl::Status Client::Delete(const ResourceRef& ref, const std::string& ns, const
     body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", pre}}.dump();
   }
   HttpRequest request = impl_->Request(ref, "DELETE", internal::ResourcePath(ref, ns, name));
+  request.deadline = deadline;
   request.body = std::move(body);
   if (!request.body.empty()) request.content_type = "application/json";
   absl::StatusOr<json> result = impl_->Run(request);
@@ -549,8 +560,10 @@ absl::StatusOr<ResourceClaim> Client::GetResourceClaim(const std::string& ns, co
   return claim;
 }
 
-absl::StatusOr<ResourceClaim> Client::UpdateResourceClaimStatus(const ResourceClaim& claim) {
-  absl::StatusOr<json> doc = UpdateStatus(kResourceClaims, claim.metadata.namespace_, ToJson(claim));
+absl::StatusOr<ResourceClaim> Client::UpdateResourceClaimStatus(const ResourceClaim& claim, absl::Time deadline) {
+  UpdateOptions options;
+  options.deadline = deadline;
+  absl::StatusOr<json> doc = UpdateStatus(kResourceClaims, claim.metadata.namespace_, ToJson(claim), options);
   if (!doc.ok()) return doc.status();
   return ResourceClaimFromJson(*doc);
 }

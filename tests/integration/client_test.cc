@@ -749,6 +749,34 @@ TEST_CASE("a request with a deadline is not retried, throttled or left running p
     CHECK_THAT(std::string(got.status().message()), Catch::StartsWith("the call's deadline passed before the request"));
     CHECK(Count(*server, "GET resourceclaims") == 0);
   }
+  SECTION("every verb takes a deadline: one already passed sends nothing") {
+    ResetCounts(*server);
+    const absl::Time past = absl::Now() - absl::Seconds(1);
+    ListOptions list;
+    list.deadline = past;
+    UpdateOptions update;
+    update.deadline = past;
+    PatchOptions patch;
+    patch.deadline = past;
+    json claim = NewClaim("ns", "c2");
+    const std::vector<std::pair<std::string, absl::Status>> results = {
+        {"List", client->List(kResourceClaims, "ns", list).status()},
+        {"ListAll", client->ListAll(kResourceClaims, "ns", list).status()},
+        {"Create", client->Create(kResourceClaims, "ns", claim, past).status()},
+        {"Update", client->Update(kResourceClaims, "ns", NewClaim("ns", "c1"), past).status()},
+        {"UpdateStatus", client->UpdateStatus(kResourceClaims, "ns", NewClaim("ns", "c1"), update).status()},
+        {"Patch", client->Patch(kResourceClaims, "ns", "c1", PatchType::kMerge, json::object(), patch).status()},
+        {"Delete", client->Delete(kResourceClaims, "ns", "c1", {}, past)},
+        {"ServerVersion", client->ServerVersion(past).status()},
+    };
+    for (const auto& [verb, status] : results) {
+      INFO(verb << ": " << status.ToString());
+      CHECK(absl::IsDeadlineExceeded(status));
+    }
+    int sent = 0;
+    for (const auto& [key, count] : Requests(*server)["counts"].items()) sent += count.get<int>();
+    CHECK(sent == 0);
+  }
   SECTION("the client-side rate limit's next slot after the deadline: DeadlineExceeded, nothing sent") {
     config.qps = 0.1;
     config.burst = 1;

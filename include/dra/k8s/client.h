@@ -94,6 +94,8 @@ struct ListOptions {
   int64_t limit = 0;             ///< page size; 0: no paging (ListAll: 500)
   std::string continue_token;    ///< from the previous page
   std::string resource_version;  ///< "" (most recent, from etcd), "0" (any, from the cache), or a version
+  /// Not throttled, sent or retried past it (see Get); ListAll: every page.
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 /// One page of a LIST, or all of them.
@@ -222,7 +224,8 @@ class Client {
   /// For namespaced resources `ns` is required except for List and Watch,
   /// where empty means all namespaces. For cluster-scoped resources it must be
   /// empty. Create and Update take the namespace from the object when `ns` is
-  /// empty.
+  /// empty. Every request verb has a deadline: in its options where it has
+  /// options (List, ListAll, UpdateStatus, Patch), else as its last argument.
   ///@{
 
   /// With a `deadline` (a kubelet call's), the request is not throttled,
@@ -237,10 +240,12 @@ class Client {
   /// client-go's pager does.
   absl::StatusOr<ListResult> ListAll(const ResourceRef& ref, const std::string& ns, ListOptions options = {});
   /// POST. metadata.generateName is honoured by the server.
-  absl::StatusOr<nlohmann::json> Create(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object);
+  absl::StatusOr<nlohmann::json> Create(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object,
+                                        absl::Time deadline = absl::InfiniteFuture());
   /// PUT of the whole object, named by metadata.name. A metadata.resourceVersion
   /// in the object is a precondition: Aborted (IsConflict) if it is stale.
-  absl::StatusOr<nlohmann::json> Update(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object);
+  absl::StatusOr<nlohmann::json> Update(const ResourceRef& ref, const std::string& ns, const nlohmann::json& object,
+                                        absl::Time deadline = absl::InfiniteFuture());
   /// PUT to the status subresource.
   absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, const std::string& ns,
                                               const nlohmann::json& object, const UpdateOptions& options = {});
@@ -250,7 +255,7 @@ class Client {
                                        PatchType type, const nlohmann::json& body, const PatchOptions& options = {});
   /// DELETE of the object, under `preconditions` (Aborted when they fail).
   absl::Status Delete(const ResourceRef& ref, const std::string& ns, const std::string& name,
-                      const Preconditions& preconditions = {});
+                      const Preconditions& preconditions = {}, absl::Time deadline = absl::InfiniteFuture());
 
   /// Watches on the calling thread, for a caller that has a thread of its
   /// own to watch on (an informer), and returns when the watch ends.
@@ -268,7 +273,7 @@ class Client {
   ///@}
 
   /// GET /version: the server's gitVersion, e.g. "v1.37.2".
-  absl::StatusOr<std::string> ServerVersion();
+  absl::StatusOr<std::string> ServerVersion(absl::Time deadline = absl::InfiniteFuture());
 
   /// @name Typed helpers
   ///@{
@@ -278,7 +283,8 @@ class Client {
                                                  absl::Time deadline = absl::InfiniteFuture());
   /// PUT to `resourceclaims/<name>/status`; the claim's resourceVersion is the
   /// precondition.
-  absl::StatusOr<ResourceClaim> UpdateResourceClaimStatus(const ResourceClaim& claim);
+  absl::StatusOr<ResourceClaim> UpdateResourceClaimStatus(const ResourceClaim& claim,
+                                                          absl::Time deadline = absl::InfiniteFuture());
   ///@}
 
  private:
