@@ -193,14 +193,11 @@ int ExecCredentialProvider::runs() const {
   return runs_;
 }
 
-absl::StatusOr<ExecCredential> ExecCredentialProvider::Run() {
-  const std::string where = absl::StrCat("exec plugin ", exec_.command);
-  if (exec_.interactive_mode == "Always") {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, ": interactiveMode Always needs a terminal, which this client never has"));
-  }
+namespace {
 
-  // Environment: ours, then the config's entries, then KUBERNETES_EXEC_INFO.
+// The environment as NAME=value strings: ours, then `extra` in order (a name
+// given again replaces the earlier value in place).
+std::vector<std::string> ExecEnvironment(const std::vector<std::pair<std::string, std::string>>& extra) {
   std::map<std::string, std::string> env;
   std::vector<std::string> order;
   auto put = [&](const std::string& name, const std::string& value) {
@@ -213,21 +210,71 @@ absl::StatusOr<ExecCredential> ExecCredentialProvider::Run() {
     if (eq == std::string::npos) continue;
     put(entry.substr(0, eq), entry.substr(eq + 1));
   }
-  for (const ExecEnvVar& var : exec_.env) put(var.name, var.value);
-  put("KUBERNETES_EXEC_INFO", exec_info_);
-  std::vector<std::string> env_strings;
-  env_strings.reserve(order.size());
-  for (const std::string& name : order) env_strings.push_back(name + "=" + env[name]);
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  for (const auto& [name, value] : extra) put(name, value);
+  std::vector<std::string> strings;
+  strings.reserve(order.size());
+  for (const std::string& name : order) strings.push_back(name + "=" + env[name]);
+  return strings;
+}
 
-  std::vector<std::string> arg_strings;
-  arg_strings.push_back(exec_.command);
+std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+struct PluginOutput {
+  std::string text;
+  bool timed_out = false;
+  bool too_much = false;  // more than kMaxExecOutput
+};
+
+// Reads `fd` until EOF, `deadline` or kMaxExecOutput bytes.
+PluginOutput ReadPluginOutput(int fd, absl::Time deadline) {
+  PluginOutput output;
+  while (true) {
+    absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      output.timed_out = true;
+      return output;
+    }
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int n = ::poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return output;
+    }
+    if (n == 0) continue;
+    char buf[4096];
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return output;
+    }
+    if (got == 0) return output;
+    output.text.append(buf, static_cast<size_t>(got));
+    if (output.text.size() > kMaxExecOutput) {
+      output.too_much = true;
+      return output;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ExecCredential> ExecCredentialProvider::Run() {
+  const std::string where = absl::StrCat("exec plugin ", exec_.command);
+  if (exec_.interactive_mode == "Always") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": interactiveMode Always needs a terminal, which this client never has"));
+  }
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const ExecEnvVar& var : exec_.env) extra.emplace_back(var.name, var.value);
+  extra.emplace_back("KUBERNETES_EXEC_INFO", exec_info_);
+  std::vector<std::string> env_strings = ExecEnvironment(extra);
+  std::vector<std::string> arg_strings = {exec_.command};
   arg_strings.insert(arg_strings.end(), exec_.args.begin(), exec_.args.end());
-  std::vector<char*> argv;
-  for (std::string& s : arg_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
 
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -238,7 +285,8 @@ absl::StatusOr<ExecCredential> ExecCredentialProvider::Run() {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, exec_.command.c_str(), &actions, nullptr, argv.data(), envp.data());
+  int rc = ::posix_spawnp(&pid, exec_.command.c_str(), &actions, nullptr, NullTerminated(arg_strings).data(),
+                          NullTerminated(env_strings).data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(out[1]);
   if (rc != 0) {
@@ -248,65 +296,39 @@ absl::StatusOr<ExecCredential> ExecCredentialProvider::Run() {
     return absl::FailedPreconditionError(message);
   }
 
-  std::string output;
-  bool timed_out = false;
-  bool too_much = false;
-  const absl::Time deadline = absl::Now() + kExecTimeout;
-  while (true) {
-    absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      timed_out = true;
-      break;
-    }
-    struct pollfd pfd = {out[0], POLLIN, 0};
-    int n = ::poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (n == 0) continue;
-    char buf[4096];
-    ssize_t got = ::read(out[0], buf, sizeof buf);
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      break;
-    }
-    if (got == 0) break;
-    output.append(buf, static_cast<size_t>(got));
-    if (output.size() > kMaxExecOutput) {
-      too_much = true;
-      break;
-    }
-  }
+  const PluginOutput output = ReadPluginOutput(out[0], absl::Now() + kExecTimeout);
   ::close(out[0]);
-  if (timed_out || too_much) ::kill(pid, SIGKILL);
+  if (output.timed_out || output.too_much) ::kill(pid, SIGKILL);
   int wstatus = 0;
   pid_t waited;
   do {
     waited = ::waitpid(pid, &wstatus, 0);
   } while (waited < 0 && errno == EINTR);
-  if (timed_out) {
+  if (output.timed_out) {
     return absl::DeadlineExceededError(
         absl::StrCat(where, ": no answer within ", absl::FormatDuration(kExecTimeout), "; killed"));
   }
-  if (too_much) return absl::UnauthenticatedError(absl::StrCat(where, ": output larger than 1 MiB"));
+  if (output.too_much) return absl::UnauthenticatedError(absl::StrCat(where, ": output larger than 1 MiB"));
   if (waited == pid) {
-    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
-      std::string message = absl::StrCat(where, ": exited with status ", WEXITSTATUS(wstatus));
-      if (WEXITSTATUS(wstatus) == 127 && !exec_.install_hint.empty()) {
-        absl::StrAppend(&message, "\n", exec_.install_hint);
-      }
-      return absl::UnauthenticatedError(message);
-    }
-    if (WIFSIGNALED(wstatus)) {
-      return absl::UnauthenticatedError(absl::StrCat(where, ": killed by signal ", WTERMSIG(wstatus)));
-    }
+    if (absl::Status exit = ExitError(where, wstatus); !exit.ok()) return exit;
   }
-  absl::StatusOr<ExecCredential> cred = ParseExecCredential(output, exec_.api_version);
+  absl::StatusOr<ExecCredential> cred = ParseExecCredential(output.text, exec_.api_version);
   if (!cred.ok()) {
     return absl::Status(cred.status().code(), absl::StrCat(where, ": ", cred.status().message()));
   }
   return cred;
+}
+
+absl::Status ExecCredentialProvider::ExitError(const std::string& where, int wstatus) const {
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+    std::string message = absl::StrCat(where, ": exited with status ", WEXITSTATUS(wstatus));
+    if (WEXITSTATUS(wstatus) == 127 && !exec_.install_hint.empty()) absl::StrAppend(&message, "\n", exec_.install_hint);
+    return absl::UnauthenticatedError(message);
+  }
+  if (WIFSIGNALED(wstatus)) {
+    return absl::UnauthenticatedError(absl::StrCat(where, ": killed by signal ", WTERMSIG(wstatus)));
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------

@@ -75,6 +75,8 @@ class ExecCredentialProvider {
 
  private:
   absl::StatusOr<ExecCredential> Run();
+  // Why the plugin's exit status `wstatus` is a failure; OK for exit 0.
+  absl::Status ExitError(const std::string& where, int wstatus) const;
 
   const ExecConfig exec_;
   std::string exec_info_;  // KUBERNETES_EXEC_INFO

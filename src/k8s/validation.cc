@@ -895,19 +895,9 @@ std::string GoSkipNodeOperations(const std::vector<std::string>& ops) {
   return out + "}";
 }
 
-void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs, FieldErrors& declarative) {
+// Exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection.
+void ValidateSliceNodeSelection(const ResourceSliceSpec& spec, FieldErrors& errs) {
   const std::string path = "spec";
-  ValidateDriverName(spec.driver, Child(path, "driver"), errs);
-  ValidatePoolName(spec.pool.name, Child(path, "pool.name"), errs);
-  if (spec.pool.resource_slice_count <= 0) {
-    errs.push_back(E::Invalid("spec.pool.resourceSliceCount", std::to_string(spec.pool.resource_slice_count),
-                              "must be greater than zero"));
-  }
-  if (spec.pool.generation < 0) {
-    errs.push_back(E::Invalid("spec.pool.generation", std::to_string(spec.pool.generation),
-                              "must be greater than or equal to zero"));
-  }
-
   std::vector<std::string> set_fields;
   if (spec.node_name) {
     if (!spec.node_name->empty()) {
@@ -950,11 +940,10 @@ void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs,
     errs.push_back(
         E::Invalid(path, Q("{" + fields + "}"), std::string(kNodeSelectionRule) + ", but multiple fields are set"));
   }
+}
 
-  if (!spec.shared_counters.empty() && !spec.devices.empty()) {
-    errs.push_back(E::Invalid(path, Q(""), "only one of `sharedCounters` or `devices` is allowed"));
-  }
-
+// spec.devices and spec.sharedCounters: each valid, names unique, not too many.
+void ValidateSliceDevicesAndCounters(const ResourceSliceSpec& spec, FieldErrors& errs, FieldErrors& declarative) {
   const size_t max_devices =
       UsesAdvancedFeatures(spec) ? kResourceSliceMaxDevicesWithAdvancedFeatures : kResourceSliceMaxDevices;
   if (spec.devices.size() > max_devices) {
@@ -985,10 +974,11 @@ void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs,
       }
     }
   }
+}
 
-  if (spec.partition_type_attribute) ValidatePartitionTypeAttribute(spec, errs);
-
-  const auto& ops = spec.skip_node_operations;
+// spec.skipNodeOperations: the handwritten rule, then the declarative ones
+// (+k8s:listType=set, +k8s:enum).
+void ValidateSkipNodeOperations(const std::vector<std::string>& ops, FieldErrors& errs, FieldErrors& declarative) {
   auto has = [&ops](std::string_view op) {
     for (const std::string& o : ops) {
       if (o == op) return true;
@@ -998,12 +988,6 @@ void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs,
   if (has("NodePrepareResources") && !has("NodeUnprepareResources") && !has("*")) {
     errs.push_back(E::Invalid("spec.skipNodeOperations", GoSkipNodeOperations(ops),
                               "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped"));
-  }
-
-  // Declarative only (+k8s:format, +k8s:listType=set, +k8s:enum).
-  if (spec.partition_type_attribute) {
-    ValidateResourceFullyQualifiedNameFormat(*spec.partition_type_attribute, "spec.partitionTypeAttribute",
-                                             declarative);
   }
   static const std::vector<std::string> kSkipNodeOperations = {"*", "NodePrepareResources", "NodeUnprepareResources"};
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -1021,6 +1005,32 @@ void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs,
       declarative.push_back(E::NotSupported(Index("spec.skipNodeOperations", i), Q(ops[i]), kSkipNodeOperations));
     }
   }
+}
+
+void ValidateResourceSliceSpec(const ResourceSliceSpec& spec, FieldErrors& errs, FieldErrors& declarative) {
+  const std::string path = "spec";
+  ValidateDriverName(spec.driver, Child(path, "driver"), errs);
+  ValidatePoolName(spec.pool.name, Child(path, "pool.name"), errs);
+  if (spec.pool.resource_slice_count <= 0) {
+    errs.push_back(E::Invalid("spec.pool.resourceSliceCount", std::to_string(spec.pool.resource_slice_count),
+                              "must be greater than zero"));
+  }
+  if (spec.pool.generation < 0) {
+    errs.push_back(E::Invalid("spec.pool.generation", std::to_string(spec.pool.generation),
+                              "must be greater than or equal to zero"));
+  }
+  ValidateSliceNodeSelection(spec, errs);
+  if (!spec.shared_counters.empty() && !spec.devices.empty()) {
+    errs.push_back(E::Invalid(path, Q(""), "only one of `sharedCounters` or `devices` is allowed"));
+  }
+  ValidateSliceDevicesAndCounters(spec, errs, declarative);
+  if (spec.partition_type_attribute) {
+    ValidatePartitionTypeAttribute(spec, errs);
+    // Declarative only (+k8s:format).
+    ValidateResourceFullyQualifiedNameFormat(*spec.partition_type_attribute, "spec.partitionTypeAttribute",
+                                             declarative);
+  }
+  ValidateSkipNodeOperations(spec.skip_node_operations, errs, declarative);
 }
 
 // ---- AllocatedDeviceStatus ----
