@@ -19,13 +19,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "admission_webhook.h"
 #include "binding_controller.h"
 #include "common/plugin_flags.h"
-#include "cpu_driver.h"
-#include "cpu_resources.h"
 #include "device_source.h"
 #include "dra/flags.h"
 #include "dra/k8s/quantity.h"
@@ -37,148 +34,19 @@
 #include "fabric_attach.h"
 #include "gpu_binding.h"
 #include "gpu_driver.h"
+#include "gpu_flags.h"
 #include "gpu_resources.h"
 #include "health_pins.h"
 #include "mock_gpus.h"
-#include "nic_driver.h"
-#include "nic_resources.h"
 #include "nvml/nvml_gpus.h"
+#include "profiles.h"
 #include "reference_takeover.h"
-#include "topology.h"
 
 namespace {
 
 namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 namespace rc = dra::resourceclaim;
-
-struct GpuFlags {
-  std::string device_profile = "gpu";
-  std::string driver_name;  // default: <device_profile>.example.com
-  std::string device_source = "mock";
-  int num_devices = 8;
-  int cpu_numa_nodes = 8;
-  int cpus_per_numa_node = 4;
-  std::string nvml_library = "libnvidia-ml.so.1";
-  std::string mock_health_file;
-  int partitions = 0;
-  bool allow_multiple_allocations = false;
-  std::optional<k8s::Quantity> host_memory_overhead;
-  bool device_status = false;
-  bool device_metadata = false;
-  std::string fabric_pool;
-  int fabric_num_devices = 4;
-  k8s::NodeSelector fabric_selector;
-  std::string fabric_selector_text = "accelerator-type=high-performance";
-  bool fabric_controller = false;
-  bool fabric_attach = false;
-  bool binding_conditions = false;
-  bool health_service = true;
-  std::string pod_name;
-  std::string pod_namespace;
-  absl::Duration fabric_attach_delay = absl::Seconds(2);
-  double fabric_failure_rate = 0;
-  absl::Duration binding_timeout = absl::Seconds(600);
-
-  void Register(dra::FlagSet& flags) {
-    flags.Custom("device-profile", "gpu|net|cpu", "\"gpu\"",
-                 "what the node offers: GPUs, NICs shared by bandwidth, or NUMA nodes whose CPUs claims share "
-                 "(dra-example-driver's profiles)",
-                 "DEVICE_PROFILE", [this](const std::string& text) {
-                   if (text != "gpu" && text != "net" && text != "cpu") {
-                     return absl::InvalidArgumentError("must be gpu, net or cpu");
-                   }
-                   device_profile = text;
-                   return absl::OkStatus();
-                 });
-    flags.Custom("driver-name", "string", "<device-profile>.example.com", "the DRA driver name", "DRIVER_NAME",
-                 [this](const std::string& text) {
-                   driver_name = text;
-                   return absl::OkStatus();
-                 });
-    flags.Custom("device-source", "mock|nvml", "\"mock\"", "where GPUs come from", "DEVICE_SOURCE",
-                 [this](const std::string& text) {
-                   if (text != "mock" && text != "nvml") return absl::InvalidArgumentError("must be mock or nvml");
-                   device_source = text;
-                   return absl::OkStatus();
-                 });
-    flags.Int("num-devices", &num_devices, "mock GPUs (or NICs) on this node", "NUM_DEVICES", 0, 128);
-    flags.Int("cpu-numa-nodes", &cpu_numa_nodes, "--device-profile=cpu: made-up NUMA nodes on this node",
-              "CPU_NUMA_NODES", 1, 64);
-    flags.Int("cpus-per-numa-node", &cpus_per_numa_node, "--device-profile=cpu: CPUs of each made-up NUMA node",
-              "CPUS_PER_NUMA_NODE", 1, 1024);
-    flags.String("nvml-library", &nvml_library, "the NVML library to load with --device-source=nvml", "NVML_LIBRARY");
-    flags.String("mock-health-file", &mock_health_file,
-                 "mock GPUs: a file whose appended lines \"<index> healthy|unhealthy|fatal\" flip a GPU's health",
-                 "MOCK_HEALTH_FILE");
-    flags.Int("gpu-partitions", &partitions, "partitions per GPU, drawn from shared counters (0: none)",
-              "GPU_PARTITIONS", 0, 16);
-    flags.Bool("gpu-allow-multiple-allocations", &allow_multiple_allocations,
-               "let several claims share a GPU by memory and compute capacity", "GPU_ALLOW_MULTIPLE_ALLOCATIONS");
-    flags.Custom("host-memory-overhead", "quantity", "none",
-                 "host memory each pod using a GPU costs (nodeAllocatableResources overhead perPod), e.g. 8Gi",
-                 "HOST_MEMORY_OVERHEAD", [this](const std::string& text) {
-                   absl::StatusOr<k8s::Quantity> quantity = k8s::Quantity::Parse(text);
-                   if (!quantity.ok() || quantity->Sign() <= 0) {
-                     return absl::InvalidArgumentError("must be a positive quantity such as 8Gi");
-                   }
-                   host_memory_overhead = *quantity;
-                   return absl::OkStatus();
-                 });
-    flags.Bool("device-metadata", &device_metadata,
-               "give containers a KEP-5304 device metadata file with each GPU's uuid, model and PCI bus ID",
-               "DEVICE_METADATA");
-    flags.Bool("gpu-device-status", &device_status, "write a Ready condition and data of prepared GPUs into the claim",
-               "GPU_DEVICE_STATUS");
-    flags.String("fabric-pool", &fabric_pool,
-                 "also publish this pool of fabric-attached GPUs for the nodes --fabric-node-selector selects "
-                 "(one publisher per pool)",
-                 "FABRIC_POOL");
-    flags.Int("fabric-num-devices", &fabric_num_devices, "GPUs in the fabric pool", "FABRIC_NUM_DEVICES", 1, 128);
-    flags.Custom("fabric-node-selector", "key=value", "\"accelerator-type=high-performance\"",
-                 "the node label that selects the nodes the fabric pool reaches", "FABRIC_NODE_SELECTOR",
-                 [this](const std::string& text) {
-                   std::vector<std::string> parts = absl::StrSplit(text, absl::MaxSplits('=', 1));
-                   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
-                     return absl::InvalidArgumentError("must be key=value");
-                   }
-                   fabric_selector_text = text;
-                   return absl::OkStatus();
-                 });
-    flags.Bool("fabric-controller", &fabric_controller,
-               "only publish the --fabric-pool, without serving a kubelet (run it as a Deployment)",
-               "FABRIC_CONTROLLER");
-    flags.Bool("fabric-attach", &fabric_attach,
-               "attach fabric GPUs allocated to this node and set their binding conditions (with "
-               "--fabric-controller: to every node, centrally; give it to the controller or to the nodes, not both)",
-               "FABRIC_ATTACH");
-    flags.Bool("health-service", &health_service,
-               "report GPU health to the kubelet (KEP-4680; dra-example-driver's HEALTH_SERVICE); false: the health "
-               "service is neither served nor advertised, as a driver that reports none",
-               "HEALTH_SERVICE");
-    flags.String("pod-name", &pod_name,
-                 "this driver's pod (with --pod-namespace): its annotations health.example.com/<device>: "
-                 "healthy|unhealthy|unknown pin the health the kubelet is told (needs get, list, watch of pods)",
-                 "POD_NAME");
-    flags.String("pod-namespace", &pod_namespace, "the namespace of --pod-name", "NAMESPACE");
-    flags.Bool("binding-conditions", &binding_conditions,
-               "publish the node's GPUs with binding conditions, which this plugin sets once they are ready",
-               "BINDING_CONDITIONS");
-    flags.Duration("fabric-attach-delay", &fabric_attach_delay, "how long a simulated attach takes",
-                   "FABRIC_ATTACH_DELAY");
-    flags.Double("fabric-failure-rate", &fabric_failure_rate,
-                 "the share of simulated attaches that fail, spread evenly from the first (0.5: every other one)",
-                 "FABRIC_FAILURE_RATE", 0, 1);
-    flags.Duration("binding-timeout", &binding_timeout, "the scheduler's binding timeout (its bindingTimeout)",
-                   "BINDING_TIMEOUT");
-  }
-
-  void Finish() {
-    if (driver_name.empty()) driver_name = device_profile + ".example.com";
-    std::vector<std::string> parts = absl::StrSplit(fabric_selector_text, absl::MaxSplits('=', 1));
-    fabric_selector = k8s::NodeSelectorForLabel(parts[0], {parts[1]});
-  }
-};
 
 // Keeps the node's pool and the kubelet's health view in line with the
 // GPUs' health, from the device source's events.
@@ -279,118 +147,6 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
-// --fabric-controller: the fabric pool's one publisher, away from the nodes.
-int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                        kp::TerminationSignals& signals) {
-  if (gpu_flags.fabric_pool.empty()) {
-    return Fail("--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
-  }
-  absl::StatusOr<std::shared_ptr<k8s::Client>> client =
-      plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
-  if (!client.ok()) return Fail("start", client.status());
-  const std::vector<gpu::GpuInfo> gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
-  dra::resourceslice::Options options;
-  options.driver_name = gpu_flags.driver_name;
-  options.logger = logger;
-  absl::StatusOr<std::unique_ptr<dra::resourceslice::Publisher>> publisher =
-      dra::resourceslice::Publisher::Start(*client, options, [&](const absl::Status& status, std::string_view context) {
-        logger.Error("Publishing the fabric pool failed",
-                     {{"context", std::string(context)}, {"err", status.ToString()}});
-      });
-  if (!publisher.ok()) return Fail("start", publisher.status());
-  dra::resourceslice::DriverResources resources;
-  resources.pools[gpu_flags.fabric_pool] = gpu::FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
-  (*publisher)->Update(std::move(resources));
-
-  // --fabric-attach here: one reconciler for the whole cluster, so that no
-  // node plugin watches claims (binding_condition_reconciler.h, BindingScope).
-  gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
-  gpu::GpuBinding binding(attach);
-  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach) {
-    rc::BindingConditionReconcilerOptions reconciler_options;
-    reconciler_options.driver_name = gpu_flags.driver_name;
-    reconciler_options.scope = rc::BindingScope::kAllNodes;
-    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
-    reconciler_options.logger = logger;
-    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
-        rc::BindingConditionReconciler::Start(*client, reconciler_options, binding);
-    if (!started.ok()) return Fail("--fabric-attach", started.status());
-    reconciler = *std::move(started);
-  }
-  logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
-                                            {"pool", gpu_flags.fabric_pool},
-                                            {"gpus", absl::StrCat(gpus.size())},
-                                            {"attach", gpu_flags.fabric_attach ? "all nodes" : "on the nodes"}});
-  signals.Wait();
-  if (reconciler != nullptr) reconciler->Stop();
-  (*publisher)->Stop();
-  return 0;
-}
-
-// --device-profile=net: --num-devices NICs, shared by bandwidth.
-int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                 kp::TerminationSignals& signals) {
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
-  gpu::CommonCdiSpec common = gpu::MakeCommonCdiSpec(gpu_flags.driver_name, "net", plugin.node_name);
-  options->cdi.node_specs.push_back(std::move(common.spec));
-  gpu::NicDriver::Options driver_options;
-  driver_options.driver_name = gpu_flags.driver_name;
-  driver_options.common_cdi_id = common.id;
-  driver_options.logger = logger;
-  for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(gpu::NicDeviceName(i));
-  gpu::NicDriver driver(std::move(driver_options));
-  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  dra::resourceslice::DriverResources resources;
-  resources.pools[plugin.node_name] = gpu::NicPool(plugin.node_name, gpu_flags.num_devices);
-  if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info(
-      "NIC driver started",
-      {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
-}
-
-// --device-profile=cpu: the CPU example's driver on --cpu-numa-nodes
-// made-up NUMA nodes, published as dra-example-driver's cpu profile does
-// ("numa-<id>", grouped by NUMA node). Its CPUs are not the node's: nothing
-// pins containers to them.
-int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                  kp::TerminationSignals& signals) {
-  absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
-  cpu::PublishOptions publish;
-  publish.driver_name = gpu_flags.driver_name;
-  publish.node_name = plugin.node_name;
-  publish.group_by = cpu::GroupBy::kNuma;
-  publish.numa_device_prefix = "numa-";
-  cpu::ChooseCapacityNames(*options, publish, logger);
-  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger);
-  options->extra_metrics = [&driver] { return driver.Metrics(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
-                                      {"node", plugin.node_name},
-                                      {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
-                                      {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -401,7 +157,7 @@ int main(int argc, char** argv) {
   if (program == "dra-example-webhook") return gpu::RunAdmissionWebhook(argc, argv);
   dra::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
-  GpuFlags gpu_flags;
+  gpu::GpuFlags gpu_flags;
   plugin.Register(flags);
   gpu_flags.Register(flags);
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
@@ -411,9 +167,9 @@ int main(int argc, char** argv) {
   // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
-  if (gpu_flags.fabric_controller) return RunFabricController(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, logger, signals);
+  if (gpu_flags.fabric_controller) return gpu::RunFabricController(plugin, gpu_flags, logger, signals);
+  if (gpu_flags.device_profile == "net") return gpu::RunNicDriver(plugin, gpu_flags, logger, signals);
+  if (gpu_flags.device_profile == "cpu") return gpu::RunCpuProfile(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return Fail("start", options.status());
   // The kubelet reads a device's health as Unknown once it has not heard of
