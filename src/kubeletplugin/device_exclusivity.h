@@ -25,8 +25,10 @@ std::vector<HeldDevice> HeldDevicesOf(const k8s::ResourceClaim& claim, const Dev
 std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const DeviceUnits& units);
 
 // Another claim that holds devices on the node.
+// A view: the check runs against every checkpoint entry of every prepare,
+// so it copies nothing.
 struct Holder {
-  k8s::ClaimRef claim;
+  const k8s::ClaimRef& claim;
   bool prepared = false;  // else its preparation started (or failed, or is running)
   std::span<const HeldDevice> devices;
 };

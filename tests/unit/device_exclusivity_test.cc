@@ -15,7 +15,8 @@ HeldDevice Share(const std::string& device, const std::string& share_id) {
 }
 
 Holder HeldBy(const std::vector<HeldDevice>& devices, bool prepared = true) {
-  return Holder{{.namespace_ = "team-a", .name = "old-claim", .uid = "0000-old"}, prepared, devices};
+  static const k8s::ClaimRef kOldClaim{.namespace_ = "team-a", .name = "old-claim", .uid = "0000-old"};
+  return Holder{kOldClaim, prepared, devices};
 }
 
 TEST_CASE("One device, two unrelated claims: the second collides, named with the holder and what releases it") {
