@@ -290,12 +290,29 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   if (!results.ok()) return Annotate(results.status(), "prepare resource claims");
   DRA_CRASH_POINT("prepare.after_driver");
 
+  std::vector<CheckpointChange> prepared = TakeResults(pending, *results, held, outcomes);
+  if (absl::Status status = Commit(prepared); !status.ok()) {
+    // The kubelet must not use a preparation the checkpoint may have lost;
+    // its retry is answered from the in-memory entry or prepares again.
+    driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
+    for (const CheckpointChange& change : prepared) {
+      outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
+    }
+  } else if (!prepared.empty()) {
+    DRA_CRASH_POINT("prepare.after_checkpoint");
+  }
+  return absl::OkStatus();
+}
+
+std::vector<CheckpointChange> ClaimPreparer::TakeResults(const std::vector<k8s::ResourceClaim>& pending,
+                                                         PrepareResults& results, const HeldByClaim& held,
+                                                         ClaimOutcomes& outcomes) {
   std::vector<CheckpointChange> prepared;
   for (const k8s::ResourceClaim& claim : pending) {
     const std::string& uid = claim.metadata.uid;
     ClaimOutcome& outcome = outcomes[uid];
-    auto it = results->find(uid);
-    if (it == results->end()) {
+    auto it = results.find(uid);
+    if (it == results.end()) {
       outcome.error = absl::StrCat("driver returned no result for claim ", k8s::ClaimRefOf(claim).ToString());
     } else if (!it->second.status.ok()) {
       outcome.error = std::string(it->second.status.message());
@@ -319,17 +336,7 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
       prepared.push_back({uid, std::move(entry)});
     }
   }
-  if (absl::Status status = Commit(prepared); !status.ok()) {
-    // The kubelet must not use a preparation the checkpoint may have lost;
-    // its retry is answered from the in-memory entry or prepares again.
-    driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
-    for (const CheckpointChange& change : prepared) {
-      outcomes[change.uid] = ClaimOutcome{absl::StrCat("record prepared claim in checkpoint: ", status.message()), {}};
-    }
-  } else if (!prepared.empty()) {
-    DRA_CRASH_POINT("prepare.after_checkpoint");
-  }
-  return absl::OkStatus();
+  return prepared;
 }
 
 absl::Status ClaimPreparer::RemoveClaimFiles(const k8s::ClaimRef& ref) {

@@ -164,6 +164,10 @@ class ClaimPreparer {
   std::optional<std::string> HeldElsewhere(const std::string& uid, const std::vector<HeldDevice>& wanted) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_);
   void UnmarkPreparing(const std::vector<k8s::ResourceClaim>& pending);
+  // Takes the driver's `results` for `pending` into `outcomes`, the claims'
+  // files written first; returns the "prepared" checkpoint records.
+  std::vector<CheckpointChange> TakeResults(const std::vector<k8s::ResourceClaim>& pending, PrepareResults& results,
+                                            const HeldByClaim& held, ClaimOutcomes& outcomes);
   // Removes a claim's files after the driver unprepared it.
   absl::Status RemoveClaimFiles(const k8s::ClaimRef& ref);
 
