@@ -774,7 +774,8 @@ TEST_CASE("a request with a deadline is not retried, throttled or left running p
       CHECK(absl::IsDeadlineExceeded(status));
     }
     int sent = 0;
-    for (const auto& [key, count] : Requests(*server)["counts"].items()) sent += count.get<int>();
+    const json requests = Requests(*server);
+    for (const auto& [key, count] : requests["counts"].items()) sent += count.get<int>();
     CHECK(sent == 0);
   }
   SECTION("the client-side rate limit's next slot after the deadline: DeadlineExceeded, nothing sent") {
