@@ -2,9 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
