@@ -1,5 +1,8 @@
 #include "common/grpc_health.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -8,7 +11,6 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace example {
 
@@ -25,9 +27,10 @@ class GrpcHealthServer::Impl {
   }
   ~Impl() {
     {
-      absl::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       stop_ = true;
     }
+    stopped_.notify_all();
     thread_.join();
     server_->Shutdown();
   }
@@ -43,8 +46,8 @@ class GrpcHealthServer::Impl {
   void Run() {
     while (true) {
       {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1))) return;
+        std::unique_lock lock(mu_);
+        if (stopped_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) return;
       }
       Update();
     }
@@ -55,15 +58,17 @@ class GrpcHealthServer::Impl {
   const std::unique_ptr<grpc::Server> server_;
   const int port_;
   const std::function<absl::Status()> healthy_;
-  absl::Mutex mu_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::condition_variable stopped_;
+  bool stop_ = false;  // guarded by mu_
   std::thread thread_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcHealthServer>> GrpcHealthServer::Start(const std::string& address,
                                                                           std::function<absl::Status()> healthy) {
-  // The default health service goes into servers built while it is enabled:
-  // only this one.
+  // gRPC's default health service goes into the servers built while it is
+  // enabled, a process-wide setting: only this one. (The SDK's own servers
+  // ignore the setting either way.)
   const bool health_enabled = grpc::DefaultHealthCheckServiceEnabled();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

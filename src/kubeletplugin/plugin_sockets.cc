@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+#include <grpcpp/grpcpp.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -36,6 +38,9 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
   if (absl::Status status = ClearStaleSocket(bound); !status.ok()) return status;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + bound, grpc::InsecureServerCredentials());
+  // Whatever the application set process-wide: the DRA server serves its
+  // own grpc.health.v1, the registration server none.
+  builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) return absl::UnavailableError(absl::StrCat("start gRPC server on ", bound, " failed"));
@@ -59,19 +64,13 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string&
 absl::StatusOr<std::unique_ptr<PluginSockets>> PluginSockets::Start(
     Config config, Executor& executor, std::function<void(const RegistrationStatus&)> on_registration) {
   std::unique_ptr<PluginSockets> sockets(new PluginSockets(std::move(config)));
-  // The standard grpc.health.v1 service goes into servers built while it is
-  // enabled: this one, and the process's setting is left as it was.
-  const bool health_enabled = grpc::DefaultHealthCheckServiceEnabled();
-  grpc::EnableDefaultHealthCheckService(true);
   std::vector<grpc::Service*> services;
   for (const auto& service : sockets->config_.dra_services) services.push_back(service.get());
+  sockets->grpc_health_service_ = NewGrpcHealthService(sockets->config_.grpc_health_names);
+  services.push_back(sockets->grpc_health_service_.get());
   absl::StatusOr<std::unique_ptr<grpc::Server>> dra_server = StartUnixServer(sockets->config_.paths.dra, services);
-  grpc::EnableDefaultHealthCheckService(health_enabled);
   if (!dra_server.ok()) return dra_server.status();
   sockets->dra_server_ = *std::move(dra_server);
-  if (grpc::HealthCheckServiceInterface* health = sockets->dra_server_->GetHealthCheckService()) {
-    for (const std::string& name : sockets->config_.grpc_health_names) health->SetServingStatus(name, true);
-  }
 
   // Only now that the endpoint answers may the kubelet learn about it.
   PluginSockets* self = sockets.get();

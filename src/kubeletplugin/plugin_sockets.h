@@ -19,6 +19,7 @@
 #include "dra/kubeletplugin/helper.h"
 #include "dra/mutex.h"
 #include "kubeletplugin/executor.h"
+#include "kubeletplugin/grpc_health_service.h"
 #include "kubeletplugin/grpc_services.h"
 #include "kubeletplugin/socket_paths.h"
 
@@ -58,6 +59,7 @@ class PluginSockets {
   explicit PluginSockets(Config config) : config_(std::move(config)) {}
 
   Config config_;
+  std::unique_ptr<grpc::Service> grpc_health_service_;
   std::unique_ptr<grpc::Service> registration_service_;
   std::unique_ptr<grpc::Server> dra_server_;
   std::unique_ptr<grpc::Server> registration_server_;

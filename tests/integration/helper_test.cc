@@ -723,6 +723,22 @@ TEST_CASE("the standard gRPC health service reports the DRA services", "[helper]
   CHECK(client->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin") == absl::StatusOr<std::string>("SERVING"));
   CHECK(client->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin") ==
         absl::StatusOr<std::string>("SERVING"));
+  CHECK(client->CheckGrpcHealth("no.such.Service").status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("the Helper leaves gRPC's process-wide default health service setting alone", "[helper]") {
+  const bool before = grpc::DefaultHealthCheckServiceEnabled();
+  for (const bool application_setting : {true, false}) {
+    INFO("the application enabled gRPC's default health service: " << application_setting);
+    grpc::EnableDefaultHealthCheckService(application_setting);
+    Fixture f;
+    TestDriver driver;
+    auto helper = f.Start(driver);
+    CHECK(grpc::DefaultHealthCheckServiceEnabled() == application_setting);
+    CHECK(DraClient::Create(helper->dra_socket_path())->CheckGrpcHealth("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin") ==
+          absl::StatusOr<std::string>("SERVING"));
+  }
+  grpc::EnableDefaultHealthCheckService(before);
 }
 
 TEST_CASE("Stop removes both sockets and is idempotent", "[helper]") {
