@@ -52,8 +52,8 @@ grpc::ByteBuffer EncodeStatus(uint64_t status) {
 class GrpcHealthService final : public grpc::Service {
  public:
   explicit GrpcHealthService(std::vector<std::string> serving) : serving_(serving.begin(), serving.end()) {
-    AddMethod(new grpc::internal::RpcServiceMethod(kGrpcHealthCheckMethod, grpc::internal::RpcMethod::NORMAL_RPC,
-                                                   nullptr));
+    AddMethod(
+        new grpc::internal::RpcServiceMethod(kGrpcHealthCheckMethod, grpc::internal::RpcMethod::NORMAL_RPC, nullptr));
     MarkMethodRawCallback(0, new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
                                  [this](grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) { return Check(context, *request, response); }));
