@@ -10,11 +10,11 @@
 // examples/gpu/README.md explains them.
 #include <atomic>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "admission_webhook.h"
 #include "binding_controller.h"
+#include "common/node_plugin_main.h"
 #include "common/plugin_flags.h"
 #include "device_source.h"
 #include "dra/flags.h"
@@ -53,24 +54,21 @@ namespace rc = dra::resourceclaim;
 class HealthMonitor {
  public:
   // `other_pools` are published beside the node's pool (the fabric pool).
-  HealthMonitor(kp::Helper& helper, gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus,
-                gpu::PublishOptions options, dra::resourceslice::DriverResources other_pools, dra::Logger logger)
-      : helper_(helper),
-        source_(source),
+  HealthMonitor(gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus, gpu::PublishOptions options,
+                dra::resourceslice::DriverResources other_pools, dra::Logger logger)
+      : source_(source),
         gpus_(std::move(gpus)),
         options_(std::move(options)),
         other_pools_(std::move(other_pools)),
         logger_(std::move(logger)) {}
+  ~HealthMonitor() { Stop(); }
 
-  absl::Status PublishAll() {
-    dra::resourceslice::DriverResources resources = other_pools_;
-    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
-    PublishHealth(resources.pools[options_.node_name]);
-    return helper_.PublishResources(std::move(resources));
-  }
-
-  void Start() {
+  // Publishes the pools and the health, then follows the source's events.
+  absl::Status Start(kp::Helper& helper) {
+    helper_ = &helper;
+    if (absl::Status published = PublishAll(); !published.ok()) return published;
     thread_ = std::thread([this] { Run(); });
+    return absl::OkStatus();
   }
   // Health pins from the driver's pod override the devices' own health on
   // the kubelet's stream; before Start.
@@ -100,7 +98,14 @@ class HealthMonitor {
         }
       }
     }
-    helper_.PublishHealth(std::move(health));
+    helper_->PublishHealth(std::move(health));
+  }
+
+  absl::Status PublishAll() {
+    dra::resourceslice::DriverResources resources = other_pools_;
+    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
+    PublishHealth(resources.pools[options_.node_name]);
+    return helper_->PublishResources(std::move(resources));
   }
 
   void Run() {
@@ -130,7 +135,7 @@ class HealthMonitor {
     }
   }
 
-  kp::Helper& helper_;
+  kp::Helper* helper_ = nullptr;  // Start's
   gpu::DeviceSource& source_;
   const std::vector<gpu::GpuInfo> gpus_;
   gpu::PublishOptions options_;
@@ -142,10 +147,7 @@ class HealthMonitor {
   std::thread thread_;
 };
 
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << "gpu-driver: " << what << ": " << status.message() << "\n";
-  return 1;
-}
+constexpr std::string_view kProgram = "gpu-driver";
 
 }  // namespace
 
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
   if (gpu_flags.device_profile == "net") return gpu::RunNicDriver(plugin, gpu_flags, logger, signals);
   if (gpu_flags.device_profile == "cpu") return gpu::RunCpuProfile(plugin, gpu_flags, logger, signals);
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   // The kubelet reads a device's health as Unknown once it has not heard of
   // it for 30 s; the HealthMonitor publishes changes, the Helper the same
   // list again every 10 s.
@@ -180,13 +182,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<gpu::DeviceSource> source;
   if (gpu_flags.device_source == "nvml") {
     absl::StatusOr<std::unique_ptr<gpu::DeviceSource>> nvml = gpu::OpenNvml(gpu_flags.nvml_library);
-    if (!nvml.ok()) return Fail("--device-source=nvml", nvml.status());
+    if (!nvml.ok()) return example::Fail(kProgram, "--device-source=nvml", nvml.status());
     source = *std::move(nvml);
   } else {
     source = std::make_unique<gpu::MockGpus>(plugin.node_name, gpu_flags.num_devices, gpu_flags.mock_health_file);
   }
   absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
-  if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
+  if (!gpus.ok()) return example::Fail(kProgram, "discover GPUs", gpus.status());
   // A partition and its GPU's whole device overlap: the Helper refuses one
   // while another claim holds the other.
   options->device_exclusivity.units = [units = gpu::DeviceUnits(*gpus, gpu_flags.partitions),
@@ -216,7 +218,7 @@ int main(int argc, char** argv) {
     writer_options.driver_name = gpu_flags.driver_name;
     absl::StatusOr<std::unique_ptr<rc::ClaimStatusWriter>> writer =
         rc::ClaimStatusWriter::Create(options->kube_client, writer_options);
-    if (!writer.ok()) return Fail("--gpu-device-status", writer.status());
+    if (!writer.ok()) return example::Fail(kProgram, "--gpu-device-status", writer.status());
     status_writer = *std::move(writer);
   }
   driver_options.status_writer = status_writer;
@@ -234,10 +236,6 @@ int main(int argc, char** argv) {
   gpu::GpuDriver driver(std::move(driver_options));
   options->extra_metrics = [&driver] { return driver.metrics().Text(); };
   std::shared_ptr<k8s::Client> client = options->kube_client;
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
 
   gpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
@@ -251,38 +249,43 @@ int main(int argc, char** argv) {
     fabric.pools[gpu_flags.fabric_pool] =
         gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   }
-  HealthMonitor health(**helper, *source, *gpus, publish, std::move(fabric), logger);
-  if (gpu_flags.health_service && !gpu_flags.pod_name.empty() && !gpu_flags.pod_namespace.empty()) {
-    absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
-        client, gpu_flags.pod_namespace, gpu_flags.pod_name, logger, [&health] { health.PinsChanged(); });
-    if (!pins.ok()) return Fail("--pod-name", pins.status());
-    health.UsePins(*std::move(pins));
-  }
-  if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
-  health.Start();
-
+  HealthMonitor health(*source, *gpus, publish, std::move(fabric), logger);
   gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
   gpu::GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
-    rc::BindingConditionReconcilerOptions reconciler_options;
-    reconciler_options.driver_name = gpu_flags.driver_name;
-    reconciler_options.node_name = plugin.node_name;
-    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
-    reconciler_options.logger = logger;
-    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
-        rc::BindingConditionReconciler::Start(client, reconciler_options, binding);
-    if (!started.ok()) return Fail("--fabric-attach, --binding-conditions", started.status());
-    reconciler = *std::move(started);
-  }
-  logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
-                                     {"node", plugin.node_name},
-                                     {"gpus", absl::StrCat(gpus->size())},
-                                     {"source", gpu_flags.device_source}});
-
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  health.Stop();
-  if (reconciler != nullptr) reconciler->Stop();
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    if (gpu_flags.health_service && !gpu_flags.pod_name.empty() && !gpu_flags.pod_namespace.empty()) {
+      absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
+          client, gpu_flags.pod_namespace, gpu_flags.pod_name, logger, [&health] { health.PinsChanged(); });
+      if (!pins.ok()) return example::Annotate("--pod-name", pins.status());
+      health.UsePins(*std::move(pins));
+    }
+    if (absl::Status published = health.Start(helper); !published.ok()) {
+      return example::Annotate("publish", published);
+    }
+    if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
+      rc::BindingConditionReconcilerOptions reconciler_options;
+      reconciler_options.driver_name = gpu_flags.driver_name;
+      reconciler_options.node_name = plugin.node_name;
+      reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+      reconciler_options.logger = logger;
+      absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
+          rc::BindingConditionReconciler::Start(client, reconciler_options, binding);
+      if (!started.ok()) return example::Annotate("--fabric-attach, --binding-conditions", started.status());
+      reconciler = *std::move(started);
+    }
+    return absl::OkStatus();
+  };
+  steps.log_started = [&] {
+    logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
+                                       {"node", plugin.node_name},
+                                       {"gpus", absl::StrCat(gpus->size())},
+                                       {"source", gpu_flags.device_source}});
+  };
+  steps.stop = [&] {
+    health.Stop();
+    if (reconciler != nullptr) reconciler->Stop();
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }

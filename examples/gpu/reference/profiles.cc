@@ -1,12 +1,12 @@
 #include "profiles.h"
 
-#include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_health.h"
+#include "common/node_plugin_main.h"
 #include "container_env.h"
 #include "cpu_driver.h"
 #include "cpu_resources.h"
@@ -28,21 +28,18 @@ namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 namespace rc = dra::resourceclaim;
 
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << "gpu-driver: " << what << ": " << status.message() << "\n";
-  return 1;
-}
+constexpr std::string_view kProgram = "gpu-driver";
 
 }  // namespace
 
 int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                         kp::TerminationSignals& signals) {
   if (gpu_flags.fabric_pool.empty()) {
-    return Fail("--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
+    return example::Fail(kProgram, "--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
   }
   absl::StatusOr<std::shared_ptr<k8s::Client>> client =
       plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
-  if (!client.ok()) return Fail("start", client.status());
+  if (!client.ok()) return example::Fail(kProgram, "start", client.status());
   const std::vector<GpuInfo> gpus = MockFabricGpus(gpu_flags.fabric_num_devices);
   dra::resourceslice::Options options;
   options.driver_name = gpu_flags.driver_name;
@@ -52,7 +49,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
         logger.Error("Publishing the fabric pool failed",
                      {{"context", std::string(context)}, {"err", status.ToString()}});
       });
-  if (!publisher.ok()) return Fail("start", publisher.status());
+  if (!publisher.ok()) return example::Fail(kProgram, "start", publisher.status());
   dra::resourceslice::DriverResources resources;
   resources.pools[gpu_flags.fabric_pool] = FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
@@ -70,7 +67,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
     reconciler_options.logger = logger;
     absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
         rc::BindingConditionReconciler::Start(*client, reconciler_options, binding);
-    if (!started.ok()) return Fail("--fabric-attach", started.status());
+    if (!started.ok()) return example::Fail(kProgram, "--fabric-attach", started.status());
     reconciler = *std::move(started);
   }
   logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
@@ -86,7 +83,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
 int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                  kp::TerminationSignals& signals) {
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   CommonCdiSpec common = MakeCommonCdiSpec(gpu_flags.driver_name, "net", plugin.node_name);
   options->cdi.node_specs.push_back(std::move(common.spec));
   NicDriver::Options driver_options;
@@ -96,27 +93,24 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(NicDeviceName(i));
   NicDriver driver(std::move(driver_options));
   options->extra_metrics = [&driver] { return driver.metrics().Text(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  dra::resourceslice::DriverResources resources;
-  resources.pools[plugin.node_name] = NicPool(plugin.node_name, gpu_flags.num_devices);
-  if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info(
-      "NIC driver started",
-      {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    dra::resourceslice::DriverResources resources;
+    resources.pools[plugin.node_name] = NicPool(plugin.node_name, gpu_flags.num_devices);
+    return example::Annotate("publish", helper.PublishResources(std::move(resources)));
+  };
+  steps.log_started = [&] {
+    logger.Info(
+        "NIC driver started",
+        {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }
 
 int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                   kp::TerminationSignals& signals) {
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   cpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
   publish.node_name = plugin.node_name;
@@ -125,20 +119,17 @@ int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
   cpu::ChooseCapacityNames(*options, publish, logger);
   cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger);
   options->extra_metrics = [&driver] { return driver.Metrics(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
-                                      {"node", plugin.node_name},
-                                      {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
-                                      {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    return example::Annotate("publish", helper.PublishResources(driver.Resources()));
+  };
+  steps.log_started = [&] {
+    logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
+                                        {"node", plugin.node_name},
+                                        {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
+                                        {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }
 
 }  // namespace gpu
