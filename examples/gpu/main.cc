@@ -41,6 +41,7 @@
 #include "mock_gpus.h"
 #include "nvml/nvml_gpus.h"
 #include "profiles.h"
+#include "reference_flags.h"
 #include "reference_takeover.h"
 
 namespace {
@@ -160,18 +161,22 @@ int main(int argc, char** argv) {
   dra::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
   gpu::GpuFlags gpu_flags;
+  gpu::ReferenceFlags reference_flags;
   plugin.Register(flags);
   gpu_flags.Register(flags);
+  reference_flags.Register(flags);
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
-  gpu_flags.Finish();
+  gpu_flags.Finish(reference_flags.device_profile);
+  reference_flags.Finish();
   kp::TerminationSignals signals;
   // A few per cent of each call's CPU with Debian's abseil
   // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
-  if (gpu_flags.fabric_controller) return gpu::RunFabricController(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "net") return gpu::RunNicDriver(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "cpu") return gpu::RunCpuProfile(plugin, gpu_flags, logger, signals);
+  // --fabric-controller, --device-profile=net or cpu.
+  if (std::optional<int> exit_code = gpu::RunReferenceMode(plugin, gpu_flags, reference_flags, logger, signals)) {
+    return *exit_code;
+  }
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   // The kubelet reads a device's health as Unknown once it has not heard of
@@ -209,7 +214,7 @@ int main(int argc, char** argv) {
   }
   // Fabric GPUs can be attached to any node the selector picks, so every
   // node plugin knows them, whoever publishes the pool.
-  const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
+  const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(reference_flags.fabric_num_devices);
   for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = gpu;
 
   std::shared_ptr<rc::ClaimStatusWriter> status_writer;
@@ -243,32 +248,33 @@ int main(int argc, char** argv) {
   publish.partitions = gpu_flags.partitions;
   publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
   publish.host_memory_overhead = gpu_flags.host_memory_overhead;
-  publish.binding_conditions = gpu_flags.binding_conditions;
+  publish.binding_conditions = reference_flags.binding_conditions;
   dra::resourceslice::DriverResources fabric;
-  if (!gpu_flags.fabric_pool.empty()) {
-    fabric.pools[gpu_flags.fabric_pool] =
-        gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  if (!reference_flags.fabric_pool.empty()) {
+    fabric.pools[reference_flags.fabric_pool] =
+        gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, reference_flags.fabric_selector);
   }
   HealthMonitor health(*source, *gpus, publish, std::move(fabric), logger);
-  gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
+  gpu::FabricAttach attach(reference_flags.fabric_attach_delay, reference_flags.fabric_failure_rate,
+                           reference_flags.binding_timeout);
   gpu::GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
   example::NodePluginSteps steps;
   steps.start = [&](kp::Helper& helper) {
-    if (gpu_flags.health_service && !gpu_flags.pod_name.empty() && !gpu_flags.pod_namespace.empty()) {
+    if (gpu_flags.health_service && !reference_flags.pod_name.empty() && !reference_flags.pod_namespace.empty()) {
       absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
-          client, gpu_flags.pod_namespace, gpu_flags.pod_name, logger, [&health] { health.PinsChanged(); });
+          client, reference_flags.pod_namespace, reference_flags.pod_name, logger, [&health] { health.PinsChanged(); });
       if (!pins.ok()) return example::Annotate("--pod-name", pins.status());
       health.UsePins(*std::move(pins));
     }
     if (absl::Status published = health.Start(helper); !published.ok()) {
       return example::Annotate("publish", published);
     }
-    if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
+    if (reference_flags.fabric_attach || reference_flags.binding_conditions) {
       rc::BindingConditionReconcilerOptions reconciler_options;
       reconciler_options.driver_name = gpu_flags.driver_name;
       reconciler_options.node_name = plugin.node_name;
-      reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+      reconciler_options.binding_timeout = reference_flags.binding_timeout;
       reconciler_options.logger = logger;
       absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
           rc::BindingConditionReconciler::Start(client, reconciler_options, binding);

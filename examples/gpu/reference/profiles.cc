@@ -30,17 +30,15 @@ namespace rc = dra::resourceclaim;
 
 constexpr std::string_view kProgram = "gpu-driver";
 
-}  // namespace
-
-int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                        kp::TerminationSignals& signals) {
-  if (gpu_flags.fabric_pool.empty()) {
+int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const ReferenceFlags& flags,
+                        const dra::Logger& logger, kp::TerminationSignals& signals) {
+  if (flags.fabric_pool.empty()) {
     return example::Fail(kProgram, "--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
   }
   absl::StatusOr<std::shared_ptr<k8s::Client>> client =
       plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
   if (!client.ok()) return example::Fail(kProgram, "start", client.status());
-  const std::vector<GpuInfo> gpus = MockFabricGpus(gpu_flags.fabric_num_devices);
+  const std::vector<GpuInfo> gpus = MockFabricGpus(flags.fabric_num_devices);
   dra::resourceslice::Options options;
   options.driver_name = gpu_flags.driver_name;
   options.logger = logger;
@@ -51,19 +49,19 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
       });
   if (!publisher.ok()) return example::Fail(kProgram, "start", publisher.status());
   dra::resourceslice::DriverResources resources;
-  resources.pools[gpu_flags.fabric_pool] = FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  resources.pools[flags.fabric_pool] = FabricPool(gpus, gpu_flags.driver_name, flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
 
   // --fabric-attach here: one reconciler for the whole cluster, so that no
   // node plugin watches claims (binding_condition_reconciler.h, BindingScope).
-  FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
+  FabricAttach attach(flags.fabric_attach_delay, flags.fabric_failure_rate, flags.binding_timeout);
   GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach) {
+  if (flags.fabric_attach) {
     rc::BindingConditionReconcilerOptions reconciler_options;
     reconciler_options.driver_name = gpu_flags.driver_name;
     reconciler_options.scope = rc::BindingScope::kAllNodes;
-    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+    reconciler_options.binding_timeout = flags.binding_timeout;
     reconciler_options.logger = logger;
     absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
         rc::BindingConditionReconciler::Start(*client, reconciler_options, binding);
@@ -71,9 +69,9 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
     reconciler = *std::move(started);
   }
   logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
-                                            {"pool", gpu_flags.fabric_pool},
+                                            {"pool", flags.fabric_pool},
                                             {"gpus", absl::StrCat(gpus.size())},
-                                            {"attach", gpu_flags.fabric_attach ? "all nodes" : "on the nodes"}});
+                                            {"attach", flags.fabric_attach ? "all nodes" : "on the nodes"}});
   signals.Wait();
   if (reconciler != nullptr) reconciler->Stop();
   (*publisher)->Stop();
@@ -107,8 +105,8 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }
 
-int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                  kp::TerminationSignals& signals) {
+int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const ReferenceFlags& flags,
+                  const dra::Logger& logger, kp::TerminationSignals& signals) {
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
   if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   cpu::PublishOptions publish;
@@ -117,7 +115,7 @@ int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
   publish.group_by = cpu::GroupBy::kNuma;
   publish.numa_device_prefix = "numa-";
   cpu::ChooseCapacityNames(*options, publish, logger);
-  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger);
+  cpu::CpuDriver driver(publish, cpu::MockTopology(flags.cpu_numa_nodes, flags.cpus_per_numa_node), logger);
   options->extra_metrics = [&driver] { return driver.Metrics(); };
   example::NodePluginSteps steps;
   steps.start = [&](kp::Helper& helper) {
@@ -126,10 +124,21 @@ int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
   steps.log_started = [&] {
     logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
                                         {"node", plugin.node_name},
-                                        {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
-                                        {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
+                                        {"numaNodes", absl::StrCat(flags.cpu_numa_nodes)},
+                                        {"cpusPerNUMANode", absl::StrCat(flags.cpus_per_numa_node)}});
   };
   return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
+}
+
+}  // namespace
+
+std::optional<int> RunReferenceMode(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
+                                    const ReferenceFlags& flags, const dra::Logger& logger,
+                                    kp::TerminationSignals& signals) {
+  if (flags.fabric_controller) return RunFabricController(plugin, gpu_flags, flags, logger, signals);
+  if (flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
+  if (flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, flags, logger, signals);
+  return std::nullopt;
 }
 
 }  // namespace gpu
