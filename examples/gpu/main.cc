@@ -1,18 +1,15 @@
 // gpu-driver: the example GPU DRA driver's node plugin, on the public dra-cpp
 // API only. It finds GPUs (mock ones, or NVIDIA GPUs through NVML), publishes
 // them as the node's ResourceSlices (whole, partitioned or shareable), serves
-// the kubelet, reports health and taints unhealthy GPUs, and optionally
-// publishes and attaches fabric-attached GPUs that bind through binding
-// conditions. With --device-profile=net it offers NICs shared by bandwidth
-// instead, as dra-example-driver's net profile, and with --device-profile=cpu
-// made-up NUMA nodes whose CPUs claims share, as its cpu profile (the CPU
-// example's driver on a mock topology). `gpu-driver --help` lists the flags;
-// examples/gpu/README.md explains them.
+// the kubelet, reports health and taints unhealthy GPUs. What it does for
+// dra-example-driver's users is in reference/: its other profiles and
+// programs, and the extras of this node plugin (ReferenceExtras).
+// `gpu-driver --help` lists the flags; examples/gpu/README.md explains them.
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,23 +23,17 @@
 #include "common/plugin_flags.h"
 #include "device_source.h"
 #include "dra/flags.h"
-#include "dra/k8s/quantity.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
-#include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
-#include "dra/resourceslice/publisher.h"
-#include "fabric_attach.h"
-#include "gpu_binding.h"
 #include "gpu_driver.h"
+#include "gpu_extras.h"
 #include "gpu_flags.h"
 #include "gpu_resources.h"
-#include "health_pins.h"
 #include "mock_gpus.h"
 #include "nvml/nvml_gpus.h"
 #include "profiles.h"
 #include "reference_flags.h"
-#include "reference_takeover.h"
 
 namespace {
 
@@ -50,17 +41,25 @@ namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 namespace rc = dra::resourceclaim;
 
+constexpr std::string_view kProgram = "gpu-driver";
+
 // Keeps the node's pool and the kubelet's health view in line with the
 // GPUs' health, from the device source's events.
 class HealthMonitor {
  public:
-  // `other_pools` are published beside the node's pool (the fabric pool).
-  HealthMonitor(gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus, gpu::PublishOptions options,
-                dra::resourceslice::DriverResources other_pools, dra::Logger logger)
+  // What is added to the GPUs' own view (the reference's extras), if set:
+  // more pools or device fields, and what the kubelet is told.
+  struct Hooks {
+    std::function<void(dra::resourceslice::DriverResources&)> resources;
+    std::function<void(std::vector<kp::DeviceHealth>&)> health;
+  };
+
+  HealthMonitor(gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus, gpu::PublishOptions options, Hooks hooks,
+                dra::Logger logger)
       : source_(source),
         gpus_(std::move(gpus)),
         options_(std::move(options)),
-        other_pools_(std::move(other_pools)),
+        hooks_(std::move(hooks)),
         logger_(std::move(logger)) {}
   ~HealthMonitor() { Stop(); }
 
@@ -71,21 +70,15 @@ class HealthMonitor {
     thread_ = std::thread([this] { Run(); });
     return absl::OkStatus();
   }
-  // Health pins from the driver's pod override the devices' own health on
-  // the kubelet's stream; before Start.
-  void UsePins(std::unique_ptr<gpu::HealthPinWatch> pins) { pins_ = std::move(pins); }
-  // The pins changed: the stream goes out again within one wait.
-  void PinsChanged() { pins_changed_ = true; }
+  // What hooks.health says changed: the kubelet is told again within one wait.
+  void Resend() { resend_ = true; }
   void Stop() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    pins_.reset();  // its callback reaches this monitor
   }
 
  private:
   void PublishHealth(const dra::resourceslice::Pool& node_pool) {
-    const std::map<std::string, kp::HealthStatus> pins =
-        pins_ != nullptr ? pins_->pins() : std::map<std::string, kp::HealthStatus>{};
     std::vector<kp::DeviceHealth> health;
     for (const dra::resourceslice::Slice& slice : node_pool.slices) {
       for (const k8s::Device& device : slice.devices) {
@@ -93,19 +86,17 @@ class HealthMonitor {
         entry.pool_name = options_.node_name;
         entry.device_name = device.name;
         entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
-        if (auto pin = pins.find(device.name); pin != pins.end()) {
-          entry.health = pin->second;
-          entry.message = absl::StrCat("pinned by the driver pod's annotation ", gpu::kHealthPinPrefix, device.name);
-        }
       }
     }
+    if (hooks_.health) hooks_.health(health);
     helper_->PublishHealth(std::move(health));
   }
 
   absl::Status PublishAll() {
-    dra::resourceslice::DriverResources resources = other_pools_;
+    dra::resourceslice::DriverResources resources;
     resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
     PublishHealth(resources.pools[options_.node_name]);
+    if (hooks_.resources) hooks_.resources(resources);
     return helper_->PublishResources(std::move(resources));
   }
 
@@ -117,7 +108,7 @@ class HealthMonitor {
         continue;
       }
       if (events->empty()) {
-        if (pins_changed_.exchange(false)) PublishHealth(gpu::NodePool(gpus_, options_));
+        if (resend_.exchange(false)) PublishHealth(gpu::NodePool(gpus_, options_));
         continue;
       }
       for (const gpu::HealthEvent& event : *events) {
@@ -140,15 +131,12 @@ class HealthMonitor {
   gpu::DeviceSource& source_;
   const std::vector<gpu::GpuInfo> gpus_;
   gpu::PublishOptions options_;
-  const dra::resourceslice::DriverResources other_pools_;
+  const Hooks hooks_;
   const dra::Logger logger_;
-  std::unique_ptr<gpu::HealthPinWatch> pins_;
-  std::atomic<bool> pins_changed_{false};
+  std::atomic<bool> resend_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-constexpr std::string_view kProgram = "gpu-driver";
 
 }  // namespace
 
@@ -212,76 +200,45 @@ int main(int argc, char** argv) {
     for (const std::string& name : gpu::DeviceNames(gpu.index, gpu_flags.partitions))
       driver_options.devices[name] = gpu;
   }
-  // Fabric GPUs can be attached to any node the selector picks, so every
-  // node plugin knows them, whoever publishes the pool.
-  const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(reference_flags.fabric_num_devices);
-  for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = gpu;
-
-  std::shared_ptr<rc::ClaimStatusWriter> status_writer;
   if (gpu_flags.device_status) {
     rc::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = gpu_flags.driver_name;
     absl::StatusOr<std::unique_ptr<rc::ClaimStatusWriter>> writer =
         rc::ClaimStatusWriter::Create(options->kube_client, writer_options);
     if (!writer.ok()) return example::Fail(kProgram, "--gpu-device-status", writer.status());
-    status_writer = *std::move(writer);
+    driver_options.status_writer = *std::move(writer);
   }
-  driver_options.status_writer = status_writer;
   driver_options.device_metadata = gpu_flags.device_metadata;
   driver_options.report_health = gpu_flags.health_service;
   if (gpu_flags.device_metadata) {
     options->device_metadata.enabled = true;
     options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};
   }
-
-  // A node taken over from dra-example-driver, or rolled back to it: the
-  // claims either prepared can be unprepared by the other.
-  gpu::ShareNodeWithReference(*options, gpu_flags.driver_name, logger);
-
-  gpu::GpuDriver driver(std::move(driver_options));
-  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
-  std::shared_ptr<k8s::Client> client = options->kube_client;
-
   gpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
   publish.node_name = plugin.node_name;
   publish.partitions = gpu_flags.partitions;
   publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
   publish.host_memory_overhead = gpu_flags.host_memory_overhead;
-  publish.binding_conditions = reference_flags.binding_conditions;
-  dra::resourceslice::DriverResources fabric;
-  if (!reference_flags.fabric_pool.empty()) {
-    fabric.pools[reference_flags.fabric_pool] =
-        gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, reference_flags.fabric_selector);
-  }
-  HealthMonitor health(*source, *gpus, publish, std::move(fabric), logger);
-  gpu::FabricAttach attach(reference_flags.fabric_attach_delay, reference_flags.fabric_failure_rate,
-                           reference_flags.binding_timeout);
-  gpu::GpuBinding binding(attach);
-  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
+
+  // dra-example-driver's extras (reference/gpu_extras.h); a vendor's copy
+  // leaves out `reference` and what it is passed to.
+  gpu::ReferenceExtras reference(reference_flags, gpu_flags, plugin.node_name, logger);
+  reference.Configure(*options, driver_options);
+
+  gpu::GpuDriver driver(std::move(driver_options));
+  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
+  HealthMonitor health(*source, *gpus, publish,
+                       {.resources = [&reference](auto& resources) { reference.AddResources(resources); },
+                        .health = [&reference](auto& devices) { reference.PinHealth(devices); }},
+                       logger);
   example::NodePluginSteps steps;
   steps.start = [&](kp::Helper& helper) {
-    if (gpu_flags.health_service && !reference_flags.pod_name.empty() && !reference_flags.pod_namespace.empty()) {
-      absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
-          client, reference_flags.pod_namespace, reference_flags.pod_name, logger, [&health] { health.PinsChanged(); });
-      if (!pins.ok()) return example::Annotate("--pod-name", pins.status());
-      health.UsePins(*std::move(pins));
-    }
+    if (absl::Status pins = reference.WatchHealthPins([&health] { health.Resend(); }); !pins.ok()) return pins;
     if (absl::Status published = health.Start(helper); !published.ok()) {
       return example::Annotate("publish", published);
     }
-    if (reference_flags.fabric_attach || reference_flags.binding_conditions) {
-      rc::BindingConditionReconcilerOptions reconciler_options;
-      reconciler_options.driver_name = gpu_flags.driver_name;
-      reconciler_options.node_name = plugin.node_name;
-      reconciler_options.binding_timeout = reference_flags.binding_timeout;
-      reconciler_options.logger = logger;
-      absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
-          rc::BindingConditionReconciler::Start(client, reconciler_options, binding);
-      if (!started.ok()) return example::Annotate("--fabric-attach, --binding-conditions", started.status());
-      reconciler = *std::move(started);
-    }
-    return absl::OkStatus();
+    return reference.StartBinding();
   };
   steps.log_started = [&] {
     logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
@@ -291,7 +248,7 @@ int main(int argc, char** argv) {
   };
   steps.stop = [&] {
     health.Stop();
-    if (reconciler != nullptr) reconciler->Stop();
+    reference.Stop();
   };
   return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }
