@@ -8,14 +8,15 @@
 #include <sys/stat.h>
 
 #include <atomic>
-#include <iostream>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/node_plugin_main.h"
 #include "common/plugin_flags.h"
 #include "cpu_driver.h"
 #include "cpu_pinner.h"
@@ -30,6 +31,8 @@
 namespace {
 
 namespace kp = dra::kubeletplugin;
+
+constexpr std::string_view kProgram = "cpu-driver";
 
 struct CpuFlags {
   std::string driver_name = "cpu.example.com";
@@ -85,11 +88,6 @@ struct CpuFlags {
                  "NRI_SOCKET");
   }
 };
-
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << "cpu-driver: " << what << ": " << status.message() << "\n";
-  return 1;
-}
 
 // Republishes when the set of online CPUs changes.
 class HotplugWatch {
@@ -171,9 +169,9 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(cpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   absl::StatusOr<cpu::Topology> topology = cpu::ReadTopology(cpu_flags.sysfs_root);
-  if (!topology.ok()) return Fail("read the CPU topology", topology.status());
+  if (!topology.ok()) return example::Fail(kProgram, "read the CPU topology", topology.status());
 
   cpu::PublishOptions publish;
   publish.driver_name = cpu_flags.driver_name;
@@ -184,7 +182,6 @@ int main(int argc, char** argv) {
   publish.reserved = cpu_flags.reserved;
   cpu::ChooseCapacityNames(*options, publish, logger);
   const std::vector<cpu::Cpu> cpus = topology->cpus;
-  const size_t online = cpus.size();
   cpu::CpuDriver driver(publish, *std::move(topology), logger);
   // One NRI plugin per node: an instance started beside this one in a
   // rolling update waits for this one's lock in the plugin data dir (made
@@ -201,26 +198,28 @@ int main(int argc, char** argv) {
     driver.OnPinningChanged([&pinner] { pinner->ClaimsChanged(); });
   }
   options->extra_metrics = [&driver, &pinner] { return driver.Metrics() + (pinner ? pinner->Metrics() : ""); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info("CPU driver started",
-              {{"driver", cpu_flags.driver_name},
-               {"node", plugin.node_name},
-               {"online", absl::StrCat(online)},
-               {"reserved", cpu::FormatCpuList({cpu_flags.reserved.begin(), cpu_flags.reserved.end()})}});
   std::unique_ptr<HotplugWatch> hotplug;
-  if (cpu_flags.rescan_interval > absl::ZeroDuration()) {
-    hotplug =
-        std::make_unique<HotplugWatch>(**helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus, logger);
-  }
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  hotplug.reset();
-  pinner.reset();
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    if (absl::Status published = helper.PublishResources(driver.Resources()); !published.ok()) {
+      return example::Annotate("publish", published);
+    }
+    if (cpu_flags.rescan_interval > absl::ZeroDuration()) {
+      hotplug =
+          std::make_unique<HotplugWatch>(helper, driver, cpu_flags.sysfs_root, cpu_flags.rescan_interval, cpus, logger);
+    }
+    return absl::OkStatus();
+  };
+  steps.log_started = [&] {
+    logger.Info("CPU driver started",
+                {{"driver", cpu_flags.driver_name},
+                 {"node", plugin.node_name},
+                 {"online", absl::StrCat(cpus.size())},
+                 {"reserved", cpu::FormatCpuList({cpu_flags.reserved.begin(), cpu_flags.reserved.end()})}});
+  };
+  steps.stop = [&] {
+    hotplug.reset();
+    pinner.reset();
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }

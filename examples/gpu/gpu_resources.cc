@@ -63,7 +63,6 @@ std::vector<std::string> DeviceNames(int index, int partitions) {
   names.push_back(FullDeviceName(index));
   return names;
 }
-std::string FabricDeviceName(int index) { return absl::StrCat("fabric-gpu-", index); }
 std::map<std::string, std::vector<std::string>, std::less<>> DeviceUnits(const std::vector<GpuInfo>& gpus,
                                                                          int partitions) {
   std::map<std::string, std::vector<std::string>, std::less<>> units;
@@ -78,8 +77,6 @@ std::map<std::string, std::vector<std::string>, std::less<>> DeviceUnits(const s
 }
 
 std::string UnhealthyTaintKey(const std::string& driver_name) { return driver_name + "/unhealthy"; }
-std::string IsPreparedCondition(const std::string& driver_name) { return driver_name + "/is-prepared"; }
-std::string PreparingFailedCondition(const std::string& driver_name) { return driver_name + "/preparing-failed"; }
 
 dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const PublishOptions& options) {
   std::vector<k8s::Device> devices;
@@ -116,10 +113,6 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
       if (options.host_memory_overhead.has_value()) {
         device.node_allocatable_resources["memory"].overhead.emplace().per_pod = *options.host_memory_overhead;
       }
-      if (options.binding_conditions) {
-        device.binding_conditions = {IsPreparedCondition(options.driver_name)};
-        device.binding_failure_conditions = {PreparingFailedCondition(options.driver_name)};
-      }
       if (partitions > 0) {
         device.attributes["partitionable"] = k8s::BoolAttribute(true);
         k8s::DeviceCounterConsumption& consumption = device.consumes_counters.emplace_back();
@@ -146,29 +139,6 @@ dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const Publis
   }
   dra::resourceslice::Pool pool;
   pool.slices = dra::resourceslice::SplitIntoSlices(std::move(devices), std::move(counter_sets));
-  return pool;
-}
-
-dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std::string& driver_name,
-                                    const k8s::NodeSelector& selector) {
-  std::vector<k8s::Device> devices;
-  for (const GpuInfo& gpu : gpus) {
-    k8s::Device& device = devices.emplace_back();
-    device.name = FabricDeviceName(gpu.index);
-    SetAttributes(gpu, device);
-    device.capacity[kMemory] = k8s::Capacity(Bytes(gpu.memory_bytes));
-    if (std::optional<k8s::Quantity> compute = Compute(gpu.compute_units, 1)) {
-      device.capacity[kCompute] = k8s::Capacity(*compute);
-    }
-    device.attributes["fabricAttached"] = k8s::BoolAttribute(true);
-    device.binds_to_node = true;
-    device.binding_conditions = {IsPreparedCondition(driver_name)};
-    device.binding_failure_conditions = {PreparingFailedCondition(driver_name)};
-  }
-  dra::resourceslice::Pool pool;
-  pool.nodes = dra::resourceslice::NodeSelection::kNodeSelector;
-  pool.node_selector = selector;
-  pool.slices = dra::resourceslice::SplitIntoSlices(std::move(devices));
   return pool;
 }
 

@@ -1,7 +1,6 @@
 // What the example GPU driver publishes: its GPUs as devices of the node's
 // pool (whole, partitioned through shared counters, or shareable by
-// capacity), and fabric-attached GPUs as a pool of their own for the nodes a
-// selector picks.
+// capacity). reference/fabric_pool.h publishes fabric-attached GPUs.
 #pragma once
 
 #include <functional>
@@ -28,10 +27,6 @@ struct PublishOptions {
   // Each device may be allocated to several claims at once, each taking
   // memory and compute by its capacity requests.
   bool allow_multiple_allocations = false;
-  // Every device carries the binding conditions <driver>/is-prepared and
-  // <driver>/preparing-failed, which the node plugin's reconciler sets
-  // (GpuBinding): the scheduler binds a pod only once they are met.
-  bool binding_conditions = false;
   // Host memory each pod using a GPU costs (nodeAllocatableResources
   // overhead, perPod), e.g. 8Gi.
   std::optional<dra::k8s::Quantity> host_memory_overhead;
@@ -60,17 +55,5 @@ std::string UnhealthyTaintKey(const std::string& driver_name);
 
 // The node's pool, named after the node.
 dra::resourceslice::Pool NodePool(const std::vector<GpuInfo>& gpus, const PublishOptions& options);
-
-// The binding conditions of fabric-attached GPUs.
-std::string IsPreparedCondition(const std::string& driver_name);       // "<driver>/is-prepared"
-std::string PreparingFailedCondition(const std::string& driver_name);  // "<driver>/preparing-failed"
-
-// Fabric-attached GPUs reachable from the nodes `selector` selects: devices
-// "fabric-gpu-<index>" with the GPUs' attributes (and fabricAttached: true)
-// and capacity, bindsToNode,
-// the binding condition and the failure condition above.
-dra::resourceslice::Pool FabricPool(const std::vector<GpuInfo>& gpus, const std::string& driver_name,
-                                    const dra::k8s::NodeSelector& selector);
-std::string FabricDeviceName(int index);
 
 }  // namespace gpu

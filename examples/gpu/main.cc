@@ -1,20 +1,17 @@
 // gpu-driver: the example GPU DRA driver's node plugin, on the public dra-cpp
 // API only. It finds GPUs (mock ones, or NVIDIA GPUs through NVML), publishes
 // them as the node's ResourceSlices (whole, partitioned or shareable), serves
-// the kubelet, reports health and taints unhealthy GPUs, and optionally
-// publishes and attaches fabric-attached GPUs that bind through binding
-// conditions. With --device-profile=net it offers NICs shared by bandwidth
-// instead, as dra-example-driver's net profile, and with --device-profile=cpu
-// made-up NUMA nodes whose CPUs claims share, as its cpu profile (the CPU
-// example's driver on a mock topology). `gpu-driver --help` lists the flags;
-// examples/gpu/README.md explains them.
+// the kubelet, reports health and taints unhealthy GPUs. What it does for
+// dra-example-driver's users is in reference/: its other profiles and
+// programs, and the extras of this node plugin (ReferenceExtras).
+// `gpu-driver --help` lists the flags; examples/gpu/README.md explains them.
 #include <atomic>
 #include <filesystem>
-#include <iostream>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -22,25 +19,21 @@
 #include "absl/synchronization/mutex.h"
 #include "admission_webhook.h"
 #include "binding_controller.h"
+#include "common/node_plugin_main.h"
 #include "common/plugin_flags.h"
 #include "device_source.h"
 #include "dra/flags.h"
-#include "dra/k8s/quantity.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
-#include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
-#include "dra/resourceslice/publisher.h"
-#include "fabric_attach.h"
-#include "gpu_binding.h"
 #include "gpu_driver.h"
+#include "gpu_extras.h"
 #include "gpu_flags.h"
 #include "gpu_resources.h"
-#include "health_pins.h"
 #include "mock_gpus.h"
 #include "nvml/nvml_gpus.h"
 #include "profiles.h"
-#include "reference_takeover.h"
+#include "reference_flags.h"
 
 namespace {
 
@@ -48,45 +41,44 @@ namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 namespace rc = dra::resourceclaim;
 
+constexpr std::string_view kProgram = "gpu-driver";
+
 // Keeps the node's pool and the kubelet's health view in line with the
 // GPUs' health, from the device source's events.
 class HealthMonitor {
  public:
-  // `other_pools` are published beside the node's pool (the fabric pool).
-  HealthMonitor(kp::Helper& helper, gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus,
-                gpu::PublishOptions options, dra::resourceslice::DriverResources other_pools, dra::Logger logger)
-      : helper_(helper),
-        source_(source),
+  // What is added to the GPUs' own view (the reference's extras), if set:
+  // more pools or device fields, and what the kubelet is told.
+  struct Hooks {
+    std::function<void(dra::resourceslice::DriverResources&)> resources;
+    std::function<void(std::vector<kp::DeviceHealth>&)> health;
+  };
+
+  HealthMonitor(gpu::DeviceSource& source, std::vector<gpu::GpuInfo> gpus, gpu::PublishOptions options, Hooks hooks,
+                dra::Logger logger)
+      : source_(source),
         gpus_(std::move(gpus)),
         options_(std::move(options)),
-        other_pools_(std::move(other_pools)),
+        hooks_(std::move(hooks)),
         logger_(std::move(logger)) {}
+  ~HealthMonitor() { Stop(); }
 
-  absl::Status PublishAll() {
-    dra::resourceslice::DriverResources resources = other_pools_;
-    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
-    PublishHealth(resources.pools[options_.node_name]);
-    return helper_.PublishResources(std::move(resources));
-  }
-
-  void Start() {
+  // Publishes the pools and the health, then follows the source's events.
+  absl::Status Start(kp::Helper& helper) {
+    helper_ = &helper;
+    if (absl::Status published = PublishAll(); !published.ok()) return published;
     thread_ = std::thread([this] { Run(); });
+    return absl::OkStatus();
   }
-  // Health pins from the driver's pod override the devices' own health on
-  // the kubelet's stream; before Start.
-  void UsePins(std::unique_ptr<gpu::HealthPinWatch> pins) { pins_ = std::move(pins); }
-  // The pins changed: the stream goes out again within one wait.
-  void PinsChanged() { pins_changed_ = true; }
+  // What hooks.health says changed: the kubelet is told again within one wait.
+  void Resend() { resend_ = true; }
   void Stop() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    pins_.reset();  // its callback reaches this monitor
   }
 
  private:
   void PublishHealth(const dra::resourceslice::Pool& node_pool) {
-    const std::map<std::string, kp::HealthStatus> pins =
-        pins_ != nullptr ? pins_->pins() : std::map<std::string, kp::HealthStatus>{};
     std::vector<kp::DeviceHealth> health;
     for (const dra::resourceslice::Slice& slice : node_pool.slices) {
       for (const k8s::Device& device : slice.devices) {
@@ -94,13 +86,18 @@ class HealthMonitor {
         entry.pool_name = options_.node_name;
         entry.device_name = device.name;
         entry.health = device.taints.empty() ? kp::HealthStatus::kHealthy : kp::HealthStatus::kUnhealthy;
-        if (auto pin = pins.find(device.name); pin != pins.end()) {
-          entry.health = pin->second;
-          entry.message = absl::StrCat("pinned by the driver pod's annotation ", gpu::kHealthPinPrefix, device.name);
-        }
       }
     }
-    helper_.PublishHealth(std::move(health));
+    if (hooks_.health) hooks_.health(health);
+    helper_->PublishHealth(std::move(health));
+  }
+
+  absl::Status PublishAll() {
+    dra::resourceslice::DriverResources resources;
+    resources.pools[options_.node_name] = gpu::NodePool(gpus_, options_);
+    PublishHealth(resources.pools[options_.node_name]);
+    if (hooks_.resources) hooks_.resources(resources);
+    return helper_->PublishResources(std::move(resources));
   }
 
   void Run() {
@@ -111,7 +108,7 @@ class HealthMonitor {
         continue;
       }
       if (events->empty()) {
-        if (pins_changed_.exchange(false)) PublishHealth(gpu::NodePool(gpus_, options_));
+        if (resend_.exchange(false)) PublishHealth(gpu::NodePool(gpus_, options_));
         continue;
       }
       for (const gpu::HealthEvent& event : *events) {
@@ -130,22 +127,16 @@ class HealthMonitor {
     }
   }
 
-  kp::Helper& helper_;
+  kp::Helper* helper_ = nullptr;  // Start's
   gpu::DeviceSource& source_;
   const std::vector<gpu::GpuInfo> gpus_;
   gpu::PublishOptions options_;
-  const dra::resourceslice::DriverResources other_pools_;
+  const Hooks hooks_;
   const dra::Logger logger_;
-  std::unique_ptr<gpu::HealthPinWatch> pins_;
-  std::atomic<bool> pins_changed_{false};
+  std::atomic<bool> resend_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << "gpu-driver: " << what << ": " << status.message() << "\n";
-  return 1;
-}
 
 }  // namespace
 
@@ -158,20 +149,24 @@ int main(int argc, char** argv) {
   dra::FlagSet flags("gpu-driver", "The dra-cpp example GPU DRA driver: a kubelet plugin for mock or NVIDIA GPUs.");
   example::PluginFlags plugin;
   gpu::GpuFlags gpu_flags;
+  gpu::ReferenceFlags reference_flags;
   plugin.Register(flags);
   gpu_flags.Register(flags);
+  reference_flags.Register(flags);
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
-  gpu_flags.Finish();
+  gpu_flags.Finish(reference_flags.device_profile);
+  reference_flags.Finish();
   kp::TerminationSignals signals;
   // A few per cent of each call's CPU with Debian's abseil
   // (docs/writing-a-driver.md); the SDK leaves process-wide settings to main.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const dra::Logger logger = plugin.MakeLogger();
-  if (gpu_flags.fabric_controller) return gpu::RunFabricController(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "net") return gpu::RunNicDriver(plugin, gpu_flags, logger, signals);
-  if (gpu_flags.device_profile == "cpu") return gpu::RunCpuProfile(plugin, gpu_flags, logger, signals);
+  // --fabric-controller, --device-profile=net or cpu.
+  if (std::optional<int> exit_code = gpu::RunReferenceMode(plugin, gpu_flags, reference_flags, logger, signals)) {
+    return *exit_code;
+  }
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   // The kubelet reads a device's health as Unknown once it has not heard of
   // it for 30 s; the HealthMonitor publishes changes, the Helper the same
   // list again every 10 s.
@@ -180,13 +175,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<gpu::DeviceSource> source;
   if (gpu_flags.device_source == "nvml") {
     absl::StatusOr<std::unique_ptr<gpu::DeviceSource>> nvml = gpu::OpenNvml(gpu_flags.nvml_library);
-    if (!nvml.ok()) return Fail("--device-source=nvml", nvml.status());
+    if (!nvml.ok()) return example::Fail(kProgram, "--device-source=nvml", nvml.status());
     source = *std::move(nvml);
   } else {
     source = std::make_unique<gpu::MockGpus>(plugin.node_name, gpu_flags.num_devices, gpu_flags.mock_health_file);
   }
   absl::StatusOr<std::vector<gpu::GpuInfo>> gpus = source->Discover();
-  if (!gpus.ok()) return Fail("discover GPUs", gpus.status());
+  if (!gpus.ok()) return example::Fail(kProgram, "discover GPUs", gpus.status());
   // A partition and its GPU's whole device overlap: the Helper refuses one
   // while another claim holds the other.
   options->device_exclusivity.units = [units = gpu::DeviceUnits(*gpus, gpu_flags.partitions),
@@ -205,84 +200,55 @@ int main(int argc, char** argv) {
     for (const std::string& name : gpu::DeviceNames(gpu.index, gpu_flags.partitions))
       driver_options.devices[name] = gpu;
   }
-  // Fabric GPUs can be attached to any node the selector picks, so every
-  // node plugin knows them, whoever publishes the pool.
-  const std::vector<gpu::GpuInfo> fabric_gpus = gpu::MockFabricGpus(gpu_flags.fabric_num_devices);
-  for (const gpu::GpuInfo& gpu : fabric_gpus) driver_options.devices[gpu::FabricDeviceName(gpu.index)] = gpu;
-
-  std::shared_ptr<rc::ClaimStatusWriter> status_writer;
   if (gpu_flags.device_status) {
     rc::ClaimStatusWriterOptions writer_options;
     writer_options.driver_name = gpu_flags.driver_name;
     absl::StatusOr<std::unique_ptr<rc::ClaimStatusWriter>> writer =
         rc::ClaimStatusWriter::Create(options->kube_client, writer_options);
-    if (!writer.ok()) return Fail("--gpu-device-status", writer.status());
-    status_writer = *std::move(writer);
+    if (!writer.ok()) return example::Fail(kProgram, "--gpu-device-status", writer.status());
+    driver_options.status_writer = *std::move(writer);
   }
-  driver_options.status_writer = status_writer;
   driver_options.device_metadata = gpu_flags.device_metadata;
   driver_options.report_health = gpu_flags.health_service;
   if (gpu_flags.device_metadata) {
     options->device_metadata.enabled = true;
     options->device_metadata.versions = {kp::kDeviceMetadataV1beta1};
   }
-
-  // A node taken over from dra-example-driver, or rolled back to it: the
-  // claims either prepared can be unprepared by the other.
-  gpu::ShareNodeWithReference(*options, gpu_flags.driver_name, logger);
-
-  gpu::GpuDriver driver(std::move(driver_options));
-  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
-  std::shared_ptr<k8s::Client> client = options->kube_client;
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-
   gpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
   publish.node_name = plugin.node_name;
   publish.partitions = gpu_flags.partitions;
   publish.allow_multiple_allocations = gpu_flags.allow_multiple_allocations;
   publish.host_memory_overhead = gpu_flags.host_memory_overhead;
-  publish.binding_conditions = gpu_flags.binding_conditions;
-  dra::resourceslice::DriverResources fabric;
-  if (!gpu_flags.fabric_pool.empty()) {
-    fabric.pools[gpu_flags.fabric_pool] =
-        gpu::FabricPool(fabric_gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
-  }
-  HealthMonitor health(**helper, *source, *gpus, publish, std::move(fabric), logger);
-  if (gpu_flags.health_service && !gpu_flags.pod_name.empty() && !gpu_flags.pod_namespace.empty()) {
-    absl::StatusOr<std::unique_ptr<gpu::HealthPinWatch>> pins = gpu::HealthPinWatch::Start(
-        client, gpu_flags.pod_namespace, gpu_flags.pod_name, logger, [&health] { health.PinsChanged(); });
-    if (!pins.ok()) return Fail("--pod-name", pins.status());
-    health.UsePins(*std::move(pins));
-  }
-  if (absl::Status published = health.PublishAll(); !published.ok()) return Fail("publish", published);
-  health.Start();
 
-  gpu::FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
-  gpu::GpuBinding binding(attach);
-  std::unique_ptr<rc::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach || gpu_flags.binding_conditions) {
-    rc::BindingConditionReconcilerOptions reconciler_options;
-    reconciler_options.driver_name = gpu_flags.driver_name;
-    reconciler_options.node_name = plugin.node_name;
-    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
-    reconciler_options.logger = logger;
-    absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
-        rc::BindingConditionReconciler::Start(client, reconciler_options, binding);
-    if (!started.ok()) return Fail("--fabric-attach, --binding-conditions", started.status());
-    reconciler = *std::move(started);
-  }
-  logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
-                                     {"node", plugin.node_name},
-                                     {"gpus", absl::StrCat(gpus->size())},
-                                     {"source", gpu_flags.device_source}});
+  // dra-example-driver's extras (reference/gpu_extras.h); a vendor's copy
+  // leaves out `reference` and what it is passed to.
+  gpu::ReferenceExtras reference(reference_flags, gpu_flags, plugin.node_name, logger);
+  reference.Configure(*options, driver_options);
 
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  health.Stop();
-  if (reconciler != nullptr) reconciler->Stop();
-  return exit_code;
+  gpu::GpuDriver driver(std::move(driver_options));
+  options->extra_metrics = [&driver] { return driver.metrics().Text(); };
+  HealthMonitor health(*source, *gpus, publish,
+                       {.resources = [&reference](auto& resources) { reference.AddResources(resources); },
+                        .health = [&reference](auto& devices) { reference.PinHealth(devices); }},
+                       logger);
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    if (absl::Status pins = reference.WatchHealthPins([&health] { health.Resend(); }); !pins.ok()) return pins;
+    if (absl::Status published = health.Start(helper); !published.ok()) {
+      return example::Annotate("publish", published);
+    }
+    return reference.StartBinding();
+  };
+  steps.log_started = [&] {
+    logger.Info("GPU driver started", {{"driver", gpu_flags.driver_name},
+                                       {"node", plugin.node_name},
+                                       {"gpus", absl::StrCat(gpus->size())},
+                                       {"source", gpu_flags.device_source}});
+  };
+  steps.stop = [&] {
+    health.Stop();
+    reference.Stop();
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }

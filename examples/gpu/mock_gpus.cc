@@ -47,14 +47,6 @@ absl::StatusOr<std::vector<GpuInfo>> MockGpus::Discover() {
   return gpus;
 }
 
-std::vector<GpuInfo> MockFabricGpus(int count) {
-  std::vector<GpuInfo> gpus = *MockGpus("fabric", count, "").Discover();
-  for (GpuInfo& gpu : gpus) {
-    for (dra::cdi::DeviceNode& node : gpu.device_nodes) node.path = absl::StrCat("/dev/mock-fabric-gpu", gpu.index);
-  }
-  return gpus;
-}
-
 absl::StatusOr<std::vector<HealthEvent>> MockGpus::WaitForHealthEvents(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   for (;;) {

@@ -37,10 +37,4 @@ class MockGpus : public DeviceSource {
   uintmax_t offset_ = 0;
 };
 
-// The mock GPUs of the fabric (--fabric-pool): the same in the fabric
-// controller and in every node plugin, whichever pool name publishes them, so
-// that the UUID a container gets is the one its slice shows. Their device
-// nodes are /dev/mock-fabric-gpu<index>.
-std::vector<GpuInfo> MockFabricGpus(int count);
-
 }  // namespace gpu

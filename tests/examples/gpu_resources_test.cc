@@ -3,6 +3,8 @@
 // as well as field by field.
 #include <catch2/catch.hpp>
 
+#include "fabric_pool.h"
+#include "gpu_extras.h"
 #include "gpu_resources.h"
 #include "mock_gpus.h"
 #include "pool_check.h"
@@ -169,9 +171,16 @@ TEST_CASE("fabric GPUs bind to the node the scheduler picks through binding cond
 TEST_CASE("with binding conditions every device of the node waits for its plugin's is-prepared condition",
           "[gpu][resources]") {
   gpu::PublishOptions options = Options();
-  options.binding_conditions = true;
   options.partitions = 2;
-  const Pool pool = gpu::NodePool(Gpus(1), options);
+  gpu::ReferenceFlags flags;
+  flags.binding_conditions = true;
+  gpu::GpuFlags gpu_flags;
+  gpu_flags.driver_name = "gpu.example.com";
+  dra::resourceslice::DriverResources resources;
+  resources.pools["node-a"] = gpu::NodePool(Gpus(1), options);
+  gpu::ReferenceExtras(flags, gpu_flags, "node-a", dra::Logger(nullptr)).AddResources(resources);
+  REQUIRE(resources.pools.size() == 1);
+  const Pool& pool = resources.pools["node-a"];
   CheckValid(pool);
   for (const k8s::Device& device : pool.slices[1].devices) {
     INFO(device.name);

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "fabric_pool.h"
 #include "mock_gpus.h"
 #include "support/temp_dir.h"
 

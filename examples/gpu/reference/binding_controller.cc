@@ -1,6 +1,5 @@
 #include "binding_controller.h"
 
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/node_plugin_main.h"
 #include "dra/flags.h"
 #include "dra/k8s/client_flags.h"
 #include "dra/kubeletplugin/termination_signals.h"
@@ -31,11 +31,6 @@ class ReadyWhenAllocated : public rc::BindingHandler {
     return rc::BindingResult::Ready("Ready", "Device is ready");
   }
 };
-
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << kProgram << ": " << what << ": " << status.message() << "\n";
-  return 1;
-}
 
 }  // namespace
 
@@ -65,7 +60,7 @@ int RunBindingController(int argc, char** argv) {
   const dra::Logger logger = client_flags.MakeLogger();
   absl::StatusOr<std::shared_ptr<dra::k8s::Client>> client =
       client_flags.MakeClient(absl::StrCat(driver_name, "/controller"));
-  if (!client.ok()) return Fail("start", client.status());
+  if (!client.ok()) return example::Fail(kProgram, "start", client.status());
 
   // One reconciler for the cluster (BindingScope::kAllNodes): the reference's
   // controller watches every claim from one Deployment.
@@ -78,7 +73,7 @@ int RunBindingController(int argc, char** argv) {
     options.logger = logger;
     absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
         rc::BindingConditionReconciler::Start(*client, options, handler);
-    if (!started.ok()) return Fail("--enable-plugin=BindingConditions", started.status());
+    if (!started.ok()) return example::Fail(kProgram, "--enable-plugin=BindingConditions", started.status());
     reconciler = *std::move(started);
   }
   logger.Info("Controller started", {{"driver", driver_name}, {"plugins", absl::StrJoin(plugins, ",")}});

@@ -8,12 +8,22 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "dra/k8s/node_selector.h"
+#include "dra/k8s/resource_slice.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "fabric_attach.h"
 
 namespace gpu {
+
+// Gives `device` the binding conditions this handler's reconciler sets:
+// "<driver>/is-prepared" and the failure condition "<driver>/preparing-failed".
+// The scheduler binds a pod only once they are met.
+inline void AddBindingConditions(dra::k8s::Device& device, const std::string& driver_name) {
+  device.binding_conditions = {driver_name + "/is-prepared"};
+  device.binding_failure_conditions = {driver_name + "/preparing-failed"};
+}
 
 class GpuBinding : public dra::resourceclaim::BindingHandler {
  public:

@@ -1,12 +1,12 @@
 #include "profiles.h"
 
-#include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_health.h"
+#include "common/node_plugin_main.h"
 #include "container_env.h"
 #include "cpu_driver.h"
 #include "cpu_resources.h"
@@ -14,9 +14,8 @@
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceslice/publisher.h"
 #include "fabric_attach.h"
+#include "fabric_pool.h"
 #include "gpu_binding.h"
-#include "gpu_resources.h"
-#include "mock_gpus.h"
 #include "nic_driver.h"
 #include "nic_resources.h"
 #include "topology.h"
@@ -28,22 +27,17 @@ namespace k8s = dra::k8s;
 namespace kp = dra::kubeletplugin;
 namespace rc = dra::resourceclaim;
 
-int Fail(const std::string& what, const absl::Status& status) {
-  std::cerr << "gpu-driver: " << what << ": " << status.message() << "\n";
-  return 1;
-}
+constexpr std::string_view kProgram = "gpu-driver";
 
-}  // namespace
-
-int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                        kp::TerminationSignals& signals) {
-  if (gpu_flags.fabric_pool.empty()) {
-    return Fail("--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
+int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const ReferenceFlags& flags,
+                        const dra::Logger& logger, kp::TerminationSignals& signals) {
+  if (flags.fabric_pool.empty()) {
+    return example::Fail(kProgram, "--fabric-controller", absl::InvalidArgumentError("needs --fabric-pool"));
   }
   absl::StatusOr<std::shared_ptr<k8s::Client>> client =
       plugin.MakeClient(absl::StrCat(gpu_flags.driver_name, "/fabric-controller"));
-  if (!client.ok()) return Fail("start", client.status());
-  const std::vector<GpuInfo> gpus = MockFabricGpus(gpu_flags.fabric_num_devices);
+  if (!client.ok()) return example::Fail(kProgram, "start", client.status());
+  const std::vector<GpuInfo> gpus = MockFabricGpus(flags.fabric_num_devices);
   dra::resourceslice::Options options;
   options.driver_name = gpu_flags.driver_name;
   options.logger = logger;
@@ -52,31 +46,31 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
         logger.Error("Publishing the fabric pool failed",
                      {{"context", std::string(context)}, {"err", status.ToString()}});
       });
-  if (!publisher.ok()) return Fail("start", publisher.status());
+  if (!publisher.ok()) return example::Fail(kProgram, "start", publisher.status());
   dra::resourceslice::DriverResources resources;
-  resources.pools[gpu_flags.fabric_pool] = FabricPool(gpus, gpu_flags.driver_name, gpu_flags.fabric_selector);
+  resources.pools[flags.fabric_pool] = FabricPool(gpus, gpu_flags.driver_name, flags.fabric_selector);
   (*publisher)->Update(std::move(resources));
 
   // --fabric-attach here: one reconciler for the whole cluster, so that no
   // node plugin watches claims (binding_condition_reconciler.h, BindingScope).
-  FabricAttach attach(gpu_flags.fabric_attach_delay, gpu_flags.fabric_failure_rate, gpu_flags.binding_timeout);
+  FabricAttach attach(flags.fabric_attach_delay, flags.fabric_failure_rate, flags.binding_timeout);
   GpuBinding binding(attach);
   std::unique_ptr<rc::BindingConditionReconciler> reconciler;
-  if (gpu_flags.fabric_attach) {
+  if (flags.fabric_attach) {
     rc::BindingConditionReconcilerOptions reconciler_options;
     reconciler_options.driver_name = gpu_flags.driver_name;
     reconciler_options.scope = rc::BindingScope::kAllNodes;
-    reconciler_options.binding_timeout = gpu_flags.binding_timeout;
+    reconciler_options.binding_timeout = flags.binding_timeout;
     reconciler_options.logger = logger;
     absl::StatusOr<std::unique_ptr<rc::BindingConditionReconciler>> started =
         rc::BindingConditionReconciler::Start(*client, reconciler_options, binding);
-    if (!started.ok()) return Fail("--fabric-attach", started.status());
+    if (!started.ok()) return example::Fail(kProgram, "--fabric-attach", started.status());
     reconciler = *std::move(started);
   }
   logger.Info("Fabric controller started", {{"driver", gpu_flags.driver_name},
-                                            {"pool", gpu_flags.fabric_pool},
+                                            {"pool", flags.fabric_pool},
                                             {"gpus", absl::StrCat(gpus.size())},
-                                            {"attach", gpu_flags.fabric_attach ? "all nodes" : "on the nodes"}});
+                                            {"attach", flags.fabric_attach ? "all nodes" : "on the nodes"}});
   signals.Wait();
   if (reconciler != nullptr) reconciler->Stop();
   (*publisher)->Stop();
@@ -86,7 +80,7 @@ int RunFabricController(const example::PluginFlags& plugin, const GpuFlags& gpu_
 int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
                  kp::TerminationSignals& signals) {
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   CommonCdiSpec common = MakeCommonCdiSpec(gpu_flags.driver_name, "net", plugin.node_name);
   options->cdi.node_specs.push_back(std::move(common.spec));
   NicDriver::Options driver_options;
@@ -96,49 +90,54 @@ int RunNicDriver(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, 
   for (int i = 0; i < gpu_flags.num_devices; ++i) driver_options.devices.insert(NicDeviceName(i));
   NicDriver driver(std::move(driver_options));
   options->extra_metrics = [&driver] { return driver.metrics().Text(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  dra::resourceslice::DriverResources resources;
-  resources.pools[plugin.node_name] = NicPool(plugin.node_name, gpu_flags.num_devices);
-  if (absl::Status published = (*helper)->PublishResources(std::move(resources)); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info(
-      "NIC driver started",
-      {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    dra::resourceslice::DriverResources resources;
+    resources.pools[plugin.node_name] = NicPool(plugin.node_name, gpu_flags.num_devices);
+    return example::Annotate("publish", helper.PublishResources(std::move(resources)));
+  };
+  steps.log_started = [&] {
+    logger.Info(
+        "NIC driver started",
+        {{"driver", gpu_flags.driver_name}, {"node", plugin.node_name}, {"nics", absl::StrCat(gpu_flags.num_devices)}});
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
 }
 
-int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const dra::Logger& logger,
-                  kp::TerminationSignals& signals) {
+int RunCpuProfile(const example::PluginFlags& plugin, const GpuFlags& gpu_flags, const ReferenceFlags& flags,
+                  const dra::Logger& logger, kp::TerminationSignals& signals) {
   absl::StatusOr<kp::Options> options = plugin.MakeOptions(gpu_flags.driver_name);
-  if (!options.ok()) return Fail("start", options.status());
+  if (!options.ok()) return example::Fail(kProgram, "start", options.status());
   cpu::PublishOptions publish;
   publish.driver_name = gpu_flags.driver_name;
   publish.node_name = plugin.node_name;
   publish.group_by = cpu::GroupBy::kNuma;
   publish.numa_device_prefix = "numa-";
   cpu::ChooseCapacityNames(*options, publish, logger);
-  cpu::CpuDriver driver(publish, cpu::MockTopology(gpu_flags.cpu_numa_nodes, gpu_flags.cpus_per_numa_node), logger);
+  cpu::CpuDriver driver(publish, cpu::MockTopology(flags.cpu_numa_nodes, flags.cpus_per_numa_node), logger);
   options->extra_metrics = [&driver] { return driver.Metrics(); };
-  absl::StatusOr<std::unique_ptr<kp::Helper>> helper = kp::Helper::Start(driver, *std::move(options));
-  if (!helper.ok()) return Fail("start", helper.status());
-  absl::StatusOr<std::unique_ptr<example::GrpcHealthServer>> grpc_health = plugin.StartGrpcHealth(**helper);
-  if (!grpc_health.ok()) return Fail("start", grpc_health.status());
-  if (absl::Status published = (*helper)->PublishResources(driver.Resources()); !published.ok()) {
-    return Fail("publish", published);
-  }
-  logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
-                                      {"node", plugin.node_name},
-                                      {"numaNodes", absl::StrCat(gpu_flags.cpu_numa_nodes)},
-                                      {"cpusPerNUMANode", absl::StrCat(gpu_flags.cpus_per_numa_node)}});
-  const int exit_code = (*helper)->Wait(signals);
-  logger.Info("Stopped; the ResourceSlices stay for the next instance");
-  return exit_code;
+  example::NodePluginSteps steps;
+  steps.start = [&](kp::Helper& helper) {
+    return example::Annotate("publish", helper.PublishResources(driver.Resources()));
+  };
+  steps.log_started = [&] {
+    logger.Info("CPU profile started", {{"driver", gpu_flags.driver_name},
+                                        {"node", plugin.node_name},
+                                        {"numaNodes", absl::StrCat(flags.cpu_numa_nodes)},
+                                        {"cpusPerNUMANode", absl::StrCat(flags.cpus_per_numa_node)}});
+  };
+  return example::RunNodePlugin(kProgram, plugin, driver, *std::move(options), logger, signals, steps);
+}
+
+}  // namespace
+
+std::optional<int> RunReferenceMode(const example::PluginFlags& plugin, const GpuFlags& gpu_flags,
+                                    const ReferenceFlags& flags, const dra::Logger& logger,
+                                    kp::TerminationSignals& signals) {
+  if (flags.fabric_controller) return RunFabricController(plugin, gpu_flags, flags, logger, signals);
+  if (flags.device_profile == "net") return RunNicDriver(plugin, gpu_flags, logger, signals);
+  if (flags.device_profile == "cpu") return RunCpuProfile(plugin, gpu_flags, flags, logger, signals);
+  return std::nullopt;
 }
 
 }  // namespace gpu
