@@ -13,6 +13,7 @@
 #include <deque>
 
 #include "cpu_pinner.h"
+#include "dra/mutex.h"
 #include "support/capturing_logger.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
