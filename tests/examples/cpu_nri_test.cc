@@ -12,8 +12,8 @@
 #include <cstring>
 #include <deque>
 
+#include "base/mutex.h"
 #include "cpu_pinner.h"
-#include "dra/mutex.h"
 #include "support/capturing_logger.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
