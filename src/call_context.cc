@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra {
 namespace {

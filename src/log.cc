@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace dra {

@@ -19,12 +19,12 @@ std::string Number(double value) {
 }  // namespace
 
 void DriverMetrics::ObservePrepare(bool ok, absl::Duration duration) {
-  absl::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   Observe(prepare_, ok, duration);
 }
 
 void DriverMetrics::ObserveUnprepare(bool ok, absl::Duration duration) {
-  absl::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   Observe(unprepare_, ok, duration);
 }
 
@@ -41,7 +41,7 @@ void DriverMetrics::Observe(Operation& operation, bool ok, absl::Duration durati
 }
 
 void DriverMetrics::CountFatalError() {
-  absl::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   ++fatal_errors_;
 }
 
@@ -68,7 +68,7 @@ void DriverMetrics::Write(const Operation& operation, const std::string& what, s
 }
 
 std::string DriverMetrics::Text() const {
-  absl::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   std::string out;
   Write(prepare_, "prepare", out);
   Write(unprepare_, "unprepare", out);

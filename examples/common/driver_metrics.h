@@ -17,9 +17,9 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace example {
@@ -49,10 +49,10 @@ class DriverMetrics {
   // `what`: "prepare" or "unprepare".
   static void Write(const Operation& operation, const std::string& what, std::string& out);
 
-  mutable absl::Mutex mu_;
-  Operation prepare_ ABSL_GUARDED_BY(mu_);
-  Operation unprepare_ ABSL_GUARDED_BY(mu_);
-  uint64_t fatal_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::mutex mu_;
+  Operation prepare_;          // guarded by mu_
+  Operation unprepare_;        // guarded by mu_
+  uint64_t fatal_errors_ = 0;  // guarded by mu_
 };
 
 }  // namespace example

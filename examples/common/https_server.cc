@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -27,7 +28,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
 
 namespace example {
 namespace {
@@ -155,7 +155,7 @@ class HttpsServer::Impl {
     const ssize_t written = write(wake_fd_, &one, sizeof(one));  // fails only on counter overflow
     (void)written;
     {
-      absl::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       for (int fd : connections_) shutdown(fd, SHUT_RDWR);
     }
     for (std::thread& worker : workers_) worker.join();
@@ -181,7 +181,7 @@ class HttpsServer::Impl {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;  // another worker took it
       {
-        absl::MutexLock lock(&mu_);
+        std::scoped_lock lock(mu_);
         if (stopping_) {
           close(fd);
           return;
@@ -192,7 +192,7 @@ class HttpsServer::Impl {
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
       Serve(fd);
       {
-        absl::MutexLock lock(&mu_);
+        std::scoped_lock lock(mu_);
         connections_.erase(fd);
       }
       close(fd);
@@ -205,7 +205,7 @@ class HttpsServer::Impl {
   SslCtxPtr CurrentContext() {
     const std::optional<FileIdentity> cert = Identify(options_.cert_file);
     const std::optional<FileIdentity> key = Identify(options_.key_file);
-    absl::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     if (cert == cert_identity_ && key == key_identity_) return ctx_;
     absl::StatusOr<SslCtxPtr> loaded = LoadContext(options_.cert_file, options_.key_file);
     if (!loaded.ok()) {
@@ -280,12 +280,12 @@ class HttpsServer::Impl {
   std::atomic<bool> stopping_ = false;
   std::vector<std::thread> workers_;
 
-  absl::Mutex mu_;
-  std::set<int> connections_ ABSL_GUARDED_BY(mu_);
-  SslCtxPtr ctx_ ABSL_GUARDED_BY(mu_);
-  std::optional<FileIdentity> cert_identity_ ABSL_GUARDED_BY(mu_);
-  std::optional<FileIdentity> key_identity_ ABSL_GUARDED_BY(mu_);
-  bool reload_failed_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::set<int> connections_;                  // guarded by mu_
+  SslCtxPtr ctx_;                              // guarded by mu_
+  std::optional<FileIdentity> cert_identity_;  // guarded by mu_
+  std::optional<FileIdentity> key_identity_;   // guarded by mu_
+  bool reload_failed_ = false;                 // guarded by mu_
 };
 
 absl::StatusOr<std::unique_ptr<HttpsServer>> HttpsServer::Start(Options options, Handler handler) {

@@ -8,7 +8,6 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "cpuset.h"
-#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace cpu {
@@ -43,7 +42,7 @@ absl::StatusOr<kp::PrepareResults> CpuDriver::PrepareResourceClaims(const dra::C
                                                                     std::span<const k8s::ResourceClaim> claims) {
   kp::PrepareResults results;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     for (const k8s::ResourceClaim& claim : claims) {
       kp::PrepareResult& result = results[claim.metadata.uid];
       result = Prepare(claim);
@@ -62,7 +61,7 @@ kp::PrepareResult CpuDriver::Prepare(const k8s::ResourceClaim& claim) {
   const std::string& uid = claim.metadata.uid;
   if (auto it = prepared_.find(uid); it != prepared_.end()) return it->second;
   kp::PrepareResult result;
-  auto fail = [&](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto fail = [&](absl::Status status) {
     allocator_.Release(uid);
     result.status = std::move(status);
     result.devices.clear();
@@ -123,7 +122,7 @@ absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const dr
                                                                         std::span<const k8s::ClaimRef> claims) {
   kp::UnprepareResults results;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     for (const k8s::ClaimRef& claim : claims) {
       allocator_.Release(claim.uid);
       prepared_.erase(claim.uid);
@@ -138,7 +137,7 @@ absl::StatusOr<kp::UnprepareResults> CpuDriver::UnprepareResourceClaims(const dr
 
 void CpuDriver::RestorePreparedClaims(std::span<const kp::PreparedClaim> claims) {
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     for (const kp::PreparedClaim& claim : claims) {
       json data = json::parse(claim.driver_data, nullptr, /*allow_exceptions=*/false);
       absl::StatusOr<std::vector<int>> cpus =
@@ -182,7 +181,7 @@ std::vector<int> CpuDriver::HeldCpus(const std::string& uid) const {
 }
 
 dra::resourceslice::DriverResources CpuDriver::Resources() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   dra::resourceslice::DriverResources resources;
   resources.pools[publish_.node_name] = NodePool(allocator_.topology(), publish_);
   return resources;
@@ -190,14 +189,14 @@ dra::resourceslice::DriverResources CpuDriver::Resources() const {
 
 void CpuDriver::SetTopology(Topology topology) {
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     allocator_.SetTopology(std::move(topology));
   }
   PinningChanged();
 }
 
 std::string CpuDriver::Metrics() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   int allocatable = 0;
   for (const Cpu& cpu : allocator_.topology().cpus) allocatable += allocator_.reserved().contains(cpu.id) ? 0 : 1;
   std::string out;
@@ -213,26 +212,26 @@ std::string CpuDriver::Metrics() const {
 }
 
 std::map<std::string, std::vector<int>> CpuDriver::Held() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   return allocator_.held();
 }
 
 void CpuDriver::OnPinningChanged(std::function<void()> changed) {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   pinning_changed_ = std::move(changed);
 }
 
 void CpuDriver::PinningChanged() const {
   std::function<void()> changed;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     changed = pinning_changed_;
   }
   changed();
 }
 
 PinningState CpuDriver::Pinning() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   PinningState state;
   for (const auto& [uid, result] : prepared_) {
     ClaimPlacement& claim = state.claims[uid];

@@ -8,11 +8,10 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
-
-#include "dra/mutex.h"
 
 #include "cpu_allocator.h"
 #include "cpu_pinner.h"
@@ -50,21 +49,22 @@ class CpuDriver : public dra::kubeletplugin::Driver {
   void OnPinningChanged(std::function<void()> changed);
 
  private:
-  dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<int> HeldCpus(const std::string& uid) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Calls pinning_changed_ outside the lock.
-  void PinningChanged() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Both called with mu_ held.
+  dra::kubeletplugin::PrepareResult Prepare(const dra::k8s::ResourceClaim& claim);
+  std::vector<int> HeldCpus(const std::string& uid) const;
+  // Calls pinning_changed_ outside the lock; mu_ must not be held.
+  void PinningChanged() const;
 
   const PublishOptions publish_;
   const dra::Logger logger_;
-  mutable dra::Mutex mu_;
-  CpuAllocator allocator_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;
+  CpuAllocator allocator_;  // guarded by mu_
   // Prepared claims by UID, answered again as they were (with the checkpoint
   // off the kubelet's repeats reach the driver).
-  std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, dra::kubeletplugin::PrepareResult> prepared_;  // guarded by mu_
   // NUMA nodes of prepared claims' memory devices, by UID.
-  std::map<std::string, std::vector<int>> mems_ ABSL_GUARDED_BY(mu_);
-  std::function<void()> pinning_changed_ ABSL_GUARDED_BY(mu_) = [] {};
+  std::map<std::string, std::vector<int>> mems_;   // guarded by mu_
+  std::function<void()> pinning_changed_ = [] {};  // guarded by mu_
 };
 
 // The environment variable a claim's cpuset goes in: DRA_CPUSET_<uid with

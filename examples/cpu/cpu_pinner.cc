@@ -40,17 +40,17 @@ CpuPinner::CpuPinner(nri::PluginOptions options, std::function<PinningState()> s
 
 CpuPinner::~CpuPinner() {
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     stopping_ = true;
   }
-  cv_.SignalAll();
+  cv_.notify_all();
   mover_.join();
 }
 
 void CpuPinner::ClaimsChanged() {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   changed_ = true;
-  cv_.SignalAll();
+  cv_.notify_all();
 }
 
 std::vector<api::ContainerUpdate> CpuPinner::Moves(const PinningState& state) const {
@@ -80,8 +80,8 @@ void CpuPinner::Run() {
   for (;;) {
     std::vector<api::ContainerUpdate> moves;
     {
-      dra::MutexLock lock(&mu_);
-      while (!changed_ && !stopping_) cv_.Wait(&mu_);
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return changed_ || stopping_; });
       if (stopping_) return;
       changed_ = false;
       moves = Moves(state_());
@@ -89,7 +89,7 @@ void CpuPinner::Run() {
     if (moves.empty()) continue;
     absl::Status moved = plugin_->UpdateContainers(moves);
     std::vector<std::string> names;
-    dra::MutexLock lock(&mu_);
+    std::unique_lock lock(mu_);
     for (const api::ContainerUpdate& move : moves) {
       auto it = containers_.find(move.container_id());
       if (it == containers_.end()) continue;
@@ -109,9 +109,7 @@ void CpuPinner::Run() {
         "Moving containers failed; retrying",
         {{"containers", absl::StrJoin(names, " ")}, {"err", moved.ToString()}, {"in", absl::FormatDuration(retry)}});
     changed_ = true;
-    const absl::Time until = absl::Now() + retry;
-    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
-    }
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(retry), [this] { return stopping_; });
     retry = std::min(retry * 2, kMaxRetry);
   }
 }
@@ -121,7 +119,7 @@ std::vector<api::ContainerUpdate> CpuPinner::Synchronize(const std::vector<api::
   std::map<std::string, const api::PodSandbox*> pod_by_id;
   for (const api::PodSandbox& pod : pods) pod_by_id[pod.id()] = &pod;
   const PinningState state = state_();
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   containers_.clear();
   for (const api::Container& container : containers) {
     Known& known = containers_[container.id()];
@@ -138,7 +136,7 @@ std::vector<api::ContainerUpdate> CpuPinner::Synchronize(const std::vector<api::
 
 api::CreateContainerResponse CpuPinner::CreateContainer(const api::PodSandbox& pod, const api::Container& container) {
   const PinningState state = state_();
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   Known& known = containers_[container.id()];
   known.name = NameOf(pod, container);
   known.claims = ClaimsInEnvironment({container.env().begin(), container.env().end()});
@@ -156,19 +154,19 @@ api::CreateContainerResponse CpuPinner::CreateContainer(const api::PodSandbox& p
 }
 
 void CpuPinner::StopContainer(const api::PodSandbox&, const api::Container& container) {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   if (auto it = containers_.find(container.id()); it != containers_.end()) it->second.stopped = true;
 }
 
 void CpuPinner::RemoveContainer(const api::PodSandbox&, const api::Container& container) {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   containers_.erase(container.id());
 }
 
 std::string CpuPinner::Metrics() const {
   int64_t pinned = 0;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     for (const auto& [id, known] : containers_) pinned += known.stopped ? 0 : 1;
   }
   std::string out;

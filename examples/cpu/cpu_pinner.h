@@ -8,9 +8,11 @@
 // the Synchronize of the next one.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,7 +20,6 @@
 
 #include "cpu_pinning.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 #include "nri_plugin.h"
 
 namespace cpu {
@@ -55,19 +56,20 @@ class CpuPinner : public nri::Handler {
   };
 
   // Updates for every live container whose placement differs from what it
-  // was given.
-  std::vector<nri::api::ContainerUpdate> Moves(const PinningState& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // was given. With mu_ held.
+  std::vector<nri::api::ContainerUpdate> Moves(const PinningState& state) const;
   // Records `moves` as what their containers (those still known) were given.
-  void Given(const std::vector<nri::api::ContainerUpdate>& moves) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With mu_ held.
+  void Given(const std::vector<nri::api::ContainerUpdate>& moves);
   void Run();
 
   const std::function<PinningState()> state_;
   const dra::Logger logger_;
-  mutable dra::Mutex mu_;
-  dra::CondVar cv_;
-  std::map<std::string, Known> containers_ ABSL_GUARDED_BY(mu_);  // by container ID
-  bool changed_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Known> containers_;  // guarded by mu_; by container ID
+  bool changed_ = false;                     // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
   std::thread mover_;
   std::unique_ptr<nri::Plugin> plugin_;  // last: reports arrive once the rest exists
 };

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,7 +27,6 @@
 #include "dra/flags.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dra/kubeletplugin/termination_signals.h"
-#include "dra/mutex.h"
 #include "topology.h"
 
 namespace {
@@ -103,21 +104,23 @@ class HotplugWatch {
         thread_([this] { Run(); }) {}
   ~HotplugWatch() {
     {
-      dra::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       stop_ = true;
     }
-    cv_.SignalAll();
+    cv_.notify_all();
     thread_.join();
   }
 
  private:
   // Waits one interval; false once the watch is stopping.
   bool Tick() {
-    const absl::Time until = absl::Now() + interval_;
-    dra::MutexLock lock(&mu_);
-    while (!stop_ && !cv_.WaitWithDeadline(&mu_, until)) {
+    std::unique_lock lock(mu_);
+    auto stopping = [this] { return stop_; };
+    if (interval_ == absl::InfiniteDuration()) {  // --rescan-interval=inf: std::chrono would overflow
+      cv_.wait(lock, stopping);
+      return false;
     }
-    return !stop_;
+    return !cv_.wait_for(lock, absl::ToChronoNanoseconds(interval_), stopping);
   }
 
   void Run() {
@@ -147,9 +150,9 @@ class HotplugWatch {
   const absl::Duration interval_;
   std::vector<cpu::Cpu> cpus_;  // Run() only
   const dra::Logger logger_;
-  dra::Mutex mu_;
-  dra::CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;   // guarded by mu_
   std::thread thread_;  // last: starts after the rest exists
 };
 

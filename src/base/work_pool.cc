@@ -5,8 +5,8 @@
 #include <system_error>
 #include <utility>
 
+#include "base/mutex.h"
 #include "base/thread_name.h"
-#include "dra/mutex.h"
 
 namespace dra {
 

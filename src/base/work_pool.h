@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra {
 

@@ -19,7 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 #include "nlohmann/json.hpp"
 
 extern char** environ;

@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/k8s/client_config.h"
-#include "dra/mutex.h"
 
 namespace dra::k8s::internal {
 

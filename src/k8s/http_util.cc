@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::k8s {
 namespace internal {

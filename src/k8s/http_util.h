@@ -14,8 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/k8s/client.h"
-#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace dra::k8s::internal {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/backoff.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
-#include "dra/mutex.h"
 
 namespace dra::k8s {
 namespace {

@@ -16,9 +16,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/client_config.h"
-#include "dra/mutex.h"
 #include "k8s/auth.h"
 
 namespace dra::k8s::internal {

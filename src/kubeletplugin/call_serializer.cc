@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 

@@ -17,7 +17,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 #include "kubeletplugin/executor.h"
 
 namespace dra::kubeletplugin::internal {

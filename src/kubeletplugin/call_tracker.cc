@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "dra/kubeletplugin/driver.h"
-#include "dra/mutex.h"
 
 namespace dra::kubeletplugin {
 

@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/call_context.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 

@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "crashpoint/crash_point.h"
-#include "dra/mutex.h"
 #include "fileutil/atomic_file.h"
 
 namespace dra::kubeletplugin::internal {

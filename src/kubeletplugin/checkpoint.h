@@ -14,8 +14,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "dra/k8s/claim_ref.h"
-#include "dra/mutex.h"
 #include "kubeletplugin/checkpoint_codec.h"
 
 namespace dra::kubeletplugin::internal {

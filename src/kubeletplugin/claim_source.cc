@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::kubeletplugin {
 

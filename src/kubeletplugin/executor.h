@@ -21,7 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 

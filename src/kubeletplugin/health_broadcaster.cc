@@ -1,6 +1,6 @@
 #include "kubeletplugin/health_broadcaster.h"
 
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 #include "absl/time/clock.h"
 

@@ -10,8 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/kubeletplugin/device_health.h"
-#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 

@@ -15,10 +15,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/kubeletplugin/device_health.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 #include "kubeletplugin/health_broadcaster.h"
 
 namespace dra::kubeletplugin::internal {

@@ -1,7 +1,7 @@
 #include "kubeletplugin/metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {

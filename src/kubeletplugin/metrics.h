@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 #include "absl/time/time.h"
 #include "dra/k8s/client.h"

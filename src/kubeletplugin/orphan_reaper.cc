@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "dra/k8s/client.h"
-#include "dra/mutex.h"
 
 namespace dra::kubeletplugin::internal {
 namespace {

@@ -17,12 +17,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "dra/call_context.h"
 #include "dra/k8s/claim_ref.h"
 #include "dra/kubeletplugin/claim_source.h"
 #include "dra/kubeletplugin/driver.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 #include "kubeletplugin/checkpoint.h"
 
 namespace dra::kubeletplugin::internal {

@@ -12,12 +12,12 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "base/backoff.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "dra/k8s/field_error.h"
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/k8s/validation.h"
-#include "dra/mutex.h"
 #include "dra/resourceclaim/claim_status_writer.h"
 #include "resourceclaim/allocated_device_key.h"
 

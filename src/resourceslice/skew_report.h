@@ -13,9 +13,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/resource_slice.h"
-#include "dra/mutex.h"
 #include "resourceslice/pool_plan.h"
 
 namespace dra::resourceslice {

@@ -19,10 +19,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "dra/k8s/client.h"
 #include "dra/k8s/informer.h"
 #include "dra/k8s/resource_claim_json.h"
-#include "dra/mutex.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
 #include "dra/resourceclaim/claim_status_writer.h"
 #include "dra/resourceslice/publisher.h"

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 
+#include "base/mutex.h"
 #include "cpu_pinner.h"
 #include "support/capturing_logger.h"
 #include "support/poll.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 #include "support/claim_object.h"
 #include "support/fake_api_claims.h"
 #include "support/poll.h"

@@ -5,7 +5,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "dra/mutex.h"
+#include "base/mutex.h"
 
 namespace dra::testing {
 

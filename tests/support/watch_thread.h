@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "base/mutex.h"
 #include "dra/k8s/client.h"
-#include "dra/mutex.h"
 
 namespace dra::testing {
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -138,12 +139,12 @@ void Connection::OnMessage(uint32_t conn, uint32_t stream, uint8_t type, const s
                                                            response.status().message()))
                 : absl::StatusOr<std::string>(response.payload());
   }
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   auto it = pending_.find(stream);
   if (it == pending_.end()) return;  // its caller gave up
   it->second->reply = std::move(reply);
   it->second->done = true;
-  cv_.SignalAll();
+  cv_.notify_all();
 }
 
 absl::Status Connection::Send(uint32_t conn, uint32_t stream, uint8_t type, const std::string& data) {
@@ -163,7 +164,7 @@ absl::Status Connection::Send(uint32_t conn, uint32_t stream, uint8_t type, cons
     PutU32(wire, static_cast<uint32_t>(n));
     wire.append(message, at, n);
   }
-  dra::MutexLock lock(&write_mu_);
+  std::scoped_lock lock(write_mu_);
   for (size_t at = 0; at < wire.size();) {
     const ssize_t sent = ::send(fd_, wire.data() + at, wire.size() - at, MSG_NOSIGNAL);
     if (sent < 0) {
@@ -179,11 +180,11 @@ absl::Status Connection::Send(uint32_t conn, uint32_t stream, uint8_t type, cons
 
 absl::StatusOr<std::string> Connection::Call(const std::string& service, const std::string& method,
                                              const std::string& payload, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   Pending pending;
   uint32_t stream = 0;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     if (closed_) return absl::UnavailableError(absl::StrCat("NRI connection closed: ", why_closed_.message()));
     stream = next_stream_;
     next_stream_ += 2;
@@ -195,11 +196,8 @@ absl::StatusOr<std::string> Connection::Call(const std::string& service, const s
   request.set_payload(payload);
   request.set_timeout_nano(absl::ToInt64Nanoseconds(timeout));
   absl::Status sent = Send(call_conn_, stream, kRequest, request.SerializeAsString());
-  dra::MutexLock lock(&mu_);
-  if (sent.ok()) {
-    while (!pending.done && !closed_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
-    }
-  }
+  std::unique_lock lock(mu_);
+  if (sent.ok()) cv_.wait_until(lock, deadline, [&] { return pending.done || closed_; });
   pending_.erase(stream);
   if (!sent.ok()) return sent;
   if (pending.done) return std::move(pending.reply);
@@ -209,16 +207,16 @@ absl::StatusOr<std::string> Connection::Call(const std::string& service, const s
 }
 
 absl::Status Connection::Wait() {
-  dra::MutexLock lock(&mu_);
-  while (!closed_) cv_.Wait(&mu_);
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return closed_; });
   return why_closed_;
 }
 
 void Connection::Closed(absl::Status why) {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   closed_ = true;
   why_closed_ = std::move(why);
-  cv_.SignalAll();
+  cv_.notify_all();
 }
 
 }  // namespace nri

@@ -6,17 +6,18 @@
 // (Dial) and, in tests, the runtime.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "dra/mutex.h"
 
 namespace nri {
 
@@ -72,14 +73,14 @@ class Connection {
   const uint32_t serve_conn_;
   const uint32_t call_conn_;
   const Handler handler_;
-  dra::Mutex write_mu_;  // one message's chunks are never interleaved with another's
-  dra::Mutex mu_;
-  dra::CondVar cv_;
-  uint32_t next_stream_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<uint32_t, Pending*> pending_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status why_closed_ ABSL_GUARDED_BY(mu_);
-  std::thread reader_;  // last: starts after the rest exists
+  std::mutex write_mu_;  // one message's chunks are never interleaved with another's
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint32_t next_stream_ = 1;              // guarded by mu_
+  std::map<uint32_t, Pending*> pending_;  // guarded by mu_
+  bool closed_ = false;                   // guarded by mu_
+  absl::Status why_closed_;               // guarded by mu_
+  std::thread reader_;                    // last: starts after the rest exists
 };
 
 }  // namespace nri

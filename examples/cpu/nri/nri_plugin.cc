@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 
 namespace nri {
 
@@ -41,26 +42,23 @@ Plugin::Plugin(PluginOptions options, Handler& handler, dra::Logger logger)
 
 Plugin::~Plugin() {
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     stopping_ = true;
     if (conn_ != nullptr) conn_->Close();
   }
-  cv_.SignalAll();
+  cv_.notify_all();
   thread_.join();
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 bool Plugin::connected() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   return synchronized_;
 }
 
 bool Plugin::Sleep(absl::Duration d) {
-  const absl::Time until = absl::Now() + d;
-  dra::MutexLock lock(&mu_);
-  while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
-  }
-  return !stopping_;
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [this] { return stopping_; });
 }
 
 bool Plugin::AcquireLock() {
@@ -92,13 +90,13 @@ void Plugin::Run() {
   std::string last_error;
   for (;;) {
     {
-      dra::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       if (stopping_) return;
     }
     const absl::Time started = absl::Now();
     absl::Status ended = Session();
     {
-      dra::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       conn_ = nullptr;
       synchronized_ = false;
       if (stopping_) return;
@@ -125,7 +123,7 @@ absl::Status Plugin::Session() {
   if (!dialed.ok()) return dialed.status();
   std::shared_ptr<Connection> conn = *std::move(dialed);
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     if (stopping_) return absl::CancelledError("stopping");
     conn_ = conn;
   }
@@ -172,7 +170,7 @@ absl::StatusOr<std::string> Plugin::Serve(const std::string& service, const std:
     sync.Clear();
     for (api::ContainerUpdate& update : updates) *response.add_update() = std::move(update);
     {
-      dra::MutexLock lock(&mu_);
+      std::scoped_lock lock(mu_);
       synchronized_ = true;
     }
     return response.SerializeAsString();
@@ -197,7 +195,7 @@ absl::StatusOr<std::string> Plugin::Serve(const std::string& service, const std:
 absl::Status Plugin::UpdateContainers(const std::vector<api::ContainerUpdate>& updates) {
   std::shared_ptr<Connection> conn;
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     if (!synchronized_) return absl::UnavailableError("not connected to the runtime's NRI");
     conn = conn_;
   }

@@ -11,7 +11,9 @@
 // container as a conflict).
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,7 +22,6 @@
 #include "absl/time/time.h"
 #include "api.pb.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 #include "nri_connection.h"
 
 namespace nri {
@@ -79,12 +80,12 @@ class Plugin {
   Handler& handler_;
   const dra::Logger logger_;
   int lock_fd_ = -1;  // Run() only
-  mutable dra::Mutex mu_;
-  dra::CondVar cv_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<Connection> conn_ ABSL_GUARDED_BY(mu_);  // the current one, in any phase
-  bool synchronized_ ABSL_GUARDED_BY(mu_) = false;         // conn_ has answered Synchronize
-  std::thread thread_;                                     // last: starts after the rest exists
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;             // guarded by mu_
+  std::shared_ptr<Connection> conn_;  // guarded by mu_; the current one, in any phase
+  bool synchronized_ = false;         // guarded by mu_; conn_ has answered Synchronize
+  std::thread thread_;                // last: starts after the rest exists
 };
 
 }  // namespace nri

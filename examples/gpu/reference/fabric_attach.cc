@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/node_selector.h"
-#include "dra/mutex.h"
 
 namespace gpu {
 
@@ -21,7 +20,7 @@ rc::BindingResult FabricAttach::PrepareForBinding(const dra::CallContext& ctx, c
   const std::string key = absl::StrCat(claim.metadata.uid, "/",
                                        claim.status.allocation->allocation_timestamp.value_or(""), "/", device.device);
   const absl::Time now = absl::Now();
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   std::erase_if(started_, [&](const auto& entry) { return entry.second + forget_after_ < now; });
   auto [it, first] = started_.try_emplace(key, now);
   if (first) ctx.logger().Info("Attaching fabric GPU", {{"node", node}, {"delay", absl::FormatDuration(delay_)}});

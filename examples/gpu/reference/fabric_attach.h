@@ -13,10 +13,9 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
-
-#include "dra/mutex.h"
 
 #include "absl/time/time.h"
 #include "dra/resourceclaim/binding_condition_reconciler.h"
@@ -38,10 +37,10 @@ class FabricAttach : public dra::resourceclaim::BindingHandler {
   const absl::Duration delay_;
   const double failure_rate_;
   const absl::Duration forget_after_;
-  dra::Mutex mu_;
+  std::mutex mu_;
   // When each attach (claim UID, allocation time, device) started.
-  std::map<std::string, absl::Time> started_ ABSL_GUARDED_BY(mu_);
-  uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;  // attaches that succeeded or failed
+  std::map<std::string, absl::Time> started_;  // guarded by mu_
+  uint64_t finished_ = 0;                      // guarded by mu_; attaches that succeeded or failed
 };
 
 }  // namespace gpu

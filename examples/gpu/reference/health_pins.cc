@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<HealthPinWatch>> HealthPinWatch::Start(std::share
 }
 
 std::map<std::string, kp::HealthStatus> HealthPinWatch::pins() const {
-  dra::MutexLock lock(&mu_);
+  std::scoped_lock lock(mu_);
   return pins_;
 }
 
@@ -72,7 +72,7 @@ void HealthPinWatch::OnEvent(const dra::k8s::InformerEvent& event) {
     logger_.Error("Ignoring health pins with an invalid value", {{"pins", absl::StrJoin(pins.invalid, "; ")}});
   }
   {
-    dra::MutexLock lock(&mu_);
+    std::scoped_lock lock(mu_);
     if (pins.by_device == pins_) return;
     pins_ = pins.by_device;
   }

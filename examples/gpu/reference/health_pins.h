@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,6 @@
 #include "dra/k8s/informer.h"
 #include "dra/kubeletplugin/device_health.h"
 #include "dra/log.h"
-#include "dra/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace gpu {
@@ -55,9 +55,9 @@ class HealthPinWatch : public dra::k8s::InformerHandler {
 
   const dra::Logger logger_;
   const std::function<void()> changed_;
-  mutable dra::Mutex mu_;
-  std::map<std::string, dra::kubeletplugin::HealthStatus> pins_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<dra::k8s::Informer> informer_;  // last: stopped first
+  mutable std::mutex mu_;
+  std::map<std::string, dra::kubeletplugin::HealthStatus> pins_;  // guarded by mu_
+  std::unique_ptr<dra::k8s::Informer> informer_;                  // last: stopped first
 };
 
 }  // namespace gpu

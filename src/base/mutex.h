@@ -1,21 +1,21 @@
-/// @file
-/// A mutex whose locking rules clang checks at compile time (-Wthread-safety)
-/// and ThreadSanitizer checks at run time.
-///
-/// Write the rules down with abseil's annotations: ABSL_GUARDED_BY(mu_) on
-/// what a mutex protects, ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) on functions
-/// called with it held. The interface is absl::Mutex's; the implementation
-/// is std::mutex, because Debian's abseil library is built without TSan's
-/// hooks, so TSan would see none of absl::Mutex's locks, and std::mutex is
-/// also the faster of the two for the SDK's short critical sections.
-///
-/// @code
-///   dra::Mutex mu_;
-///   int count_ ABSL_GUARDED_BY(mu_) = 0;
-///   ...
-///   dra::MutexLock lock(&mu_);
-///   while (count_ == 0) cv_.Wait(&mu_);
-/// @endcode
+// dra::Mutex: a mutex whose locking rules clang checks at compile time
+// (-Wthread-safety) and ThreadSanitizer checks at run time. The SDK's and
+// dractl's own: internal, no public header includes it. A driver uses
+// std::mutex (as the examples do) or absl::Mutex.
+//
+// Write the rules down with abseil's annotations: ABSL_GUARDED_BY(mu_) on
+// what a mutex protects, ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) on functions
+// called with it held. The interface is absl::Mutex's; the implementation
+// is std::mutex, because Debian's abseil library is built without TSan's
+// hooks, so TSan would see none of absl::Mutex's locks, and std::mutex is
+// also the faster of the two for the SDK's short critical sections. (clang
+// cannot check annotations on std::mutex itself: libstdc++ has none.)
+//
+//   dra::Mutex mu_;
+//   int count_ ABSL_GUARDED_BY(mu_) = 0;
+//   ...
+//   dra::MutexLock lock(&mu_);
+//   while (count_ == 0) cv_.Wait(&mu_);
 #pragma once
 
 #include <condition_variable>
@@ -27,16 +27,16 @@
 
 namespace dra {
 
-/// A non-recursive mutex with absl::Mutex's interface, on std::mutex; hold it with MutexLock.
+// A non-recursive mutex with absl::Mutex's interface, on std::mutex; hold it with MutexLock.
 class ABSL_LOCKABLE Mutex {
  public:
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  /// Blocks until the mutex is held.
+  // Blocks until the mutex is held.
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  /// Releases the mutex, which the caller holds.
+  // Releases the mutex, which the caller holds.
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
  private:
@@ -44,10 +44,10 @@ class ABSL_LOCKABLE Mutex {
   std::mutex mu_;
 };
 
-/// Holds `mu` for its scope.
+// Holds `mu` for its scope.
 class ABSL_SCOPED_LOCKABLE MutexLock {
  public:
-  /// Locks `mu`; the destructor unlocks it.
+  // Locks `mu`; the destructor unlocks it.
   explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
   ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
   MutexLock(const MutexLock&) = delete;
@@ -57,15 +57,15 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   Mutex* const mu_;
 };
 
-/// Holds `mu` until Release() or the end of its scope.
+// Holds `mu` until Release() or the end of its scope.
 class ABSL_SCOPED_LOCKABLE ReleasableMutexLock {
  public:
-  /// Locks `mu`.
+  // Locks `mu`.
   explicit ReleasableMutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
   ~ReleasableMutexLock() ABSL_UNLOCK_FUNCTION() {
     if (mu_ != nullptr) mu_->Unlock();
   }
-  /// Unlocks `mu` before the end of the scope; call it once at most.
+  // Unlocks `mu` before the end of the scope; call it once at most.
   void Release() ABSL_UNLOCK_FUNCTION() {
     mu_->Unlock();
     mu_ = nullptr;
@@ -77,17 +77,17 @@ class ABSL_SCOPED_LOCKABLE ReleasableMutexLock {
   Mutex* mu_;
 };
 
-/// A condition variable for dra::Mutex. Waits may wake spuriously: wait in
-/// a loop on the condition.
+// A condition variable for dra::Mutex. Waits may wake spuriously: wait in
+// a loop on the condition.
 class CondVar {
  public:
-  /// Releases `mu`, which the caller holds, waits until signalled (or woken spuriously) and takes it again.
+  // Releases `mu`, which the caller holds, waits until signalled (or woken spuriously) and takes it again.
   void Wait(Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
   }
-  /// Returns true when `timeout` passed (not when woken).
+  // Returns true when `timeout` passed (not when woken).
   bool WaitWithTimeout(Mutex* mu, absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (timeout == absl::InfiniteDuration()) {
       Wait(mu);
@@ -99,14 +99,14 @@ class CondVar {
     lock.release();
     return timed_out;
   }
-  /// Returns true when `deadline` passed (not when woken). InfiniteFuture
-  /// waits until woken.
+  // Returns true when `deadline` passed (not when woken). InfiniteFuture
+  // waits until woken.
   bool WaitWithDeadline(Mutex* mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return WaitWithTimeout(mu, deadline - absl::Now());
   }
-  /// Wakes one waiter.
+  // Wakes one waiter.
   void Signal() { cv_.notify_one(); }
-  /// Wakes every waiter.
+  // Wakes every waiter.
   void SignalAll() { cv_.notify_all(); }
 
  private:
