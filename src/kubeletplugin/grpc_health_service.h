@@ -1,9 +1,7 @@
 // grpc.health.v1.Health/Check on the DRA socket, served without gRPC's
 // default health service: that one is switched on for the whole process
 // (grpc::EnableDefaultHealthCheckService), a setting a library must not
-// touch, and its messages have no generated code in Debian's grpc++. The
-// two one-field messages are read and written as raw bytes, so no
-// grpc.health.v1 type is defined here to clash with an application's own.
+// touch. Its messages are raw bytes (grpc_health_messages.h).
 //
 // Check answers SERVING for "" and for each name in `serving`, NOT_FOUND
 // for any other service, as the protocol asks. Watch is not served: its
@@ -18,8 +16,6 @@
 #include <grpcpp/impl/codegen/service_type.h>
 
 namespace dra::kubeletplugin::internal {
-
-inline constexpr char kGrpcHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 
 std::unique_ptr<grpc::Service> NewGrpcHealthService(std::vector<std::string> serving);
 

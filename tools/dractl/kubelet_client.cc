@@ -13,7 +13,6 @@
 #include <thread>
 #include <utility>
 
-#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -28,6 +27,7 @@
 #include "dra-health/v1alpha1/api.grpc.pb.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
+#include "kubeletplugin/grpc_health_messages.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 // Spelled from the global namespace: inside dra::, "k8s" is dra::k8s.
@@ -39,6 +39,8 @@ namespace registrationpb = ::pluginregistration;
 
 namespace dra::kubeletclient {
 namespace {
+
+namespace kp = ::dra::kubeletplugin::internal;
 
 // Debian builds abseil without ABSL_USES_STD_STRING_VIEW: absl::string_view
 // and std::string_view do not convert, so absl calls get plain char strings.
@@ -233,37 +235,7 @@ class ThreadedHealthStream final : public HealthStream {
   std::thread reader_thread_;
 };
 
-// Debian's grpc++ ships no generated grpc.health.v1 code, so the two
-// one-field messages are encoded by hand.
-constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 constexpr std::array<const char*, 4> kServingStatusNames = {"UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"};
-
-grpc::ByteBuffer EncodeHealthCheckRequest(const std::string& service) {
-  google::protobuf::UnknownFieldSet fields;
-  if (!service.empty()) fields.AddLengthDelimited(/*service=*/1, service);
-  std::string bytes;
-  fields.SerializeToString(&bytes);
-  grpc::Slice slice(bytes);
-  return grpc::ByteBuffer(&slice, 1);
-}
-
-absl::StatusOr<std::string> DecodeHealthCheckResponse(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return absl::DataLossError("unreadable HealthCheckResponse");
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  google::protobuf::UnknownFieldSet fields;
-  if (!fields.ParseFromString(bytes)) return absl::DataLossError("malformed HealthCheckResponse");
-  uint64_t status = 0;  // proto3 omits the default, UNKNOWN
-  for (int i = 0; i < fields.field_count(); ++i) {
-    const google::protobuf::UnknownField& field = fields.field(i);
-    if (field.number() == /*status=*/1 && field.type() == google::protobuf::UnknownField::TYPE_VARINT) {
-      status = field.varint();
-    }
-  }
-  if (status < kServingStatusNames.size()) return std::string(kServingStatusNames[status]);
-  return absl::StrCat("status ", status);
-}
 
 class GrpcDraClient final : public DraClient {
  public:
@@ -313,16 +285,19 @@ class GrpcDraClient final : public DraClient {
   absl::StatusOr<std::string> CheckGrpcHealth(const std::string& service, absl::Duration timeout) override {
     grpc::ClientContext context;
     SetTimeout(context, timeout);
-    const grpc::ByteBuffer request = EncodeHealthCheckRequest(service);
+    const grpc::ByteBuffer request = kp::EncodeHealthCheckRequest(service);
     grpc::ByteBuffer response;
     std::promise<grpc::Status> done;
-    generic_.UnaryCall(&context, kHealthCheckMethod, grpc::StubOptions(), &request, &response,
+    generic_.UnaryCall(&context, kp::kGrpcHealthCheckMethod, grpc::StubOptions(), &request, &response,
                        [&done](grpc::Status status) { done.set_value(std::move(status)); });
     const grpc::Status status = done.get_future().get();
     if (!status.ok()) return StepError(endpoint_, "Health/Check", status);
-    absl::StatusOr<std::string> serving = DecodeHealthCheckResponse(response);
-    if (!serving.ok()) return StepError(endpoint_, "Health/Check", serving.status());
-    return serving;
+    const std::optional<uint64_t> serving = kp::DecodeHealthCheckResponse(response);
+    if (!serving.has_value()) {
+      return StepError(endpoint_, "Health/Check", absl::DataLossError("malformed HealthCheckResponse"));
+    }
+    if (*serving < kServingStatusNames.size()) return std::string(kServingStatusNames[*serving]);
+    return absl::StrCat("status ", *serving);
   }
 
  private:
