@@ -20,8 +20,7 @@ TEST_CASE("grpc.health.v1 messages round-trip and match the wire format", "[grpc
   CHECK(DecodeHealthCheckRequest(Bytes("")) == std::optional<std::string>(""));
   // HealthCheckResponse{status: SERVING}: tag 0x08, varint 1.
   CHECK(DecodeHealthCheckResponse(Bytes("\x08\x01")) == std::optional<uint64_t>(1));
-  CHECK(DecodeHealthCheckResponse(EncodeHealthCheckResponse(ServingStatus::kNotServing)) ==
-        std::optional<uint64_t>(2));
+  CHECK(DecodeHealthCheckResponse(EncodeHealthCheckResponse(ServingStatus::kNotServing)) == std::optional<uint64_t>(2));
   CHECK(DecodeHealthCheckResponse(Bytes("")) == std::optional<uint64_t>(0));  // UNKNOWN, omitted
 }
 
