@@ -19,7 +19,9 @@ set -euo pipefail
 # suite (tests/e2e/cluster.sh with containerd, build-images.sh): runc, and
 # what builds images without a registry or a Docker engine: mmdebstrap (the
 # Debian base), buildah (examples/Dockerfile), umoci and busybox-static (the
-# pause and workload images).
+# pause and workload images). The runtime matrix's second runtime
+# (scripts/test-runtimes.sh, tests/e2e/cluster.sh with CRI-O): conmon, its
+# container monitor, and libseccomp-dev, which crio links (cgo).
 packages=(
   build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format-14 doxygen abigail-tools
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -27,6 +29,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev
   python3 openssl curl ca-certificates util-linux mount iproute2 procps unzip file
   runc mmdebstrap buildah umoci busybox-static
+  conmon libseccomp-dev
 )
 
 missing=()

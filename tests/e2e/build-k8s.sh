@@ -15,7 +15,11 @@
 # helm (pinned by tests/e2e/helm/go.mod) for the example drivers' charts, and
 # the real node's container runtime (pinned by tests/e2e/runtime/go.mod):
 # containerd, ctr, containerd-shim-runc-v2, crictl and the CNI plugins bridge
-# and host-local (into cni/ beside the binaries), and the reference driver the
+# and host-local (into cni/ beside the binaries); the second node runtime
+# (pinned by tests/e2e/crio/go.mod): crio (cgo: Debian's libseccomp-dev), its
+# pinns helper (C, from the module's pinns/ sources) and crio-copyimg (its
+# test tool that imports an OCI archive into crio's containers/storage); and
+# the reference driver the
 # GPU example stands in for, dra-example-driver (pinned by
 # tests/e2e/reference/go.mod): its kubelet plugin, and a copy of its demo specs
 # and Helm chart in dra-example-driver/ beside the binaries, and on request its
@@ -42,7 +46,9 @@
 #   component: etcd kube-apiserver kube-scheduler kube-controller-manager kubelet
 #              kubectl kubeletpeer cri gosdk-driver gosdk-publisher gosdk-minimal helm
 #              containerd ctr containerd-shim-runc-v2 crictl cni-bridge
-#              cni-host-local (runtime: all six) dra-example-kubeletplugin
+#              cni-host-local (runtime: all six) crio crio-pinns crio-copyimg
+#              (runtime-crio: those three, crictl, cni-bridge, cni-host-local)
+#              dra-example-kubeletplugin
 #              dra-example-controller dra-example-webhook dra-test-driver
 #              cert-manager
 #              (default: etcd kube-apiserver kube-scheduler)
@@ -75,11 +81,12 @@ HELM_VERSION="$(pinned "$here/helm/go.mod" helm.sh/helm/v3)"
 CONTAINERD_VERSION="$(pinned "$here/runtime/go.mod" github.com/containerd/containerd/v2)"
 CNI_VERSION="$(pinned "$here/runtime/go.mod" github.com/containernetworking/plugins)"
 CRICTL_VERSION="$(pinned "$here/runtime/go.mod" sigs.k8s.io/cri-tools)"
+CRIO_VERSION="$(pinned "$here/crio/go.mod" github.com/cri-o/cri-o)"
 REFERENCE_VERSION="$(pinned "$here/reference/go.mod" sigs.k8s.io/dra-example-driver)"
 CERT_MANAGER_VERSION="$(pinned "$here/cert-manager/go.mod" github.com/cert-manager/cert-manager)"
 if [ -z "$K8S_DEFAULT_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$HELM_VERSION" ] || [ -z "$CONTAINERD_VERSION" ] ||
-   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$REFERENCE_VERSION" ] || [ -z "$CERT_MANAGER_VERSION" ]; then
-  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,reference,cert-manager}/go.mod" >&2
+   [ -z "$CNI_VERSION" ] || [ -z "$CRICTL_VERSION" ] || [ -z "$CRIO_VERSION" ] || [ -z "$REFERENCE_VERSION" ] || [ -z "$CERT_MANAGER_VERSION" ]; then
+  echo "build-k8s: cannot read the pinned versions from tests/e2e/{k8s,etcd,helm,runtime,crio,reference,cert-manager}/go.mod" >&2
   exit 1
 fi
 
@@ -93,10 +100,11 @@ for arg in "$@"; do
     --print-versions) print_versions=1 ;;
     --go-test) go_test=1 ;;
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubelet|kubectl|kubeletpeer|cri|gosdk-driver|gosdk-publisher|gosdk-minimal|helm|\
-    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|dra-example-kubeletplugin|\
+    containerd|ctr|containerd-shim-runc-v2|crictl|cni-bridge|cni-host-local|crio|crio-pinns|crio-copyimg|dra-example-kubeletplugin|\
     dra-example-controller|dra-example-webhook|dra-test-driver|cert-manager)
       components+=("$arg") ;;
     runtime) components+=(containerd ctr containerd-shim-runc-v2 crictl cni-bridge cni-host-local) ;;
+    runtime-crio) components+=(crio crio-pinns crio-copyimg crictl cni-bridge cni-host-local) ;;
     -h|--help) awk 'NR == 1 {next} /^#/ {print; next} {exit}' "$0"; exit 0 ;;
     *) echo "build-k8s: unknown argument '$arg'" >&2; exit 2 ;;
   esac
@@ -205,6 +213,10 @@ binary_ok() {
     containerd-shim-runc-v2) "$bin" -v 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
     containerd|ctr) "$bin" --version 2>/dev/null | grep "$CONTAINERD_VERSION" >/dev/null; return ;;
     crictl) "$bin" --version 2>/dev/null | grep "$CRICTL_VERSION" >/dev/null; return ;;
+    crio) "$bin" --version 2>/dev/null | grep -x "crio version ${CRIO_VERSION#v}" >/dev/null; return ;;
+    crio-copyimg) [ "$(cat "$bin.version" 2>/dev/null)" = "$CRIO_VERSION" ] && "$bin" --help >/dev/null 2>&1; return ;;
+    # pinns has no --help (it exits 1 on any option it does not take).
+    crio-pinns) [ "$(cat "$bin.version" 2>/dev/null)" = "$CRIO_VERSION" ]; return ;;
     # They have no --version: a stamp names the version they were built from.
     dra-example-kubeletplugin)
       [ "$(cat "$bin.version" 2>/dev/null)" = "$REFERENCE_VERSION" ] && [ -d "$bin_dir/dra-example-driver/demo" ] &&
@@ -232,6 +244,7 @@ version_line() {
     helm) echo "helm $("$bin_dir/helm" version --short)" ;;
     kubectl) "$bin_dir/kubectl" version --client 2>&1 | head -1 ;;
     cni-*) echo "CNI plugins $CNI_VERSION" ;;
+    crio|crio-pinns|crio-copyimg) echo "CRI-O $CRIO_VERSION" ;;
     dra-example-kubeletplugin|dra-example-controller|dra-example-webhook) echo "dra-example-driver $REFERENCE_VERSION" ;;
     dra-test-driver) echo "Kubernetes' DRA test driver of $K8S_VERSION" ;;
     containerd-shim-runc-v2) "$bin_dir/$1" -v 2>&1 | head -2 | tr '\n' ' ' ;;
@@ -248,6 +261,7 @@ module_dir() {
     gosdk-driver|gosdk-publisher|gosdk-minimal) echo "$here/../../bench/gosdk" ;;
     helm) echo "$here/helm" ;;
     containerd|ctr|containerd-shim-runc-v2|crictl|cni-*) echo "$here/runtime" ;;
+    crio|crio-pinns|crio-copyimg) echo "$here/crio" ;;
     dra-example-*) echo "$here/reference" ;;
     cert-manager) echo "$here/cert-manager" ;;
     *) echo "$k8s_dir" ;;
@@ -262,6 +276,9 @@ package_of() {
     helm) echo "helm.sh/helm/v3/cmd/helm" ;;
     containerd|ctr|containerd-shim-runc-v2) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     crictl) echo "sigs.k8s.io/cri-tools/cmd/crictl" ;;
+    crio) echo "github.com/cri-o/cri-o/cmd/crio" ;;
+    crio-copyimg) echo "github.com/cri-o/cri-o/test/copyimg" ;;
+    crio-pinns) echo "github.com/cri-o/cri-o/pinns" ;;
     dra-example-*) echo "sigs.k8s.io/dra-example-driver/cmd/$1" ;;
     dra-test-driver) echo "k8s.io/kubernetes/test/e2e/dra/test-driver" ;;
     cni-host-local) echo "github.com/containernetworking/plugins/plugins/ipam/host-local" ;;
@@ -276,6 +293,7 @@ version_of() {
     containerd|ctr|containerd-shim-runc-v2) echo "$CONTAINERD_VERSION" ;;
     cni-*) echo "$CNI_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
+    crio|crio-pinns|crio-copyimg) echo "$CRIO_VERSION" ;;
     dra-example-*) echo "$REFERENCE_VERSION" ;;
     cert-manager) echo "$CERT_MANAGER_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
@@ -283,14 +301,24 @@ version_of() {
 }
 # containerd without the snapshotters that need cgo or host tools the node
 # does not use (overlayfs and native stay).
-tags_of() { case "$1" in containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;; esac; }
+# CRI-O with seccomp (libseccomp through cgo), without gpgme, btrfs and
+# ostree (what its Makefile's hack/*_tag.sh pick on a machine without their
+# headers).
+tags_of() {
+  case "$1" in
+    containerd|ctr) echo "no_btrfs no_devmapper no_zfs" ;;
+    crio|crio-copyimg) echo "seccomp containers_image_openpgp containers_image_ostree_stub exclude_graphdriver_btrfs btrfs_noversion" ;;
+  esac
+}
+# The components that need cgo (CGO_ENABLED is off for the others).
+cgo_of() { case "$1" in crio|crio-copyimg) echo 1 ;; *) echo 0 ;; esac; }
 
 # The Kubernetes build stamps its version through -ldflags (hack/lib/version.sh);
 # without it the binaries report v0.0.0 and the apiserver's /version is empty.
 ldflags_of() {
   local c="$1"
   case "$c" in
-    etcd|cri|gosdk-driver|gosdk-publisher|gosdk-minimal|dra-example-*|cert-manager) echo "-s -w" ;;
+    etcd|cri|gosdk-driver|gosdk-publisher|gosdk-minimal|dra-example-*|cert-manager|crio|crio-copyimg) echo "-s -w" ;;
     helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
     containerd|ctr|containerd-shim-runc-v2)
       echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" ;;
@@ -342,9 +370,17 @@ for c in "${components[@]}"; do
   out="$(output_of "$c")"
   mkdir -p "$(dirname "$out")"
   tmp="$(dirname "$out")/.$c.tmp.$$"
-  (cd "$dir" && nice -n 10 "$GO" build -p "$jobs" -trimpath -tags "$(tags_of "$c")" -ldflags "$(ldflags_of "$c")" \
-      -o "$tmp" "$(package_of "$c")") >&2 || { rm -f "$tmp"; log "$c: go build failed"; exit 1; }
+  if [ "$c" = crio-pinns ]; then
+    # A small C program that `go build` does not build: compiled as its
+    # Makefile does (static, so that it runs in any mount namespace).
+    cc -std=c99 -Os -Wall -Wextra -static -o "$tmp" "$GOMODCACHE/github.com/cri-o/cri-o@$CRIO_VERSION"/pinns/src/*.c ||
+      { rm -f "$tmp"; log "$c: cc failed"; exit 1; }
+  else
+    (cd "$dir" && CGO_ENABLED="$(cgo_of "$c")" nice -n 10 "$GO" build -p "$jobs" -trimpath -tags "$(tags_of "$c")" \
+        -ldflags "$(ldflags_of "$c")" -o "$tmp" "$(package_of "$c")") >&2 || { rm -f "$tmp"; log "$c: go build failed"; exit 1; }
+  fi
   mv -f "$tmp" "$out"
+  case "$c" in crio-pinns|crio-copyimg) echo "$CRIO_VERSION" > "$out.version" ;; esac
   if [ "$c" = dra-example-kubeletplugin ]; then
     # Its demo specs and chart, from the module the binary was built from.
     ref_src="$GOMODCACHE/sigs.k8s.io/dra-example-driver@$REFERENCE_VERSION"

@@ -39,18 +39,20 @@
 #                                     build-images.sh imported; pods reach the
 #                                     kube-apiserver as the kubernetes Service
 #                                     (10.0.<N>.1:443 on lo, service_proxy.py)
+#                                   crio  CRI-O with conmon and runc (Debian's),
+#                                     the same network, images and Service
+#                                   (containerd and crio: "a real runtime" below)
 #   cluster.sh kubelet-restart DIR  stop the kubelet and start it again (same
 #                                   root dir, checkpoints kept)
-#   cluster.sh runtime-restart DIR  containerd node: stop the kubelet and
-#                                   containerd, empty the CDI spec dir (what a
+#   cluster.sh runtime-restart DIR  a real runtime: stop the kubelet and the
+#                                   runtime, empty the CDI spec dir (what a
 #                                   reboot does to /var/run/cdi), start both again
-#   cluster.sh containerd-restart DIR
-#                                   containerd node: restart containerd alone
+#   cluster.sh runtime-upgrade DIR  a real runtime: restart the runtime alone
 #                                   (an upgrade; containers keep running)
 #   cluster.sh image-import DIR TAR NAME
-#                                   containerd node: import the OCI archive TAR
+#                                   a real runtime: import the OCI archive TAR
 #                                   as image NAME (build-images.sh makes them)
-#   cluster.sh crictl DIR ARGS...   containerd node: crictl ARGS against it, in
+#   cluster.sh crictl DIR ARGS...   a real runtime: crictl ARGS against it, in
 #                                   the node's mount namespace
 #   cluster.sh node-stop DIR        stop them, remove every pod, network device,
 #                                   address and mount of the node; the last node
@@ -60,17 +62,17 @@
 #
 # Two clusters in two directories run side by side on one machine: each
 # stops only the processes it started (pid files; a containerd node's shims
-# by its own containerd socket), and `start` claims a network slot N, free
+# by its own containerd socket, a CRI-O node's conmons by its directory), and `start` claims a network slot N, free
 # or left by a cluster whose directory no longer holds it, which names the
 # node's bridge, pod subnet and Service range (/tmp/dra-e2e-net, 64 slots).
 #   `env` then also prints DRA_E2E_NODE_NAME, DRA_E2E_NODE_DIR,
 #   DRA_E2E_RUNTIME, DRA_E2E_PLUGINS_REGISTRY, DRA_E2E_PLUGINS_DIR,
 #   DRA_E2E_CDI_DIR (the runtime's CDI spec dir), DRA_E2E_CRI_RECORD (stand-in:
 #   what the runtime saw, tests/e2e/cri/README.md), DRA_E2E_CRI_ENDPOINT
-#   (containerd: its CRI socket, for crictl), DRA_E2E_KUBELET_URL (its HTTPS
+#   (a real runtime: its CRI socket, for crictl), DRA_E2E_KUBELET_URL (its HTTPS
 #   API: /metrics with pki/admin.crt), DRA_E2E_NODE_BIN (the kubelet's and
 #   kube-controller-manager's release) and DRA_E2E_NODE_TOOLS (the runtime's
-#   binaries, crictl and ctr among them with containerd).
+#   binaries, crictl among them with a real runtime).
 #
 # What DIR holds after start:
 #   admin.kubeconfig           user "admin" (group system:masters)
@@ -177,22 +179,22 @@ NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_
 # start; the last to stop puts them back. holders/ has a file per running
 # node, named after its directory.
 MACHINE_STATE=/tmp/dra-e2e-machine
-NODE_MOUNT_POINTS="/run/containerd /run/cdi /run/nri"
+NODE_MOUNT_POINTS="/run/containerd /run/crio /run/cdi /run/nri /var/lib/containers"
 # Network slots: file N holds the directory of the cluster that claimed it.
 NET_SLOTS=/tmp/dra-e2e-net
 RUNTIME="${DRA_E2E_RUNTIME:-stand-in}"
-case "$RUNTIME" in stand-in|containerd) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in or containerd" >&2; exit 2 ;; esac
+case "$RUNTIME" in stand-in|containerd|crio) ;; *) echo "cluster: DRA_E2E_RUNTIME=$RUNTIME: use stand-in, containerd or crio" >&2; exit 2 ;; esac
 # Where pods really run, kube-controller-manager runs what it runs on a
 # user's cluster (kubeadm's: every controller on by default, the
 # service-account token and CSR signing ones with their keys): Deployments
 # get pods (charts start controllers and webhooks as Deployments), the
 # drivers run as DaemonSets, namespaces and what owns pods are collected,
-# the node lifecycle is watched. The cluster of the containerd node runs
+# the node lifecycle is watched. The cluster of a real runtime's node runs
 # only its own tests.
-if [ "$RUNTIME" = containerd ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
+if [ "$RUNTIME" != stand-in ] && [ -z "${DRA_E2E_CONTROLLERS:-}" ]; then
   CONTROLLERS="*,$CONTROLLERS"
 fi
-# use_net_slot N: the containerd node's pod network and the Service range
+# use_net_slot N: a real runtime's pod network and the Service range
 # (its first address is the one pods use) of network slot N.
 use_net_slot() {
   NET_SLOT="$1"
@@ -201,7 +203,7 @@ use_net_slot() {
   SERVICE_RANGE="10.0.$1.0/24"
   SERVICE_IP="10.0.$1.1"
 }
-# Images of build-images.sh, under these names in the node's containerd.
+# Images of build-images.sh, under these names in the node's runtime.
 PAUSE_IMAGE=localhost/dra-e2e/pause:1
 BUSYBOX_IMAGE=localhost/dra-e2e/busybox:1
 DEBIAN_IMAGE=docker.io/library/debian:12-slim
@@ -623,23 +625,29 @@ as_root=()
 
 # The node's mount namespace: a process that holds it (its pid in
 # NODE/node-ns.pid), with NODE/var-log over /var/log (the kubelet creates
-# /var/log/containers) and, for containerd, NODE/run-containerd over
-# /run/containerd (its shims put their sockets there, whatever its state
-# dir), NODE/cdi over /run/cdi (=/var/run/cdi), so that a chart that
-# mounts the CDI dir at its usual host path, as dra-example-driver's does,
-# writes where containerd reads, and NODE/nri over /run/nri, where NRI
-# plugins find containerd's NRI socket (/var/run/nri/nri.sock). The kubelet and containerd run inside it,
-# so that they see each other's mounts (the kubelet's volumes, containerd's
-# network namespaces) and none of them outlives the node.
+# /var/log/containers) and, for a real runtime, NODE/run-<runtime> over
+# /run/<runtime> (containerd's shims put their sockets there, whatever its
+# state dir; CRI-O keeps what it has no setting for there), NODE/cdi over
+# /run/cdi (=/var/run/cdi), so that a chart that mounts the CDI dir at its
+# usual host path, as dra-example-driver's does, writes where the runtime
+# reads, and NODE/nri over /run/nri, where NRI plugins find the runtime's
+# NRI socket (/var/run/nri/nri.sock), and for CRI-O NODE/var-lib-containers
+# over /var/lib/containers (its image library keeps a blob cache there, which
+# no setting moves). The kubelet and the runtime run inside it, so that
+# they see each other's mounts (the kubelet's volumes, the runtime's network
+# namespaces) and none of them outlives the node.
 start_node_namespace() {
-  mkdir -p "$node/var-log" "$node/run-containerd" "$node/cdi" "$node/nri" "$node/cwd" "$dir/pids"
+  mkdir -p "$node/var-log" "$node/run-$NODE_RUNTIME" "$node/var-lib-containers" "$node/cdi" "$node/nri" "$node/cwd" "$dir/pids"
   "${as_root[@]}" setsid unshare --mount --propagation private -- /bin/sh -c '
     node="$1"
     mount --bind "$node/var-log" /var/log || exit 1
-    if [ "$2" = containerd ]; then
-      mkdir -p /run/containerd && mount --bind "$node/run-containerd" /run/containerd || exit 1
+    if [ "$2" != stand-in ]; then
+      mkdir -p "/run/$2" && mount --bind "$node/run-$2" "/run/$2" || exit 1
       mkdir -p /run/cdi && mount --bind "$node/cdi" /run/cdi || exit 1
       mkdir -p /run/nri && mount --bind "$node/nri" /run/nri || exit 1
+    fi
+    if [ "$2" = crio ]; then
+      mkdir -p /var/lib/containers && mount --bind "$node/var-lib-containers" /var/lib/containers || exit 1
     fi
     echo $$ > "$node/node-ns.pid.tmp" && mv "$node/node-ns.pid.tmp" "$node/node-ns.pid" && exec sleep infinity' \
     sh "$node" "$NODE_RUNTIME" < /dev/null >> "$dir/logs/node-ns.log" 2>&1 &
@@ -663,7 +671,7 @@ node_stop_all() {
   [ -z "$node" ] || load_node_env_if_any
   [ ! -f "$dir/net-slot" ] || use_net_slot "$(cat "$dir/net-slot")"
   stop_one kubelet
-  [ "${NODE_RUNTIME:-stand-in}" != containerd ] || stop_containerd_node
+  [ "${NODE_RUNTIME:-stand-in}" = stand-in ] || stop_real_runtime_node
   for n in kube-controller-manager cri node-ns; do stop_one "$n"; done
   [ -n "$node" ] || return 0
   machine_state_leave
@@ -738,6 +746,7 @@ node_ip() {
 runtime_endpoint() {
   case "$NODE_RUNTIME" in
     containerd) echo "unix://$node/containerd/containerd.sock" ;;
+    crio) echo "unix://$node/crio/crio.sock" ;;
     *) echo "unix://$node/cri.sock" ;;
   esac
 }
@@ -825,7 +834,7 @@ start_kubelet() {
 # --- the containerd node -------------------------------------------------
 
 write_containerd_config() {
-  mkdir -p "$node/containerd" "$node/cni/net.d"
+  mkdir -p "$node/containerd"
   cat > "$node/containerd/config.toml" <<EOF
 # containerd for the suite's node: everything it keeps under NODE/containerd;
 # CDI specs from NODE/cdi; pods on the CNI bridge $POD_BRIDGE; NRI on, its
@@ -861,9 +870,14 @@ state = "$node/containerd/state"
     BinaryName = "$(command -v runc)"
     Root = "$node/containerd/runc"
 EOF
-  # No masquerade and no port maps: nothing of the network leaves the
-  # machine, and no iptables rule is made. The gateway lets the kubelet
-  # reach pod IPs (probes) and pods reach the Service address on lo.
+}
+
+# The pods' network, the same for every real runtime. No masquerade and no
+# port maps: nothing of the network leaves the machine, and no iptables rule
+# is made. The gateway lets the kubelet reach pod IPs (probes) and pods reach
+# the Service address on lo.
+write_cni_config() {
+  mkdir -p "$node/cni/net.d"
   cat > "$node/cni/net.d/10-dra-e2e.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -899,10 +913,18 @@ start_containerd() {
 }
 
 # image_import TAR NAME: the OCI archive TAR as image NAME of the node's
-# containerd (its CRI namespace). The archive names its image (the index's
-# ref.name: a whole reference, or a tag of NAME's repository); under another
-# tag, NAME is added as a second name.
+# runtime.
 image_import() {
+  case "$NODE_RUNTIME" in
+    containerd) containerd_image_import "$@" ;;
+    crio) crio_image_import "$@" ;;
+  esac
+}
+
+# containerd_image_import TAR NAME: into containerd's CRI namespace. The
+# archive names its image (the index's ref.name: a whole reference, or a tag
+# of NAME's repository); under another tag, NAME is added as a second name.
+containerd_image_import() {
   local repository="${2%:*}" ref
   ref="$(tar -xOf "$1" index.json | python3 -c 'import json, sys
 print(json.load(sys.stdin)["manifests"][0].get("annotations", {}).get("org.opencontainers.image.ref.name", ""))')"
@@ -927,12 +949,23 @@ start_service_proxy() {
   wait_for service-proxy 30 grep -qx ready "$dir/logs/service-proxy.log"
 }
 
-start_containerd_node() {
+# A real runtime's node: the runtime, the images every flow needs, the
+# kubernetes Service.
+start_real_runtime_node() {
   local images
   images="$("$here/build-images.sh" --print-dir pause busybox debian-base)"
-  write_containerd_config
-  log "containerd $("$NODE_TOOLS/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
-  start_containerd
+  write_cni_config
+  case "$NODE_RUNTIME" in
+    containerd)
+      write_containerd_config
+      log "containerd $("$NODE_TOOLS/containerd" --version | awk '{print $3}') on $node/containerd/containerd.sock, runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
+      ;;
+    crio)
+      write_crio_config
+      log "CRI-O $("$NODE_TOOLS/crio" --version 2>/dev/null | awk 'NR == 1 {print $3}') on $node/crio/crio.sock, conmon $(conmon --version | awk 'NR == 1 {print $3}'), runc $(runc --version | awk 'NR == 1 {print $3}'), pods on $POD_BRIDGE ($POD_SUBNET)"
+      ;;
+  esac
+  start_runtime
   image_import "$images/pause.tar" "$PAUSE_IMAGE"
   image_import "$images/busybox.tar" "$BUSYBOX_IMAGE"
   image_import "$images/debian-12-slim.oci.tar" "$DEBIAN_IMAGE"
@@ -940,48 +973,146 @@ start_containerd_node() {
   start_service_proxy
 }
 
-# Every pod gone through CRI (their networks torn down by CNI), then
-# containerd, its shims, the bridge, the Service address. What is left of
-# mounts goes with the node's mount namespace.
-stop_containerd_node() {
-  if pid_alive "$dir/pids/containerd.pid"; then
-    node_crictl rmp --all --force >/dev/null 2>&1 || log "crictl rmp failed; containerd's state goes with NODE"
+# Every pod gone through CRI (their networks torn down by CNI), then the
+# runtime, what it left running of this node's containers (containerd's
+# shims, CRI-O's conmons; another node's run beside), the bridge, the Service
+# address. What is left of mounts goes with the node's mount namespace.
+stop_real_runtime_node() {
+  if pid_alive "$dir/pids/$NODE_RUNTIME.pid"; then
+    node_crictl rmp --all --force >/dev/null 2>&1 || log "crictl rmp failed; $NODE_RUNTIME's state goes with NODE"
   fi
-  stop_one containerd
-  # Only the shims of this node's containerd (another node's run beside).
-  local shim
-  for shim in $(pgrep -f "^$NODE_TOOLS/containerd-shim-runc-v2 .*-address $node/containerd/containerd.sock( |\$)" || true); do
-    signal -KILL "$shim"
+  stop_one "$NODE_RUNTIME"
+  local monitors pid
+  case "$NODE_RUNTIME" in
+    containerd) monitors="^$NODE_TOOLS/containerd-shim-runc-v2 .*-address $node/containerd/containerd.sock( |\$)" ;;
+    crio) monitors="^$(command -v conmon) .* --exit-dir $node/crio/" ;;
+  esac
+  for pid in $(pgrep -f "$monitors" || true); do
+    signal -KILL "$pid"
   done
   stop_one service-proxy
   ! ip link show "$POD_BRIDGE" >/dev/null 2>&1 || "${as_root[@]}" ip link del "$POD_BRIDGE"
   ! ip -4 addr show dev lo | grep -q " $SERVICE_IP/32 " || "${as_root[@]}" ip addr del "$SERVICE_IP/32" dev lo
 }
 
+# --- the CRI-O node -------------------------------------------------------
+
+# CRI-O for the suite's node, as containerd's above: everything under
+# NODE/crio, CDI specs from NODE/cdi, the same CNI network, NRI on with its
+# socket inside NODE and its default validator rejecting every adjustment it
+# can (hooks, seccomp, namespaces: the strictest a cluster may run; the CPU
+# example adjusts only cpusets), images in a containers/storage of its own. Its OCI
+# runtime is Debian's runc through tests/e2e/crio-runc (which takes the
+# limits this machine cannot apply as containerd does), its monitor
+# Debian's conmon, its cgroup manager cgroupfs as the kubelet's.
+write_crio_config() {
+  mkdir -p "$node/crio/conf.d"
+  cat > "$node/crio/policy.json" <<EOF
+{"default": [{"type": "insecureAcceptAnything"}]}
+EOF
+  cat > "$node/crio/crio.conf" <<EOF
+[crio]
+root = "$node/crio/storage"
+runroot = "$node/crio/run/storage"
+storage_driver = "overlay"
+log_dir = "$node/crio/pods"
+version_file = "$node/crio/run/version"
+version_file_persist = "$node/crio/version"
+clean_shutdown_file = "$node/crio/clean.shutdown"
+[crio.api]
+listen = "$node/crio/crio.sock"
+stream_address = "127.0.0.1"
+stream_port = "0"
+[crio.runtime]
+default_runtime = "runc"
+cgroup_manager = "cgroupfs"
+selinux = false
+cdi_spec_dirs = ["$node/cdi"]
+hooks_dir = []
+container_exits_dir = "$node/crio/run/exits"
+container_attach_socket_dir = "$node/crio/run"
+namespaces_dir = "$node/crio/run/ns"
+pinns_path = "$NODE_TOOLS/crio-pinns"
+[crio.runtime.runtimes.runc]
+runtime_path = "$here/crio-runc"
+runtime_type = "oci"
+runtime_root = "$node/crio/runc-state"
+monitor_path = "$(command -v conmon)"
+monitor_cgroup = "pod"
+[crio.image]
+pause_image = "$PAUSE_IMAGE"
+pinned_images = ["$PAUSE_IMAGE"]
+signature_policy = "$node/crio/policy.json"
+[crio.network]
+network_dir = "$node/cni/net.d"
+plugin_dirs = ["$NODE_TOOLS/cni"]
+[crio.nri]
+enable_nri = true
+nri_listen = "$node/nri/nri.sock"
+nri_plugin_dir = "$node/crio/nri-plugins"
+nri_plugin_config_dir = "$node/crio/nri-conf"
+[crio.nri.default_validator]
+nri_enable_default_validator = true
+nri_validator_reject_oci_hook_adjustment = true
+nri_validator_reject_runtime_default_seccomp_adjustment = true
+nri_validator_reject_unconfined_seccomp_adjustment = true
+nri_validator_reject_custom_seccomp_adjustment = true
+nri_validator_reject_namespace_adjustment = true
+[crio.metrics]
+enable_metrics = false
+EOF
+}
+
+start_crio() {
+  "${as_root[@]}" setsid nsenter --mount="/proc/$(cat "$node/node-ns.pid")/ns/mnt" --wd="$node/cwd" -- \
+    "$NODE_TOOLS/crio" --config "$node/crio/crio.conf" --config-dir "$node/crio/conf.d" \
+    < /dev/null >> "$dir/logs/crio.log" 2>&1 &
+  echo "$! $NODE_TOOLS/crio" > "$dir/pids/crio.pid"
+  wait_for crio 60 node_crictl info
+}
+
+# crio_image_import TAR NAME: into CRI-O's containers/storage, by the copy
+# tool of CRI-O's own module (its storage code, so the layout is the one
+# crio reads; it takes the store's locks, so crio may run meanwhile).
+crio_image_import() {
+  in_node_namespace "$NODE_TOOLS/crio-copyimg" --root "$node/crio/storage" --runroot "$node/crio/run/storage" \
+    --storage-driver overlay --signature-policy "$node/crio/policy.json" \
+    --import-from "oci-archive:$1" --image-name "$2" >/dev/null 2>"$node/copyimg.err" ||
+    { cat "$node/copyimg.err" >&2; die "cannot import $1 into the node's CRI-O"; }
+}
+
+start_runtime() {
+  case "$NODE_RUNTIME" in
+    containerd) start_containerd ;;
+    crio) start_crio ;;
+  esac
+}
+
 # runtime-restart: what a reboot does to the runtime side of a node: the
-# kubelet and containerd stop, /var/run/cdi (tmpfs) comes back empty, both
+# kubelet and the runtime stop, /var/run/cdi (tmpfs) comes back empty, both
 # start again.
 runtime_restart() {
   load_cluster_env
   load_node_env
-  [ "$NODE_RUNTIME" = containerd ] || die "runtime-restart: the node runs the CRI stand-in"
+  [ "$NODE_RUNTIME" != stand-in ] || die "runtime-restart: the node runs the CRI stand-in"
   stop_one kubelet
-  stop_one containerd
+  stop_one "$NODE_RUNTIME"
   "${as_root[@]}" find "$node/cdi" -mindepth 1 -delete
-  start_containerd
+  start_runtime
   start_kubelet
-  log "containerd and the kubelet restarted, the CDI spec dir emptied"
+  log "$NODE_RUNTIME and the kubelet restarted, the CDI spec dir emptied"
 }
 
-# containerd-restart: what a containerd upgrade does: containerd stops and
-# starts; the containers (their shims) and the kubelet keep running.
-containerd_restart() {
+# runtime-upgrade: what an upgrade of the runtime does: it stops and starts;
+# the containers (containerd's shims, CRI-O's conmons) and the kubelet keep
+# running.
+runtime_upgrade() {
   load_cluster_env
   load_node_env
-  [ "$NODE_RUNTIME" = containerd ] || die "containerd-restart: the node runs the CRI stand-in"
-  stop_one containerd
-  start_containerd
-  log "containerd restarted"
+  [ "$NODE_RUNTIME" != stand-in ] || die "runtime-upgrade: the node runs the CRI stand-in"
+  stop_one "$NODE_RUNTIME"
+  start_runtime
+  log "$NODE_RUNTIME restarted"
 }
 
 # --- kube-controller-manager and the Node object -------------------------
@@ -1036,6 +1167,11 @@ node_start() {
       NODE_TOOLS="$(DRA_K8S_VERSION='' binaries containerd containerd-shim-runc-v2 ctr crictl cni-bridge cni-host-local)"
       command -v runc >/dev/null || die "runc is missing: run scripts/install-deps.sh"
       ;;
+    crio)
+      NODE_TOOLS="$(DRA_K8S_VERSION='' binaries crio crio-pinns crio-copyimg crictl cni-bridge cni-host-local)"
+      command -v runc >/dev/null || die "runc is missing: run scripts/install-deps.sh"
+      command -v conmon >/dev/null || die "conmon is missing: run scripts/install-deps.sh"
+      ;;
     *) NODE_TOOLS="$(DRA_K8S_VERSION='' binaries cri)" ;;
   esac
   NODE_IP="$(node_ip)"
@@ -1073,8 +1209,8 @@ node_start() {
 
   local cri_env
   case "$NODE_RUNTIME" in
-    containerd)
-      start_containerd_node
+    containerd|crio)
+      start_real_runtime_node
       cri_env="DRA_E2E_CRI_ENDPOINT=$(runtime_endpoint)"
       ;;
     *)
@@ -1122,18 +1258,18 @@ case "$cmd" in
   node-stop) node_stop_all ;;
   kubelet-restart) kubelet_restart ;;
   runtime-restart) runtime_restart ;;
-  containerd-restart) containerd_restart ;;
+  runtime-upgrade) runtime_upgrade ;;
   crictl)
     load_cluster_env
     load_node_env
-    [ "$NODE_RUNTIME" = containerd ] || die "crictl: the node runs the CRI stand-in"
+    [ "$NODE_RUNTIME" != stand-in ] || die "crictl: the node runs the CRI stand-in"
     shift 2
     node_crictl "$@"
     ;;
   image-import)
     load_cluster_env
     load_node_env
-    [ "$NODE_RUNTIME" = containerd ] || die "image-import: the node runs the CRI stand-in"
+    [ "$NODE_RUNTIME" != stand-in ] || die "image-import: the node runs the CRI stand-in"
     image_import "$(cd "$(dirname "$3")" && pwd)/$(basename "$3")" "$4"
     ;;
   apiserver-stop) apiserver_stop ;;

@@ -21,7 +21,7 @@ inline const k8s::ResourceRef kResourceClaimTemplates{"resource.k8s.io", "v1", "
 // running fails the test (tests/e2e/CMakeLists.txt starts it; never skip).
 struct NodeEnv {
   std::string name;
-  std::string runtime;           // "stand-in" or "containerd" (DRA_E2E_RUNTIME)
+  std::string runtime;           // "stand-in", "containerd" or "crio" (DRA_E2E_RUNTIME)
   std::string dir;               // the node's directory (/tmp/dn.*)
   std::string plugins_registry;  // the kubelet's plugins_registry dir
   std::string plugins_dir;       // <kubelet root>/plugins: a driver's data dir is <this>/<driver>

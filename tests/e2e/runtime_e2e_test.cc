@@ -1,9 +1,9 @@
 // The example drivers as operators run them, on the suite's real node:
-// containerd 2.x with runc and a CNI bridge (cluster.sh node-start with
-// DRA_E2E_RUNTIME=containerd), the drivers' own images (build-images.sh)
-// imported into it, installed with helm or the plain manifests. Their
-// DaemonSet pods register through the hostPath registry and publish with
-// their pods' projected service account tokens; containerd applies their
+// containerd 2.x or CRI-O with runc and a CNI bridge (cluster.sh node-start
+// with DRA_E2E_RUNTIME=containerd or crio), the drivers' own images
+// (build-images.sh) imported into it, installed with helm or the plain
+// manifests. Their DaemonSet pods register through the hostPath registry and
+// publish with their pods' projected service account tokens; the runtime applies their
 // CDI specs to real containers, which print what they got (read through
 // the API server, as `kubectl logs` does).
 #include <signal.h>
@@ -270,8 +270,8 @@ void RequireAllowed(const std::string& ns, const std::string& pod, const std::st
 }
 
 TEST_CASE(
-    "helm install of the CPU example on the real node: through containerd's NRI the claim's container runs on "
-    "exactly its CPU and NUMA memory and every other container off it - after the driver and containerd restart "
+    "helm install of the CPU example on the real node: through the runtime's NRI the claim's container runs on "
+    "exactly its CPU and NUMA memory and every other container off it - after the driver and the runtime restart "
     "too - and they get the CPU back when the claim goes",
     "[e2e][runtime][cpu]") {
   Install cpu(kCpu, {});  // CPU 0 reserved, --memory-devices
@@ -343,8 +343,8 @@ TEST_CASE(
   RequireAllowed(ns, "pinned", pinned, cpu);
   RequireAllowed(ns, "shared", shared, cpu);
 
-  // containerd restarted: the driver registers again and pins a new container.
-  RequireSuccess(Run({DRA_E2E_CLUSTER_SH, "containerd-restart", ClusterDir()}), "cluster.sh containerd-restart");
+  // The runtime restarted: the driver registers again and pins a new container.
+  RequireSuccess(Run({DRA_E2E_CLUSTER_SH, "runtime-upgrade", ClusterDir()}), "cluster.sh runtime-upgrade");
   std::string driver_log;
   const bool synchronized_again = Eventually(
       [&] {
@@ -422,7 +422,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the node's runtime as after a reboot: containerd and the kubelet restarted with the CDI dir emptied - "
+    "the node's runtime as after a reboot: the runtime and the kubelet restarted with the CDI dir emptied - "
     "the claim's and the driver's specs come back and a new pod with the same claim runs",
     "[e2e][runtime][gpu]") {
   GpuInstall gpu;
@@ -459,10 +459,8 @@ TEST_CASE(
   const std::string& ns = workloads.ns;
   const std::string first = RunClaimPod(admin, ns, "first", "first").uid;
 
-  // The driver is PID 1 of its container: its host PID from containerd.
-  const std::string container_id =
-      gpu.driver_pod["status"]["containerStatuses"][0]["containerID"].get<std::string>().substr(
-          std::string("containerd://").size());
+  // The driver is PID 1 of its container: its host PID from the runtime.
+  const std::string container_id = RuntimeContainerId(gpu.driver_pod["status"]["containerStatuses"][0]);
   testing::ProcessResult inspect = Run({DRA_E2E_CLUSTER_SH, "crictl", ClusterDir(), "inspect", container_id});
   RequireSuccess(inspect, "crictl inspect");
   const int pid = json::parse(inspect.out)["info"]["pid"].get<int>();
@@ -566,8 +564,7 @@ TEST_CASE(
   // The old container keeps running (frozen) after its pod object is gone:
   // what a force deletion leaves when the container does not stop at once.
   const json old_pod = RunningPod(admin, ns, "old");
-  FrozenContainer frozen(old_pod["status"]["containerStatuses"][0]["containerID"].get<std::string>().substr(
-      std::string("containerd://").size()));
+  FrozenContainer frozen(RuntimeContainerId(old_pod["status"]["containerStatuses"][0]));
   const absl::Time start = absl::Now();
   ForceDeletePod(ns, "old");
 
@@ -665,8 +662,8 @@ int TimesReached(const std::string& log) {
 }
 
 TEST_CASE(
-    "two clusters with containerd nodes on one machine: each has its own bridge and Service address, and "
-    "stopping one leaves the other's running pod, network and shims alone",
+    "two clusters with real nodes on one machine: each has its own bridge and Service address, and "
+    "stopping one leaves the other's running pod, network and container monitors alone",
     "[e2e][runtime]") {
   std::shared_ptr<Client> admin = MakeClient(AdminConfig());
   const Workloads ours(*admin, "coexist");
@@ -676,7 +673,7 @@ TEST_CASE(
 
   std::optional<PrivateCluster> other;
   other.emplace();
-  other->StartNode("containerd");
+  other->StartNode(RealNode().runtime);
   const std::string other_slot = other->Env("DRA_E2E_NET_SLOT");
   CHECK(other_slot != our_slot);
   CHECK(NetworkDeviceExists("dra-e2e" + our_slot));

@@ -1,5 +1,5 @@
-// The suite's real node (containerd, cluster.sh node-start with
-// DRA_E2E_RUNTIME=containerd) as the runtime tests use it: the example
+// The suite's real node (containerd or CRI-O: cluster.sh node-start with
+// DRA_E2E_RUNTIME=containerd or crio) as the runtime tests use it: the example
 // drivers installed from their charts and images, workloads in namespaces of
 // their own, and what their containers logged, read through the API server
 // as `kubectl logs` does.
@@ -66,9 +66,18 @@ inline std::string ReferenceDir() {
 
 inline NodeEnv RealNode() {
   NodeEnv node = Node();
-  INFO("these tests need the containerd node (DRA_E2E_RUNTIME=containerd cluster.sh node-start)");
-  REQUIRE(node.runtime == "containerd");
+  INFO("these tests need a real runtime's node (DRA_E2E_RUNTIME=containerd or crio cluster.sh node-start)");
+  REQUIRE((node.runtime == "containerd" || node.runtime == "crio"));
   return node;
+}
+
+// The runtime's ID of a container, from its status in a pod
+// (status.containerStatuses[]: "containerd://<id>", "cri-o://<id>").
+inline std::string RuntimeContainerId(const json& container_status) {
+  const std::string id = container_status["containerID"].get<std::string>();
+  const size_t scheme_end = id.find("://");
+  REQUIRE(scheme_end != std::string::npos);
+  return id.substr(scheme_end + 3);
 }
 
 inline testing::ProcessResult Run(const std::vector<std::string>& argv) {
