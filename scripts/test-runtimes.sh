@@ -57,6 +57,7 @@ for runtime in "${runtimes[@]}"; do
     { echo "test-runtimes: $runtime: the cluster did not start ($dir/logs/start.log)" >&2; tail -5 "$dir/logs/start.log" >&2; }
   # The log line node-start prints of the runtime: "<runtime> <version> on ...".
   versions[$runtime]="$(sed -n 's/^cluster: \(containerd\|CRI-O\) \([^ ]*\) on .*/\1 \2/p' "$dir/logs/start.log" | tail -1)"
+  k8s_version="$(sed -n 's/^DRA_E2E_K8S_VERSION=//p' "$dir/cluster.env" 2>/dev/null)"
   for i in "${!flows[@]}"; do
     # Catch2 reads ',' in a test spec as "or": the name up to its first ','.
     spec="${flows[$i]%%,*}"
@@ -75,8 +76,7 @@ for runtime in "${runtimes[@]}"; do
 done
 
 failed=0
-printf '\nRuntime matrix, %s, Kubernetes %s\n\n' "$(date -u +%Y-%m-%d)" \
-  "$(sed -n 's/^DRA_E2E_K8S_VERSION=//p' "$e2e/runtimes-${runtimes[0]}/cluster.env" 2>/dev/null)"
+printf '\nRuntime matrix, %s, Kubernetes %s\n\n' "$(date -u +%Y-%m-%d)" "${k8s_version:-?}"
 printf '| %s |' "flow (e2e_runtime)"; for r in "${runtimes[@]}"; do printf ' %s |' "${versions[$r]:-$r}"; done; printf '\n'
 printf '|---|'; for _ in "${runtimes[@]}"; do printf -- '---|'; done; printf '\n'
 printf '| %s |' "time (s)"; for r in "${runtimes[@]}"; do printf ' %s |' "${times[$r]}"; done; printf '\n'

@@ -152,6 +152,13 @@ TEST_CASE(
   REQUIRE(GpuIndexes(one).size() == 1);
   const std::string index = GpuIndexes(one)[0];
   CHECK(HasDeviceNode(one, index));
+  // On a cgroup v1 node the container sees its device cgroup: its GPU's rule and no other.
+  if (std::filesystem::exists("/sys/fs/cgroup/devices/devices.list")) {
+    const std::vector<std::string> rules = DeviceCgroupRules(one);
+    INFO("its device cgroup:\n" << absl::StrJoin(rules, "\n"));
+    REQUIRE_FALSE(rules.empty());
+    CHECK(DeviceCgroupAllowsOnly(rules, index));
+  }
   CHECK(LinesWith(one, "KUBERNETES_NODE_NAME=" + gpu.node.name).size() == 1);
   CHECK(LinesWith(one, "DRA_RESOURCE_DRIVER_NAME=gpu.example.com").size() == 1);
   CHECK(LinesWith(one, "GPU_DEVICE_" + index + "=gpu-" + index).size() == 1);

@@ -287,11 +287,13 @@ inline size_t CdiSpecFiles(const NodeEnv& node) {
 }
 
 // What every workload container prints: its DRA environment, the device
-// nodes and metadata files it was given, then a marker; then it waits to be
-// stopped (sh as PID 1 needs the trap to end on SIGTERM).
+// nodes, the device cgroup rules (cgroup v1, where the container sees its
+// devices.list) and metadata files it was given, then a marker; then it
+// waits to be stopped (sh as PID 1 needs the trap to end on SIGTERM).
 inline constexpr char kWorkloadScript[] =
     "env | grep -E '^(GPU_DEVICE|DRA_|KUBERNETES_NODE_NAME=)' | sort; "
     "ls -l /dev | grep -E 'mock-(fabric-)?gpu' || true; "
+    "sed 's/^/devices.list: /' /sys/fs/cgroup/devices/devices.list 2>/dev/null; "
     "find /var/run/kubernetes.io -name '*.json' -exec cat {} \\; 2>/dev/null; echo; "
     "echo '--- end ---'; trap 'exit 0' TERM; sleep 3600 & wait";
 
@@ -376,6 +378,38 @@ inline bool HasDeviceNode(const std::string& log, const std::string& index) {
     }
   }
   return false;
+}
+
+// The device cgroup rules the container printed ("c 195:3 rwm"); none on a
+// cgroup v2 node (no devices.list).
+inline std::vector<std::string> DeviceCgroupRules(const std::string& log) {
+  std::vector<std::string> rules;
+  for (const std::string& line : LinesWith(log, "devices.list: ")) rules.push_back(line.substr(line.find(": ") + 2));
+  return rules;
+}
+
+// Whether the rules let the container read and write the mock GPU of
+// `index` (major 195) and no other: the runtime turned the CDI spec's device
+// node into its rule, and nothing wider (an "a" rule, or "c 195:*" or
+// "c *:*" with more than mknod) lets it reach the GPUs of other claims.
+inline bool DeviceCgroupAllowsOnly(const std::vector<std::string>& rules, const std::string& index) {
+  bool own = false;
+  for (const std::string& rule : rules) {
+    const std::vector<std::string> fields = absl::StrSplit(rule, ' ');
+    if (fields.size() != 3) continue;
+    const std::string& type = fields[0];
+    const std::string& device = fields[1];
+    const std::string& access = fields[2];
+    const bool uses = absl::StrContains(access, "r") || absl::StrContains(access, "w");
+    if (!uses) continue;
+    if (type == "a") return false;
+    if (type != "c") continue;
+    if (device == "*:*" || device == "195:*") return false;
+    if (!absl::StartsWith(device, "195:")) continue;
+    if (device != "195:" + index) return false;
+    own = absl::StrContains(access, "r") && absl::StrContains(access, "w");
+  }
+  return own;
 }
 
 // Deletes the node's ResourceSlices of `driver`, while no plugin of it runs
