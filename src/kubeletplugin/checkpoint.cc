@@ -252,6 +252,7 @@ absl::Status Checkpoint::Load() {
   }
 
   entries_ = std::move(log.entries);
+  IndexAllLocked();
   dirty_.clear();
   record_seq_ = log.seq;
   log_changes_ = log.changes;
@@ -278,6 +279,7 @@ absl::Status Checkpoint::KeepAsideAndSalvage(const absl::Status& unreadable) {
     if (!entry.quarantined.empty()) salvage_.quarantined.emplace_back(entry.claim, entry.quarantined);
   }
   entries_ = std::move(salvaged.entries);
+  IndexAllLocked();
   dirty_.clear();
   record_seq_ = 0;
   log_changes_ = 0;
@@ -315,6 +317,52 @@ std::optional<CheckpointEntry> Checkpoint::Get(const std::string& uid) const {
 void Checkpoint::ForEach(absl::FunctionRef<void(const CheckpointEntry&)> visit) const {
   dra::MutexLock lock(&mu_);
   for (const auto& [uid, entry] : entries_) visit(entry);
+}
+
+void Checkpoint::Index(IndexKeys keys) {
+  dra::MutexLock lock(&mu_);
+  index_keys_ = std::move(keys);
+  IndexAllLocked();
+}
+
+void Checkpoint::ForEachWithKey(std::span<const std::string> keys,
+                                absl::FunctionRef<void(const CheckpointEntry&)> visit) const {
+  dra::MutexLock lock(&mu_);
+  if (!index_keys_) {
+    for (const auto& [uid, entry] : entries_) visit(entry);
+    return;
+  }
+  std::set<std::string> uids;
+  for (const std::string& key : keys) {
+    const auto it = by_key_.find(key);
+    if (it != by_key_.end()) uids.insert(it->second.begin(), it->second.end());
+  }
+  for (const std::string& uid : uids) visit(entries_.at(uid));
+}
+
+void Checkpoint::IndexEntryLocked(const std::string& uid, const CheckpointEntry* entry) {
+  if (!index_keys_) return;
+  if (const auto old = keys_of_.find(uid); old != keys_of_.end()) {
+    for (const std::string& key : old->second) {
+      const auto it = by_key_.find(key);
+      it->second.erase(uid);
+      if (it->second.empty()) by_key_.erase(it);
+    }
+    keys_of_.erase(old);
+  }
+  if (entry == nullptr) return;
+  std::vector<std::string> keys = index_keys_(*entry);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // two shares of one device: one key
+  for (const std::string& key : keys) by_key_[key].insert(uid);
+  keys_of_.emplace(uid, std::move(keys));
+}
+
+void Checkpoint::IndexAllLocked() {
+  if (!index_keys_) return;
+  by_key_.clear();
+  keys_of_.clear();
+  for (const auto& [uid, entry] : entries_) IndexEntryLocked(uid, &entry);
 }
 
 std::vector<CheckpointEntry> Checkpoint::Entries() const {
@@ -359,9 +407,11 @@ absl::Status Checkpoint::Commit(std::vector<CheckpointChange> changes) {
   dra::MutexLock lock(&mu_);
   for (CheckpointChange& change : changes) {
     if (change.entry) {
-      entries_.insert_or_assign(change.uid, std::move(*change.entry));
+      const auto it = entries_.insert_or_assign(change.uid, std::move(*change.entry)).first;
+      IndexEntryLocked(change.uid, &it->second);
     } else {
       entries_.erase(change.uid);
+      IndexEntryLocked(change.uid, nullptr);
     }
     dirty_.insert(std::move(change.uid));
   }

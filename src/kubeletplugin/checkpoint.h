@@ -8,7 +8,9 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -103,6 +105,16 @@ class Checkpoint {
   // not call back into the checkpoint.
   void ForEach(absl::FunctionRef<void(const CheckpointEntry&)> visit) const;
 
+  // The keys an entry is found by (ForEachWithKey): the devices it holds,
+  // say. Called under the checkpoint's lock.
+  using IndexKeys = std::function<std::vector<std::string>(const CheckpointEntry&)>;
+  // Indexes the entries, now and after every change, by `keys`; set once,
+  // before other threads use the checkpoint.
+  void Index(IndexKeys keys);
+  // As ForEach, but only the entries with one of `keys`, each once, in UID
+  // order; every entry without an index.
+  void ForEachWithKey(std::span<const std::string> keys, absl::FunctionRef<void(const CheckpointEntry&)> visit) const;
+
   // Applies the changes and returns once they are durable. On a write error
   // the changes stay in memory and are written with the next commit. An entry
   // whose claim.uid differs from its change's uid is InvalidArgument, and then
@@ -137,6 +149,9 @@ class Checkpoint {
  private:
   explicit Checkpoint(std::string path);
   absl::Status Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // no commit in flight
+  // Keeps by_key_ in step with entries_: one entry set (nullptr: erased), or all.
+  void IndexEntryLocked(const std::string& uid, const CheckpointEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void IndexAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After Load failed at Open: keeps the file aside, salvages it.
   absl::Status KeepAsideAndSalvage(const absl::Status& unreadable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The durable write of everything applied so far, by the one writer:
@@ -155,6 +170,9 @@ class Checkpoint {
   mutable dra::Mutex mu_;
   dra::CondVar cv_;
   CheckpointEntries entries_ ABSL_GUARDED_BY(mu_);
+  IndexKeys index_keys_;  // set before other threads (Index)
+  std::unordered_map<std::string, std::set<std::string>> by_key_ ABSL_GUARDED_BY(mu_);      // key -> UIDs
+  std::unordered_map<std::string, std::vector<std::string>> keys_of_ ABSL_GUARDED_BY(mu_);  // UID -> keys
   // Claims changed in memory since the last durable write.
   std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last change batch applied in memory

@@ -85,7 +85,17 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
       calls_(calls),
       metrics_(metrics),
       work_pool_(work_pool),
-      exclusivity_(std::move(exclusivity)) {}
+      exclusivity_(std::move(exclusivity)) {
+  // HeldElsewhere looks only at the entries that share a key with the claim
+  // being prepared, not at every claim on the node under in_flight_mu_.
+  if (exclusivity_.enabled && checkpoint_.records()) {
+    checkpoint_.Index([units = exclusivity_.units](const CheckpointEntry& entry) {
+      if (!entry.held.empty()) return CollisionKeys(entry.held);
+      if (entry.state != ClaimState::kPrepared) return std::vector<std::string>();
+      return CollisionKeys(HeldDevicesOf(entry.devices, units));  // as HeldElsewhere reads it
+    });
+  }
+}
 
 absl::Status ClaimPreparer::Commit(std::vector<CheckpointChange> changes) {
   if (changes.empty()) return absl::OkStatus();
@@ -466,7 +476,8 @@ std::optional<std::string> ClaimPreparer::HeldElsewhere(const std::string& uid,
                                                         const std::vector<HeldDevice>& wanted) const {
   if (wanted.empty()) return std::nullopt;
   std::optional<std::string> collision;
-  checkpoint_.ForEach([&](const CheckpointEntry& entry) {
+  const std::vector<std::string> keys = CollisionKeys(wanted);
+  checkpoint_.ForEachWithKey(keys, [&](const CheckpointEntry& entry) {
     if (collision.has_value() || entry.claim.uid == uid) return;
     const bool prepared = entry.state == ClaimState::kPrepared;
     // An entry written before entries recorded their holds (0.1.0), or

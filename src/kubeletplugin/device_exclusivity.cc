@@ -54,6 +54,16 @@ std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const De
   return held;
 }
 
+std::vector<std::string> CollisionKeys(std::span<const HeldDevice> devices) {
+  std::vector<std::string> keys;
+  for (const HeldDevice& device : devices) {
+    if (device.admin_access) continue;
+    keys.push_back(absl::StrCat("device:", device.device));
+    for (const std::string& unit : device.units) keys.push_back(absl::StrCat("unit:", unit));
+  }
+  return keys;
+}
+
 std::optional<std::string> Collision(std::span<const HeldDevice> wanted, const Holder& holder) {
   for (const HeldDevice& want : wanted) {
     for (const HeldDevice& held : holder.devices) {

@@ -24,9 +24,14 @@ std::vector<HeldDevice> HeldDevicesOf(const k8s::ResourceClaim& claim, const Dev
 // units but those `units` gives now.
 std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const DeviceUnits& units);
 
+// The keys under which two holds may collide (Collision), for finding the
+// candidates without looking at every claim: each device's name (a hold
+// without a pool matches by name alone) and each unit it occupies; none for
+// an adminAccess device, which collides with nothing.
+std::vector<std::string> CollisionKeys(std::span<const HeldDevice> devices);
+
 // Another claim that holds devices on the node.
-// A view: the check runs against every checkpoint entry of every prepare,
-// so it copies nothing.
+// A view: it copies nothing of the checkpoint entry it is made of.
 struct Holder {
   const k8s::ClaimRef& claim;
   bool prepared = false;  // else its preparation started (or failed, or is running)

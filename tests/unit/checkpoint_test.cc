@@ -236,6 +236,56 @@ TEST_CASE("Checkpoint keeps what a claim holds (device exclusivity), written onl
   CHECK_FALSE(claims["uid-b"].contains("held"));
 }
 
+TEST_CASE("Checkpoint finds entries by the keys of its index, kept through commits, erasures and reloads") {
+  TempDir dir;
+  const std::string path = dir.Join("checkpoint.json");
+  // Keyed by device name, as device exclusivity keys them.
+  const auto device_keys = [](const CheckpointEntry& entry) {
+    std::vector<std::string> keys;
+    for (const Device& device : entry.devices) keys.push_back(device.device_name);
+    return keys;
+  };
+  const auto found = [](const Checkpoint& checkpoint, std::vector<std::string> keys) {
+    std::vector<std::string> uids;
+    checkpoint.ForEachWithKey(keys, [&](const CheckpointEntry& entry) { uids.push_back(entry.claim.uid); });
+    return uids;
+  };
+  auto checkpoint = MustOpen(path);
+  // Without an index every entry is a candidate.
+  REQUIRE(checkpoint->Commit({Set(Entry("uid-a", ClaimState::kPrepared, {MakeDevice("gpu-0")}))}).ok());
+  CHECK(found(*checkpoint, {"gpu-9"}) == std::vector<std::string>{"uid-a"});
+
+  checkpoint->Index(device_keys);  // indexes what is there
+  CHECK(found(*checkpoint, {"gpu-0"}) == std::vector<std::string>{"uid-a"});
+  CHECK(found(*checkpoint, {"gpu-9"}).empty());
+  REQUIRE(checkpoint
+              ->Commit({Set(Entry("uid-b", ClaimState::kPrepared, {MakeDevice("gpu-1"), MakeDevice("gpu-0")})),
+                        Set(Entry("uid-c", ClaimState::kPrepared, {MakeDevice("gpu-2")}))})
+              .ok());
+  // Each entry once, in UID order, whichever of its keys matched.
+  CHECK(found(*checkpoint, {"gpu-1", "gpu-0", "gpu-2"}) == std::vector<std::string>{"uid-a", "uid-b", "uid-c"});
+  // An entry set again loses the keys it no longer has.
+  REQUIRE(checkpoint->Commit({Set(Entry("uid-b", ClaimState::kPrepared, {MakeDevice("gpu-3")}))}).ok());
+  CHECK(found(*checkpoint, {"gpu-1"}).empty());
+  CHECK(found(*checkpoint, {"gpu-0", "gpu-3"}) == std::vector<std::string>{"uid-a", "uid-b"});
+  REQUIRE(checkpoint->Commit({Erase("uid-a")}).ok());
+  CHECK(found(*checkpoint, {"gpu-0"}).empty());
+  // Two shares of one device give one key twice.
+  REQUIRE(checkpoint->Commit({Set(Entry("uid-e", ClaimState::kPrepared, {MakeDevice("gpu-5"), MakeDevice("gpu-5")}))})
+              .ok());
+  CHECK(found(*checkpoint, {"gpu-5"}) == std::vector<std::string>{"uid-e"});
+  REQUIRE(checkpoint->Commit({Erase("uid-e")}).ok());
+  CHECK(found(*checkpoint, {"gpu-5"}).empty());
+
+  // Another instance's commit, read by a reload, is indexed too.
+  auto other = MustOpen(path);
+  REQUIRE(
+      other->Commit({Erase("uid-c"), Set(Entry("uid-d", ClaimState::kPrepareStarted, {MakeDevice("gpu-2")}))}).ok());
+  REQUIRE(checkpoint->Reload().ok());
+  CHECK(found(*checkpoint, {"gpu-2"}) == std::vector<std::string>{"uid-d"});
+  CHECK(found(*checkpoint, {"gpu-3"}) == std::vector<std::string>{"uid-b"});
+}
+
 TEST_CASE("Checkpoint reads a file with keys it does not know (written by a later minor release)") {
   TempDir dir;
   const std::string path = dir.Join("checkpoint.json");
