@@ -10,7 +10,9 @@
 # changes. Each compiler gets a build tree in .../debian13-build/<compiler>,
 # configured as the suite's (RelWithDebInfo, line tables only, -Werror) with
 # neither the e2e tests nor the benchmarks; its `ctest -L "unit|integration"`
-# runs there (the fake API server built with trixie's Go). The repository is
+# runs there (the fake API server built with trixie's Go) but for
+# integration_helper_cdi_fs, which needs a user namespace, and the kernel
+# gives none to a chrooted process. The repository is
 # mounted read-only at /src, in a mount namespace of its own that goes away
 # with the script. --jobs: build and test jobs (default 2). --keep-going: a
 # failed build goes on with what it can build (ninja -k 0), its tests run and
@@ -21,6 +23,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+args=("$@")
 compilers=(gcc clang)
 jobs=2
 keep_going=0
@@ -45,7 +48,7 @@ case "$jobs" in ''|*[!0-9]*|0) echo "test-toolchain: --jobs takes a positive num
 # The mounts below live in a mount namespace of this script's own, so that
 # none is left behind however it ends.
 if [ -z "${DRA_TOOLCHAIN_UNSHARED:-}" ]; then
-  DRA_TOOLCHAIN_UNSHARED=1 exec unshare --mount --propagation private "$0" "$@"
+  DRA_TOOLCHAIN_UNSHARED=1 exec unshare --mount --propagation private "$0" "${args[@]}"
 fi
 
 # What scripts/install-deps.sh installs to build and run the unit and
@@ -114,7 +117,13 @@ versions="$(in_root sh -c '
     "abseil $(v libabsl-dev), Catch2 $(v catch2), cmake $(v cmake)"')"
 echo "test-toolchain: Debian $(cat "$root/etc/debian_version"): $versions" >&2
 
+# Tests left out ('|' between them): the kernel refuses what they need in a
+# chroot (above).
+excluded=integration_helper_cdi_fs
+
 declare -A summary
+ninja_args=()
+[ $keep_going = 0 ] || ninja_args=(-- -k 0)
 failed=0
 for c in "${compilers[@]}"; do
   case "$c" in
@@ -127,22 +136,21 @@ for c in "${compilers[@]}"; do
   echo "test-toolchain: $c: building in $builds/$c (log: $log)" >&2
   if ! in_root env CC="$cc" CXX="$cxx" cmake -S /src -B "/build/$c" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DDRA_LINE_TABLES_ONLY=ON -DDRA_BUILD_E2E_TESTS=OFF -DDRA_BUILD_BENCHMARKS=OFF >"$log" 2>&1; then
-    build="configure failed"
-  elif ! in_root cmake --build "/build/$c" -j "$jobs" -- -k "$([ $keep_going = 1 ] && echo 0 || echo 1)" \
-      >>"$log" 2>&1; then
-    build="build failed"
+    build="failed (configure)"
+  elif ! in_root cmake --build "/build/$c" -j "$jobs" "${ninja_args[@]}" >>"$log" 2>&1; then
+    build=failed
   fi
   build_s=$((SECONDS - t0))
   tests="not run"
   test_s=0
-  if [ "$build" = ok ] || { [ $keep_going = 1 ] && [ "$build" = "build failed" ]; }; then
+  if [ "$build" = ok ] || { [ $keep_going = 1 ] && [ "$build" = failed ]; }; then
     t0=$SECONDS
-    in_root ctest --test-dir "/build/$c" -L "unit|integration" -j "$jobs" --output-on-failure \
+    in_root ctest --test-dir "/build/$c" -L "unit|integration" -E "^($excluded)\$" -j "$jobs" --output-on-failure \
       >"$builds/$c-test.log" 2>&1 || failed=1
     test_s=$((SECONDS - t0))
     tests="$(sed -n 's/^[0-9]*% tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\)$/\1 \2/p' \
       "$builds/$c-test.log" | awk '{print $2 - $1 "/" $2 " passed"}')"
-    tests="${tests:-no result (see $builds/$c-test.log)} in $test_s s"
+    tests="${tests:-no result (see $builds/$c-test.log)} in $test_s s, $excluded left out"
     sed -n '/^The following tests FAILED:/,$ s/^\s*[0-9]* - /  failed: /p' "$builds/$c-test.log" >&2
   fi
   [ "$build" = ok ] || { failed=1; tail -n 30 "$log" >&2; }
