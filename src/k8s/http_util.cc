@@ -100,7 +100,11 @@ absl::Status Build(int http_code, const std::string& reason, std::string message
   if (http_code == 410) message = absl::StrCat("expired: ", message);
   if (!context.empty()) absl::StrAppend(&message, " [", AsAbsl(context), ": HTTP ", http_code, "]");
   absl::Status status(CodeFor(http_code, reason), message);
-  status.SetPayload(kHttpStatusPayloadUrl, absl::Cord(std::to_string(http_code)));
+  // From an lvalue: Cord's constructor from a std::string&& is instantiated
+  // in libabsl, and Clang 18 and later mangle its name otherwise than the GCC
+  // that built Debian 13's libabsl does (llvm/llvm-project#102443).
+  const std::string code = std::to_string(http_code);
+  status.SetPayload(kHttpStatusPayloadUrl, absl::Cord(code));
   if (!reason.empty()) status.SetPayload(kStatusReasonPayloadUrl, absl::Cord(reason));
   return status;
 }

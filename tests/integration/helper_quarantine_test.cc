@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "dra/kubeletplugin/helper.h"

@@ -13,6 +13,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
 #include "kubeletplugin/checkpoint.h"
