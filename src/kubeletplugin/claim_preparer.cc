@@ -90,9 +90,9 @@ ClaimPreparer::ClaimPreparer(Driver& driver, std::string driver_name, ClaimSourc
   // being prepared, not at every claim on the node under in_flight_mu_.
   if (exclusivity_.enabled && checkpoint_.records()) {
     checkpoint_.Index([units = exclusivity_.units](const CheckpointEntry& entry) {
-      if (!entry.held.empty()) return CollisionKeys(entry.held);
+      if (!entry.held.empty()) return HoldKeys(entry.held);
       if (entry.state != ClaimState::kPrepared) return std::vector<std::string>();
-      return CollisionKeys(HeldDevicesOf(entry.devices, units));  // as HeldElsewhere reads it
+      return HoldKeys(HeldDevicesOf(entry.devices, units));  // as HeldElsewhere reads it
     });
   }
 }
@@ -476,7 +476,7 @@ std::optional<std::string> ClaimPreparer::HeldElsewhere(const std::string& uid,
                                                         const std::vector<HeldDevice>& wanted) const {
   if (wanted.empty()) return std::nullopt;
   std::optional<std::string> collision;
-  const std::vector<std::string> keys = CollisionKeys(wanted);
+  const std::vector<std::string> keys = WantedKeys(wanted);
   checkpoint_.ForEachWithKey(keys, [&](const CheckpointEntry& entry) {
     if (collision.has_value() || entry.claim.uid == uid) return;
     const bool prepared = entry.state == ClaimState::kPrepared;

@@ -54,11 +54,22 @@ std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const De
   return held;
 }
 
-std::vector<std::string> CollisionKeys(std::span<const HeldDevice> devices) {
+std::vector<std::string> HoldKeys(std::span<const HeldDevice> devices) {
+  std::vector<std::string> keys;
+  for (const HeldDevice& device : devices) {
+    if (device.admin_access) continue;
+    keys.push_back(absl::StrCat(device.share_id.has_value() ? "share:" : "device:", device.device));
+    for (const std::string& unit : device.units) keys.push_back(absl::StrCat("unit:", unit));
+  }
+  return keys;
+}
+
+std::vector<std::string> WantedKeys(std::span<const HeldDevice> devices) {
   std::vector<std::string> keys;
   for (const HeldDevice& device : devices) {
     if (device.admin_access) continue;
     keys.push_back(absl::StrCat("device:", device.device));
+    if (!device.share_id.has_value()) keys.push_back(absl::StrCat("share:", device.device));
     for (const std::string& unit : device.units) keys.push_back(absl::StrCat("unit:", unit));
   }
   return keys;

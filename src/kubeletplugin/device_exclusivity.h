@@ -24,11 +24,15 @@ std::vector<HeldDevice> HeldDevicesOf(const k8s::ResourceClaim& claim, const Dev
 // units but those `units` gives now.
 std::vector<HeldDevice> HeldDevicesOf(std::span<const Device> prepared, const DeviceUnits& units);
 
-// The keys under which two holds may collide (Collision), for finding the
-// candidates without looking at every claim: each device's name (a hold
-// without a pool matches by name alone) and each unit it occupies; none for
-// an adminAccess device, which collides with nothing.
-std::vector<std::string> CollisionKeys(std::span<const HeldDevice> devices);
+// Keys that find the claims whose holds may collide (Collision) with a
+// claim's wanted devices without looking at every claim: a claim holding
+// `devices` is indexed under HoldKeys, and looked up under WantedKeys. A
+// device is keyed by its name (a hold without a pool matches by name
+// alone), apart for a share (shareID), which only a device that is not a
+// share can collide with, and by each unit it occupies; an adminAccess
+// device, which collides with nothing, has no keys.
+std::vector<std::string> HoldKeys(std::span<const HeldDevice> devices);
+std::vector<std::string> WantedKeys(std::span<const HeldDevice> devices);
 
 // Another claim that holds devices on the node.
 // A view: it copies nothing of the checkpoint entry it is made of.
