@@ -170,7 +170,7 @@ class Checkpoint {
   mutable dra::Mutex mu_;
   dra::CondVar cv_;
   CheckpointEntries entries_ ABSL_GUARDED_BY(mu_);
-  IndexKeys index_keys_;  // set before other threads (Index)
+  IndexKeys index_keys_ ABSL_GUARDED_BY(mu_);                                               // empty: no index (Index)
   std::unordered_map<std::string, std::set<std::string>> by_key_ ABSL_GUARDED_BY(mu_);      // key -> UIDs
   std::unordered_map<std::string, std::vector<std::string>> keys_of_ ABSL_GUARDED_BY(mu_);  // UID -> keys
   // Claims changed in memory since the last durable write.
