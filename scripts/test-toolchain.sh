@@ -18,8 +18,8 @@
 # failed build goes on with what it can build (ninja -k 0), its tests run and
 # so does the next compiler's build; without it the first failure stops.
 # Prints a line per compiler and the root's versions of the toolchain, as
-# docs/toolchains.md's table takes them; exit status 1 if a build or a test
-# failed. Needs root (chroot, mount) and mmdebstrap.
+# the table in docs/compatibility.md ("Toolchain") takes them; exit status 1
+# if a build or a test failed. Needs root (chroot, mount) and mmdebstrap.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
