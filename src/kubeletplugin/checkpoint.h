@@ -170,9 +170,12 @@ class Checkpoint {
   mutable dra::Mutex mu_;
   dra::CondVar cv_;
   CheckpointEntries entries_ ABSL_GUARDED_BY(mu_);
-  IndexKeys index_keys_ ABSL_GUARDED_BY(mu_);                                               // empty: no index (Index)
-  std::unordered_map<std::string, std::set<std::string>> by_key_ ABSL_GUARDED_BY(mu_);      // key -> UIDs
-  std::unordered_map<std::string, std::vector<std::string>> keys_of_ ABSL_GUARDED_BY(mu_);  // UID -> keys
+  IndexKeys index_keys_ ABSL_GUARDED_BY(mu_);                                           // empty: no index (Index)
+  std::unordered_map<std::string, std::set<std::string>> by_key_ ABSL_GUARDED_BY(mu_);  // key -> UIDs
+  // UID -> the keys it was indexed under: kept, not asked of the key function
+  // again at removal, which may answer otherwise by then (a driver's units
+  // can change) and would leave the UID under a key it no longer has.
+  std::unordered_map<std::string, std::vector<std::string>> keys_of_ ABSL_GUARDED_BY(mu_);
   // Claims changed in memory since the last durable write.
   std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last change batch applied in memory
