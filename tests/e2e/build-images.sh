@@ -12,8 +12,9 @@
 #                as debian-12-slim.oci.tar (the node's bash workloads)
 #   gpu-driver, cpu-driver, minimal-driver
 #                examples/Dockerfile built with buildah (vfs store, chroot
-#                isolation). By default its target `prebuilt`: the runtime
-#                stage around the driver binary of BUILD_DIR (the suite's own
+#                isolation). By default its target `prebuilt`: the image's
+#                root (examples/image-root.sh: no shell or package manager)
+#                around the driver binary of BUILD_DIR (the suite's own
 #                build), with the Debian packages of the shared libraries
 #                `readelf -d` names; with --full, the whole Dockerfile (the
 #                driver compiled inside, gRPC linked statically).
@@ -246,6 +247,10 @@ build_driver() {
   out="$out_dir/$1-$tag.tar"
   local args=(--quiet --layers --isolation chroot -f "$repo/examples/Dockerfile" --build-arg "DRIVER=$driver" -t "$image")
   local t=$SECONDS
+  # The Dockerfile's lean libcurl stage, named so that pruning below keeps
+  # it: the next build finds it in the layer cache (it takes a minute).
+  "${buildah[@]}" bud --quiet --layers --isolation chroot -f "$repo/examples/Dockerfile" --target libcurl \
+    -t localhost/dra-cpp/libcurl-build "$work" >/dev/null
   if [ "$full" = 1 ]; then
     out="$out_dir/$1-$tag-full.tar"
     log "$1: the whole Dockerfile (the driver compiled inside; many minutes) ..."
@@ -253,11 +258,15 @@ build_driver() {
   else
     local bin="$build_dir/examples/$driver/$1"
     [ -x "$bin" ] || die "$bin is missing: build it first (cmake --build $build_dir --target $1)"
-    if fresh "$out" "$bin" "$repo/examples/Dockerfile" "$0"; then log "$1: cached ($out)"; return; fi
+    if fresh "$out" "$bin" "$repo/examples/Dockerfile" "$repo/examples/image-root.sh" "$0"; then
+      log "$1: cached ($out)"
+      return
+    fi
     local context="$work/context-$1" packages
     packages="$(runtime_packages "$bin")" || die "$1: cannot tell which Debian packages it needs"
-    mkdir -p "$context"
+    mkdir -p "$context/examples"
     strip -o "$context/$1" "$bin"
+    cp "$repo/examples/image-root.sh" "$context/examples/"
     "${buildah[@]}" bud "${args[@]}" --target prebuilt --build-arg "RUNTIME_PACKAGES=$packages" "$context" >&2
   fi
   # Layers no image names any more (an earlier build's) only take disk.
