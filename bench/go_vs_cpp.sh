@@ -12,9 +12,10 @@
 #                      [--link static|shared]
 #
 # --link: how the dra-cpp drivers link gRPC, protobuf and abseil. static (the
-# default, DRA_STATIC_GRPC=ON, build tree build-bench) is how a driver image
-# should ship them, as the Go driver is one static binary; shared (build tree
-# build-bench-shared) uses Debian's shared libraries.
+# default, DRA_STATIC_GRPC=ON and DRA_GRPC_UNSECURE=ON, build tree
+# build-bench) is how a driver image should ship them, as the Go driver is one
+# static binary; shared (build tree build-bench-shared) uses Debian's shared
+# libraries.
 #
 # Per driver:
 #   start-to-registered  the peer starts the driver itself (fork/exec) and

@@ -35,11 +35,13 @@
 #                        and from pod creation to Running as the API shows it.
 #   loaded RSS           VmRSS and VmHWM (peak) of the node's driver after the pods.
 #   image                the OCI archives: gpu-driver's as build-images.sh
-#                        makes it from this tree, the reference's alone.
+#                        makes it from this tree, the reference's with the
+#                        three programs its chart runs (as its own image
+#                        has them; gpu-driver's answers to all three names).
 #
 # --link: how gpu-driver links gRPC, protobuf and abseil: static (default,
-# DRA_STATIC_GRPC=ON, the Dockerfile's way; tree build-bench) or shared
-# (Debian's libraries; tree build-bench-shared).
+# DRA_STATIC_GRPC=ON and DRA_GRPC_UNSECURE=ON, the Dockerfile's way; tree
+# build-bench) or shared (Debian's libraries; tree build-bench-shared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -56,7 +58,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --no-reference) reference=0; shift ;;
     --link) link="$2"; shift 2 ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "gpu_driver: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +72,7 @@ tests/e2e/build-k8s.sh etcd kube-apiserver kube-scheduler kube-controller-manage
 peer="$(tests/e2e/build-k8s.sh --print-dir kubeletpeer 2>/dev/null)/kubeletpeer"
 extra=()
 if [ "$reference" = 1 ]; then
-  tests/e2e/build-k8s.sh dra-example-kubeletplugin >&2
+  tests/e2e/build-k8s.sh dra-example-kubeletplugin dra-example-controller dra-example-webhook >&2
   extra+=(--reference "$(tests/e2e/build-k8s.sh --print-dir dra-example-kubeletplugin 2>/dev/null)/dra-example-kubeletplugin")
   tests/e2e/build-images.sh --build-dir "$repo/$build" gpu-driver dra-example-driver >&2
   extra+=(--image "$(ls -t "$repo/$build"/images/gpu-driver-*.tar | grep -v -- -full | head -1)"
