@@ -33,6 +33,10 @@
 #                        NodePrepareResources (the driver's call alone), median
 #                        and p99 (nearest rank: below 100 pods, the largest),
 #                        and from pod creation to Running as the API shows it.
+#                        The kubelet's successful attempt only: a pod whose
+#                        first attempt failed before the driver was called
+#                        (the node authorizer did not know the pod yet) is
+#                        counted as retried and left out of created-to-Running.
 #   loaded RSS           VmRSS and VmHWM (peak) of the node's driver after the pods.
 #   image                the OCI archives: gpu-driver's as build-images.sh
 #                        makes it from this tree, the reference's with the
@@ -58,7 +62,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --no-reference) reference=0; shift ;;
     --link) link="$2"; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     *) echo "gpu_driver: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

@@ -160,7 +160,7 @@ build_debian_base() {
     "${buildah[@]}" config --cmd bash --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
     "${buildah[@]}" commit --quiet --rm "$ctr" docker.io/library/debian:12-slim >/dev/null
     "${buildah[@]}" tag docker.io/library/debian:12-slim docker.io/library/debian:12
-    touch "$loaded"
+    echo "$out" > "$loaded"  # not empty: fresh() wants content
   fi
   # And as an OCI archive, the workload image of the node's bash containers.
   local archive="$cache/debian-12-slim.oci.tar"
@@ -241,19 +241,23 @@ build_cert_manager() {
   done
 }
 
+# The Dockerfile's lean libcurl stage (a minute), named so that the pruning
+# after each driver image keeps it: later builds find it in the layer cache.
+build_libcurl_stage() {
+  "${buildah[@]}" bud --quiet --layers --isolation chroot -f "$repo/examples/Dockerfile" --target libcurl \
+    -t localhost/dra-cpp/libcurl-build "$work" >/dev/null
+}
+
 build_driver() {
   local driver="${1%-driver}" image="registry.example.com/dra-cpp/$1:$tag"
   local out_dir="$build_dir/images" out
   out="$out_dir/$1-$tag.tar"
   local args=(--quiet --layers --isolation chroot -f "$repo/examples/Dockerfile" --build-arg "DRIVER=$driver" -t "$image")
   local t=$SECONDS
-  # The Dockerfile's lean libcurl stage, named so that pruning below keeps
-  # it: the next build finds it in the layer cache (it takes a minute).
-  "${buildah[@]}" bud --quiet --layers --isolation chroot -f "$repo/examples/Dockerfile" --target libcurl \
-    -t localhost/dra-cpp/libcurl-build "$work" >/dev/null
   if [ "$full" = 1 ]; then
     out="$out_dir/$1-$tag-full.tar"
     log "$1: the whole Dockerfile (the driver compiled inside; many minutes) ..."
+    build_libcurl_stage
     "${buildah[@]}" bud "${args[@]}" "$repo" >&2
   else
     local bin="$build_dir/examples/$driver/$1"
@@ -267,6 +271,7 @@ build_driver() {
     mkdir -p "$context/examples"
     strip -o "$context/$1" "$bin"
     cp "$repo/examples/image-root.sh" "$context/examples/"
+    build_libcurl_stage
     "${buildah[@]}" bud "${args[@]}" --target prebuilt --build-arg "RUNTIME_PACKAGES=$packages" "$context" >&2
   fi
   # Layers no image names any more (an earlier build's) only take disk.
