@@ -4,7 +4,7 @@
 // tooling only; the product is C++.
 //
 //	gosdk-driver --registrar-dir DIR --plugin-data-dir DIR [--driver-name NAME]
-//	  [--claims N] [--claim-client map|fake] [--v LEVEL]
+//	  [--claims N] [--claim-client map|fake] [--checkpoint off|reference] [--v LEVEL]
 //
 // The Go helper fetches every claim of a NodePrepareResources call through a
 // kube client (ResourceV1().ResourceClaims(ns).Get). Here the claims are N
@@ -27,6 +27,14 @@
 // grows with the call count) and serializes all calls on one mutex; merely
 // linking the package adds about 3 MB.
 //
+// --checkpoint reference: the driver keeps its prepared claims crash-safe the
+// way dra-example-driver's kubelet plugin does (cmd/dra-example-kubeletplugin:
+// state.go, checkpoint.go): under one lock, each prepare and unprepare reads
+// the whole checkpoint file and decodes it, answers a claim found there from
+// it, and otherwise writes the whole file again (encode into a temp file,
+// fsync, rename), as JSON in <plugin-data-dir>/checkpoint.json. What a Go
+// driver pays for being crash-safe, beside dra-cpp's checkpoint.
+//
 // Serialization is off (kubeletplugin.Serialize(false)) and the health
 // service is off (the driver does not report health; the dra-cpp driver does
 // not advertise it either). Prepare returns one device with one CDI device ID
@@ -35,10 +43,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sync"
 	"syscall"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -80,37 +93,127 @@ func benchClaim(driverName string, i int) *resourceapi.ResourceClaim {
 	}
 }
 
+// referenceCheckpoint is dra-example-driver's way of keeping prepared claims
+// (see --checkpoint above): the whole file read and rewritten per change.
+type referenceCheckpoint struct {
+	mu   sync.Mutex
+	path string
+}
+
+func (c *referenceCheckpoint) read() (map[types.UID][]kubeletplugin.Device, error) {
+	claims := map[types.UID][]kubeletplugin.Device{}
+	data, err := os.ReadFile(c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return claims, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return claims, json.Unmarshal(data, &claims)
+}
+
+func (c *referenceCheckpoint) write(claims map[types.UID][]kubeletplugin.Device) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), "tmp-checkpoint-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err1 := tmp.Close(); err1 != nil && err == nil {
+			err = err1
+		}
+	}()
+	if err := json.NewEncoder(tmp).Encode(claims); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), c.path)
+}
+
 // trivialDriver implements kubeletplugin.DRAPlugin.
 type trivialDriver struct {
-	name string
+	name       string
+	checkpoint *referenceCheckpoint // nil: none
 }
 
 func (d *trivialDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	results := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
-		var devices []kubeletplugin.Device
-		for _, allocated := range claim.Status.Allocation.Devices.Results {
-			if allocated.Driver != d.name {
-				continue
-			}
-			devices = append(devices, kubeletplugin.Device{
-				Requests:     []string{allocated.Request},
-				PoolName:     allocated.Pool,
-				DeviceName:   allocated.Device,
-				CDIDeviceIDs: []string{d.name + "/device=" + string(claim.UID) + "-" + allocated.Device},
-			})
+		if d.checkpoint != nil {
+			devices, err := d.prepareCheckpointed(claim)
+			results[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
+			continue
 		}
-		results[claim.UID] = kubeletplugin.PrepareResult{Devices: devices}
+		results[claim.UID] = kubeletplugin.PrepareResult{Devices: d.devices(claim)}
 	}
 	return results, nil
+}
+
+// prepareCheckpointed is dra-example-driver's DeviceState.Prepare around the
+// trivial preparation.
+func (d *trivialDriver) prepareCheckpointed(claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	d.checkpoint.mu.Lock()
+	defer d.checkpoint.mu.Unlock()
+	prepared, err := d.checkpoint.read()
+	if err != nil {
+		return nil, fmt.Errorf("unable to sync from checkpoint: %w", err)
+	}
+	if devices, ok := prepared[claim.UID]; ok {
+		return devices, nil
+	}
+	devices := d.devices(claim)
+	prepared[claim.UID] = devices
+	if err := d.checkpoint.write(prepared); err != nil {
+		return nil, fmt.Errorf("unable to sync to checkpoint: %w", err)
+	}
+	return devices, nil
+}
+
+func (d *trivialDriver) devices(claim *resourceapi.ResourceClaim) []kubeletplugin.Device {
+	var devices []kubeletplugin.Device
+	for _, allocated := range claim.Status.Allocation.Devices.Results {
+		if allocated.Driver != d.name {
+			continue
+		}
+		devices = append(devices, kubeletplugin.Device{
+			Requests:     []string{allocated.Request},
+			PoolName:     allocated.Pool,
+			DeviceName:   allocated.Device,
+			CDIDeviceIDs: []string{d.name + "/device=" + string(claim.UID) + "-" + allocated.Device},
+		})
+	}
+	return devices
 }
 
 func (d *trivialDriver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	results := make(map[types.UID]error, len(claims))
 	for _, claim := range claims {
 		results[claim.UID] = nil
+		if d.checkpoint != nil {
+			results[claim.UID] = d.unprepareCheckpointed(claim.UID)
+		}
 	}
 	return results, nil
+}
+
+// unprepareCheckpointed is dra-example-driver's DeviceState.Unprepare around
+// the trivial unpreparation.
+func (d *trivialDriver) unprepareCheckpointed(uid types.UID) error {
+	d.checkpoint.mu.Lock()
+	defer d.checkpoint.mu.Unlock()
+	prepared, err := d.checkpoint.read()
+	if err != nil {
+		return fmt.Errorf("unable to sync from checkpoint: %w", err)
+	}
+	if _, ok := prepared[uid]; !ok {
+		return nil
+	}
+	delete(prepared, uid)
+	if err := d.checkpoint.write(prepared); err != nil {
+		return fmt.Errorf("unable to sync to checkpoint: %w", err)
+	}
+	return nil
 }
 
 func (d *trivialDriver) HandleError(ctx context.Context, err error, msg string) {
@@ -168,6 +271,7 @@ func main() {
 	driverName := flag.String("driver-name", "bench.example.com", "DRA driver name")
 	numClaims := flag.Int("claims", 1024, "number of allocated claims claim-0 .. claim-<N-1> in namespace default")
 	claimClient := flag.String("claim-client", "map", "map: a clientset with claims Get from a map; fake: the fake clientset (needs -tags fakeclient)")
+	checkpointMode := flag.String("checkpoint", "off", "off, or reference: keep prepared claims as dra-example-driver does")
 	klog.InitFlags(nil)
 	flag.Parse()
 
@@ -206,10 +310,20 @@ func main() {
 		os.Exit(2)
 	}
 
+	driver := &trivialDriver{name: *driverName}
+	switch *checkpointMode {
+	case "off":
+	case "reference":
+		driver.checkpoint = &referenceCheckpoint{path: filepath.Join(*pluginDataDir, "checkpoint.json")}
+	default:
+		fmt.Fprintf(os.Stderr, "gosdk-driver: --checkpoint %q: want off or reference\n", *checkpointMode)
+		os.Exit(2)
+	}
+
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 
-	helper, err := kubeletplugin.Start(ctx, &trivialDriver{name: *driverName},
+	helper, err := kubeletplugin.Start(ctx, driver,
 		kubeletplugin.DriverName(*driverName),
 		kubeletplugin.KubeClient(client),
 		kubeletplugin.RegistrarDirectoryPath(*registrarDir),
