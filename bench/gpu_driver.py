@@ -3,6 +3,8 @@
 and node (tests/e2e/cluster.sh): the example GPU driver and, with --reference,
 the Go dra-example-driver, alternated; prints the Markdown table on stdout."""
 import argparse
+import gzip
+import io
 import json
 import math
 import os
@@ -13,6 +15,7 @@ import ssl
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -134,6 +137,30 @@ def driver_argv(binary, node, kubeconfig, cdi, registry, plugins, verbose):
          "--kubelet-plugins-directory-path=" + plugins]
 
 
+def image_runtime(archive, root):
+    """Unpacks the OCI archive's image into `root`; returns its driver and the
+    environment it runs with there: the image's Env, and LD_LIBRARY_PATH
+    naming the image's library directories, so that the host's loader loads
+    the image's libraries (its lean libcurl among them) instead of the
+    host's."""
+    with tarfile.open(archive) as oci:
+        def blob(digest):
+            return oci.extractfile("blobs/" + digest.replace(":", "/")).read()
+        manifest = json.loads(blob(json.loads(oci.extractfile("index.json").read())["manifests"][0]["digest"]))
+        config = json.loads(blob(manifest["config"]["digest"]))
+        for layer in manifest["layers"]:
+            data = blob(layer["digest"])
+            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data) if layer["mediaType"].endswith("gzip")
+                                                 else data)) as files:
+                files.extractall(root, filter="tar")
+    env = dict(os.environ)
+    env.update(item.split("=", 1) for item in config["config"].get("Env", []))
+    library_dirs = sorted({d for d, _, names in os.walk(root) for f in names
+                           if re.search(r"\.so(\.\d+)*$", f) and not f.startswith("ld-linux")})
+    env["LD_LIBRARY_PATH"] = ":".join(library_dirs)
+    return os.path.join(root, config["config"]["Entrypoint"][0].lstrip("/")), env
+
+
 def one_start(args, env, api, side, binary, i):
     """One start under the kubelet peer: exec-to-registered, -to-published
     (gpu-driver: from its log), idle RSS."""
@@ -149,7 +176,7 @@ def one_start(args, env, api, side, binary, i):
            "--driver-log", driver_log, "--"] + \
         driver_argv(binary, node, kubeconfig, os.path.join(d, "cdi"), os.path.join(d, "registry"),
                     os.path.join(d, "plugins"), verbose=side == "gpu-driver")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=args.side_env.get(side))
     events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or any("error" in e for e in events):
         raise RuntimeError("%s: peer run %d failed: %s\n%s" % (side, i, out.stdout, out.stderr[-2000:]))
@@ -209,7 +236,7 @@ def measure_pods(args, env, api, side, binary, round_):
     driver = subprocess.Popen(
         driver_argv(binary, node, os.path.join(args.cluster, "admin.kubeconfig"), env["DRA_E2E_CDI_DIR"],
                     env["DRA_E2E_PLUGINS_REGISTRY"], env["DRA_E2E_PLUGINS_DIR"], verbose=False),
-        stdout=driver_log, stderr=subprocess.STDOUT)
+        stdout=driver_log, stderr=subprocess.STDOUT, env=args.side_env.get(side))
     try:
         slices = "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=%s,spec.driver=%s" % (node, DRIVER)
         wait("the driver's slices", lambda: api.call("GET", slices)[1]["items"])
@@ -294,7 +321,12 @@ def main():
     args = p.parse_args()
     env = cluster_env(args.cluster)
     api = Api(env, args.cluster)
-    sides = [("gpu-driver", args.driver)] + ([("reference", args.reference)] if args.reference else [])
+    # The example as its image ships it: the image's own binary, libraries
+    # and environment (MALLOC_ARENA_MAX among them).
+    driver, args.side_env = args.driver, {}
+    if args.image:
+        driver, args.side_env["gpu-driver"] = image_runtime(args.image, os.path.join(args.work, "image-root"))
+    sides = [("gpu-driver", driver)] + ([("reference", args.reference)] if args.reference else [])
 
     starts = {side: [] for side, _ in sides}
     for i in range(args.starts):

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The example GPU driver (examples/gpu, 8 mock GPUs) beside the Go reference,
+# The example GPU driver (examples/gpu, 8 mock GPUs) as its image ships it
+# (the image's binary and environment, its libraries by LD_LIBRARY_PATH into
+# the unpacked image; gRPC linked as --link says) beside the Go reference,
 # dra-example-driver's kubelet plugin (build-k8s.sh dra-example-kubeletplugin,
 # 8 mock GPUs), on the suite's real control plane and node, one driver at a
 # time, the two alternated (start by start, round by round), in a work dir on
@@ -74,13 +76,13 @@ t=$SECONDS
 dra_bench_build gpu-driver
 tests/e2e/build-k8s.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubelet cri kubeletpeer >&2
 peer="$(tests/e2e/build-k8s.sh --print-dir kubeletpeer 2>/dev/null)/kubeletpeer"
-extra=()
+tests/e2e/build-images.sh --build-dir "$repo/$build" gpu-driver >&2
+extra=(--image "$(ls -t "$repo/$build"/images/gpu-driver-*.tar | grep -v -- -full | head -1)")
 if [ "$reference" = 1 ]; then
   tests/e2e/build-k8s.sh dra-example-kubeletplugin dra-example-controller dra-example-webhook >&2
   extra+=(--reference "$(tests/e2e/build-k8s.sh --print-dir dra-example-kubeletplugin 2>/dev/null)/dra-example-kubeletplugin")
-  tests/e2e/build-images.sh --build-dir "$repo/$build" gpu-driver dra-example-driver >&2
-  extra+=(--image "$(ls -t "$repo/$build"/images/gpu-driver-*.tar | grep -v -- -full | head -1)"
-          --reference-image "$(ls -t "${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"/images/dra-example-driver-*.tar | head -1)")
+  tests/e2e/build-images.sh dra-example-driver >&2
+  extra+=(--reference-image "$(ls -t "${DRA_K8S_CACHE:-$HOME/.cache/dra-cpp}"/images/dra-example-driver-*.tar | head -1)")
 fi
 log "built in $((SECONDS - t)) s"
 
