@@ -3,8 +3,6 @@
 and node (tests/e2e/cluster.sh): the example GPU driver and, with --reference,
 the Go dra-example-driver, alternated; prints the Markdown table on stdout."""
 import argparse
-import gzip
-import io
 import json
 import math
 import os
@@ -15,10 +13,11 @@ import ssl
 import statistics
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.error
 import urllib.request
+
+import oci_image
 
 DRIVER = "gpu.example.com"
 NAMESPACE = "gpu-bench"
@@ -143,16 +142,7 @@ def image_runtime(archive, root):
     naming the image's library directories, so that the host's loader loads
     the image's libraries (its lean libcurl among them) instead of the
     host's."""
-    with tarfile.open(archive) as oci:
-        def blob(digest):
-            return oci.extractfile("blobs/" + digest.replace(":", "/")).read()
-        manifest = json.loads(blob(json.loads(oci.extractfile("index.json").read())["manifests"][0]["digest"]))
-        config = json.loads(blob(manifest["config"]["digest"]))
-        for layer in manifest["layers"]:
-            data = blob(layer["digest"])
-            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data) if layer["mediaType"].endswith("gzip")
-                                                 else data)) as files:
-                files.extractall(root, filter="tar")
+    config = oci_image.unpack(archive, root)
     env = dict(os.environ)
     env.update(item.split("=", 1) for item in config["config"].get("Env", []))
     library_dirs = sorted({d for d, _, names in os.walk(root) for f in names

@@ -1,30 +1,17 @@
 """The tables of bench/image_size.sh: IMAGE REFERENCE MAP BINARY."""
 import collections
 import gzip
-import io
-import json
 import os
 import re
 import sys
-import tarfile
+
+import oci_image
 
 image, reference, map_file, binary = sys.argv[1:]
 
 
 def mb(n):
     return "%.2f MB" % (n / 1e6)
-
-
-def layers(archive):
-    """The layers (tar) of the OCI archive's (only) image, as bytes."""
-    with tarfile.open(archive) as oci:
-        def blob(digest):
-            return oci.extractfile("blobs/" + digest.replace(":", "/")).read()
-        index = json.loads(oci.extractfile("index.json").read())
-        manifest = json.loads(blob(index["manifests"][0]["digest"]))
-        # Decompressed here: tarfile reads umoci's multi-member gzip short.
-        return [gzip.decompress(blob(layer["digest"])) if layer["mediaType"].endswith("gzip")
-                else blob(layer["digest"]) for layer in manifest["layers"]]
 
 
 def group(path):
@@ -48,19 +35,11 @@ def group(path):
 def file_table(title, archive, group_of):
     """Prints the stored and compressed bytes of the image's files by group."""
     sizes = collections.defaultdict(lambda: [0, 0])
-    for blob in layers(archive):
-        with tarfile.open(fileobj=io.BytesIO(blob)) as layer:
-            while True:
-                try:
-                    member = layer.next()
-                except tarfile.ReadError:  # umoci's layers end without the tar's end blocks
-                    member = None
-                if member is None:
-                    break
-                data = layer.extractfile(member).read() if member.isfile() else b""
-                entry = sizes[group_of(member.name.lstrip("./"))]
-                entry[0] += len(data)
-                entry[1] += len(gzip.compress(data, 6)) if data else 0
+    for layer in oci_image.read(archive)[1]:
+        for member, data in oci_image.members(layer):
+            entry = sizes[group_of(member.name.lstrip("./"))]
+            entry[0] += len(data)
+            entry[1] += len(gzip.compress(data, 6)) if data else 0
     print("| %s | stored | gzip -6 |" % title)
     print("|---|---|---|")
     for label, (raw, packed) in sorted(sizes.items(), key=lambda kv: -kv[1][1]):
@@ -74,10 +53,10 @@ file_table("gpu-driver image: files", image, group)
 file_table("dra-example-driver image: files", reference,
            lambda path: path if path.startswith("usr/bin/") else "other (/etc, dirs)")
 ours, theirs = os.path.getsize(image), os.path.getsize(reference)
+our_layers, their_layers = len(oci_image.read(image)[1]), len(oci_image.read(reference)[1])
 print("| OCI archive | gpu-driver | dra-example-driver | ratio |")
 print("|---|---|---|---|")
-print("| size (%d layer(s) vs %d) | %s | %s | %.2f |" % (len(layers(image)), len(layers(reference)), mb(ours),
-                                                      mb(theirs), ours / theirs))
+print("| size (%d layer(s) vs %d) | %s | %s | %.2f |" % (our_layers, their_layers, mb(ours), mb(theirs), ours / theirs))
 print()
 
 
