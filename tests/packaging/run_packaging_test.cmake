@@ -5,9 +5,10 @@
 #
 # install:      install the built dra-cpp tree SDK_BUILD_DIR into
 #               WORK_DIR/prefix, then build the consumer with
-#               find_package(dra CONFIG) and run it, once as it is and once
-#               with DRA_STATIC_GRPC=ON, and once without CMake, with the
-#               flags pkg-config gives for dra and dra-cdi at VERSION.
+#               find_package(dra CONFIG) and run it, once as it is, once
+#               with DRA_STATIC_GRPC=ON and once with DRA_GRPC_UNSECURE=ON
+#               too, and once without CMake, with the flags pkg-config gives
+#               for dra and dra-cdi at VERSION.
 # deb:          the same from the Debian packages cpack builds in SDK_BUILD_DIR
 #               (libdra-dev, dractl, dra-example-drivers), installed with
 #               dpkg -i into WORK_DIR/root; the packaged programs run --help.
@@ -19,7 +20,8 @@
 #               optimised or debugged (-O0 halves the build, leaving out
 #               -g saves a fifth of the rest: 152 s instead of 194 on 2 CPUs).
 # Every consumer binary's DT_NEEDED entries are checked against how it was
-# meant to link gRPC.
+# meant to link gRPC, and a statically linked one's symbols for gRPC's xDS
+# client: there with the full gRPC, absent with DRA_GRPC_UNSECURE.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required MODE SOURCE_DIR CONSUMER_DIR WORK_DIR)
@@ -68,8 +70,15 @@ endfunction()
 
 # run_consumer(<binary-dir> <grpc-linkage>): runs both consumer programs and
 # checks that app needs gRPC's shared libraries exactly when <grpc-linkage> is
-# "shared", and that app_cdi (dra::cdi only) never needs gRPC, protobuf or curl.
+# "shared" (else "static" or "static-unsecure"), that a static app holds
+# gRPC's xDS client exactly when it is not "static-unsecure", and that app_cdi
+# (dra::cdi only) never needs gRPC, protobuf or curl.
 function(run_consumer binary_dir grpc_linkage)
+  set(unsecure OFF)
+  if(grpc_linkage STREQUAL "static-unsecure")
+    set(grpc_linkage static)
+    set(unsecure ON)
+  endif()
   foreach(app app app_cdi)
     run("run the consumer ${app}" "${binary_dir}/${app}")
     if(NOT last_stdout STREQUAL "OK\n")
@@ -83,6 +92,16 @@ function(run_consumer binary_dir grpc_linkage)
     message(FATAL_ERROR "[${MODE}] app should need libgrpc++.so, needs only: ${app_needed}")
   elseif(grpc_linkage STREQUAL "static" AND app_needed)
     message(FATAL_ERROR "[${MODE}] app was linked with DRA_STATIC_GRPC=ON but needs ${app_needed}")
+  endif()
+
+  if(grpc_linkage STREQUAL "static")
+    run("read the symbols of ${binary_dir}/app" nm --demangle "${binary_dir}/app")
+    string(FIND "${last_stdout}" "grpc_core::XdsClient::" xds_at)
+    if(unsecure AND NOT xds_at EQUAL -1)
+      message(FATAL_ERROR "[${MODE}] app was linked with DRA_GRPC_UNSECURE=ON but holds gRPC's xDS client")
+    elseif(NOT unsecure AND xds_at EQUAL -1)
+      message(FATAL_ERROR "[${MODE}] app was linked with the full gRPC but holds no xDS client: the check is void")
+    endif()
   endif()
 
   needed_libraries("${binary_dir}/app_cdi" cdi_needed)
@@ -170,15 +189,19 @@ if(MODE STREQUAL "install" OR MODE STREQUAL "deb")
   endforeach()
   run_consumer("${pkgconfig_dir}" shared)
 
-  foreach(linkage shared static)
+  foreach(linkage shared static static-unsecure)
     set(consumer_dir "${WORK_DIR}/consumer-${linkage}")
     set(static_grpc OFF)
-    if(linkage STREQUAL "static")
+    if(linkage MATCHES "^static")
       set(static_grpc ON)
+    endif()
+    set(unsecure OFF)
+    if(linkage STREQUAL "static-unsecure")
+      set(unsecure ON)
     endif()
     run("configure the ${linkage} consumer" ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${consumer_dir}"
       ${common_args} -DDRA_CONSUMER_MODE=find_package "-DCMAKE_PREFIX_PATH=${prefix}"
-      -DDRA_STATIC_GRPC=${static_grpc})
+      -DDRA_STATIC_GRPC=${static_grpc} -DDRA_GRPC_UNSECURE=${unsecure})
     run("build the ${linkage} consumer" ${CMAKE_COMMAND} --build "${consumer_dir}" --parallel 2)
     run_consumer("${consumer_dir}" ${linkage})
   endforeach()
