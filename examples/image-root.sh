@@ -23,6 +23,12 @@ curl_library=libcurl.so.4
 
 # ldd's two line shapes: "libx.so.1 => /path (0x...)" and "/path (0x...)".
 resolved() { ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'; }
+# Copies package $1's copyright file, when it has one.
+licence() {
+  [ -f "/usr/share/doc/$1/copyright" ] || return 0
+  mkdir -p "$root/usr/share/doc/$1"
+  cp "/usr/share/doc/$1/copyright" "$root/usr/share/doc/$1/"
+}
 
 mkdir -p "$root/usr/bin" "$root/usr/lib" "$root/etc/ssl/certs" "$root/usr/share/doc"
 mkdir -m 1777 "$root/tmp"
@@ -48,18 +54,12 @@ for path in $( (resolved "$bin"; echo "$curl_path"; resolved "$curl_path") | sor
   mkdir -p "$(dirname "$target")"
   cp -L "$path" "$target"
   package="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null || true)"
-  package="${package%%:*}"
-  if [ -n "$package" ] && [ -f "/usr/share/doc/$package/copyright" ]; then
-    mkdir -p "$root/usr/share/doc/$package"
-    cp "/usr/share/doc/$package/copyright" "$root/usr/share/doc/$package/"
-  fi
+  [ -z "$package" ] || licence "${package%%:*}"
 done
-[ -f /usr/share/doc/libcurl4/copyright ] && mkdir -p "$root/usr/share/doc/libcurl4" &&
-  cp /usr/share/doc/libcurl4/copyright "$root/usr/share/doc/libcurl4/"
+licence libcurl4  # the lean libcurl is no package's: the Dockerfile put its copyright there
 
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
-mkdir -p "$root/usr/share/doc/ca-certificates"
-cp /usr/share/doc/ca-certificates/copyright "$root/usr/share/doc/ca-certificates/"
+licence ca-certificates
 cp -r /etc/ld.so.conf /etc/ld.so.conf.d "$root/etc/"
 ldconfig -r "$root"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > "$root/etc/passwd"
