@@ -32,10 +32,10 @@ def group(path):
     return "other (/etc, links, dirs)"
 
 
-def file_table(title, archive, group_of):
-    """Prints the stored and compressed bytes of the image's files by group."""
+def file_table(title, layers, group_of):
+    """Prints the stored and compressed bytes of an image's files by group."""
     sizes = collections.defaultdict(lambda: [0, 0])
-    for layer in oci_image.read(archive)[1]:
+    for layer in layers:
         for member, data in oci_image.members(layer):
             entry = sizes[group_of(member.name.lstrip("./"))]
             entry[0] += len(data)
@@ -49,14 +49,15 @@ def file_table(title, archive, group_of):
     print()
 
 
-file_table("gpu-driver image: files", image, group)
-file_table("dra-example-driver image: files", reference,
+our_layers, their_layers = oci_image.read(image)[1], oci_image.read(reference)[1]
+file_table("gpu-driver image: files", our_layers, group)
+file_table("dra-example-driver image: files", their_layers,
            lambda path: path if path.startswith("usr/bin/") else "other (/etc, dirs)")
 ours, theirs = os.path.getsize(image), os.path.getsize(reference)
-our_layers, their_layers = len(oci_image.read(image)[1]), len(oci_image.read(reference)[1])
 print("| OCI archive | gpu-driver | dra-example-driver | ratio |")
 print("|---|---|---|---|")
-print("| size (%d layer(s) vs %d) | %s | %s | %.2f |" % (our_layers, their_layers, mb(ours), mb(theirs), ours / theirs))
+print("| size (%d layer(s) vs %d) | %s | %s | %.2f |" % (len(our_layers), len(their_layers), mb(ours), mb(theirs),
+                                                      ours / theirs))
 print()
 
 
@@ -68,21 +69,14 @@ def component(source):
         if member and re.search(r"xds|envoy|udpa", member.group(1)):
             return "gRPC core: xDS"
         return "gRPC core"
-    for prefix, label in (("libgrpc++", "gRPC++"), ("libprotobuf", "protobuf"), ("libabsl_", "abseil"),
-                          ("libre2", "re2, upb, c-ares, gpr, address_sorting"),
-                          ("libupb", "re2, upb, c-ares, gpr, address_sorting"),
-                          ("libcares", "re2, upb, c-ares, gpr, address_sorting"),
-                          ("libgpr", "re2, upb, c-ares, gpr, address_sorting"),
-                          ("libaddress_sorting", "re2, upb, c-ares, gpr, address_sorting"),
-                          ("libdra_proto", "the SDK: generated protobuf"),
-                          ("libdra_k8s_proto", "the SDK: generated protobuf"),
-                          ("libdra_", "the SDK"), ("libnri", "the example (CPU, NRI)"),
-                          ("libcpu_", "the example (CPU, NRI)")):
-        if name.startswith(prefix):
+    for prefixes, label in ((("libgrpc++",), "gRPC++"), (("libprotobuf",), "protobuf"), (("libabsl_",), "abseil"),
+                            (("libre2", "libupb", "libcares", "libgpr", "libaddress_sorting"),
+                             "re2, upb, c-ares, gpr, address_sorting"),
+                            (("libdra_proto", "libdra_k8s_proto"), "the SDK: generated protobuf"),
+                            (("libdra_",), "the SDK"), (("libnri", "libcpu_"), "the example (CPU, NRI)")):
+        if name.startswith(prefixes):
             return label
-    if name.endswith(".a") and "/usr/lib/" not in archive:
-        return "the example (GPU, common)"
-    if name.endswith(".o") and "/usr/lib/" not in archive:
+    if name.endswith((".a", ".o")) and "/usr/lib/" not in archive:
         return "the example (GPU, common)"
     return "linker-made tables (relocations, unwind index), C start files"
 
