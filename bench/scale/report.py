@@ -29,7 +29,7 @@ def wall(step):
 
 def idle_rate(result):
     """kube-apiserver's CPU seconds per second with nothing to do (its own
-    controllers, the once-a-second /metrics scrape), from the steady step."""
+    controllers), from the steady step."""
     steady = result["steps"].get("steady")
     return steady["apiserver_cpu_s"] / wall(steady) if steady else 0.0
 
@@ -119,18 +119,20 @@ def report(paths, plots_dir):
                    if any(d in r["steps"] for r in publishing)]
     if disruptions:
         lines.append("| disruption | nodes | implementation | requests per node | peak requests/s "
-                     "| pools right again (s) | all idle (s) | kube-apiserver CPU above idle (s) | publishers' CPU (s) |")
-        lines.append("|---|---:|---|---|---:|---:|---:|---:|---:|")
+                     "| pools right again (s) | all idle (s) | kube-apiserver CPU above idle (s) | publishers' CPU (s) "
+                     "| connections accepted |")
+        lines.append("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
         for d in disruptions:
             for r in publishing:
                 s = r["steps"].get(d)
                 if not s:
                     continue
                 n = r["nodes"]
-                lines.append("| %s | %d | %s | %s | %d | %s | %.1f | %.1f | %s |" % (
+                lines.append("| %s | %d | %s | %s | %d | %s | %.1f | %.1f | %s | %s |" % (
                     d, n, IMPL_NAMES[r["impl"]], verbs_text(s["requests"]["slices"], n), peak_rate(s),
                     "%.2f" % s["converge_s"] if s["converge_s"] is not None else "never wrong",
-                    s["idle_s"], cpu_above_idle(r, d), "%.1f" % s["sim_cpu_s"] if "sim_cpu_s" in s and d != "rollout" else "-"))
+                    s["idle_s"], cpu_above_idle(r, d), "%.1f" % s["sim_cpu_s"] if "sim_cpu_s" in s and d != "rollout" else "-",
+                    s.get("tcp_accepted", "-")))
         lines.append("")
     churn = [r for r in results if "claim churn" in r["steps"]]
     if churn:

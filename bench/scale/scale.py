@@ -96,13 +96,14 @@ def scrape(api):
     return m
 
 
-def add_increase(total, a, b):
-    """Adds to `total` what the counters grew by between scrapes a and b: a
-    kube-apiserver restart resets them (fewer requests than before), and then
-    b's value is the increase."""
-    reset = b["requests_slices"] < a["requests_slices"]
-    for c in COUNTERS:
-        total[c] += b[c] - (0 if reset else a[c])
+def tcp_passive_opens():
+    """TCP connections this machine's servers accepted (/proc/net/snmp):
+    during a step, the nodes' connections to kube-apiserver (each a TLS
+    handshake), beside the harness's once a second and kube-apiserver's to
+    etcd."""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("PassiveOpens")])
 
 
 class Process:
@@ -138,38 +139,71 @@ class Process:
 
 
 class Sampler(threading.Thread):
-    """/metrics and the processes once a second, the counters summed across
-    kube-apiserver restarts."""
+    """The processes' CPU once a second (across kube-apiserver restarts), and
+    /metrics at the step's start and end only: scraping it is most of what an
+    idle kube-apiserver does, which each step's CPU would carry in proportion
+    to its length (the Go controller's steps last 30-90 s, dra-cpp's a few)."""
 
     def __init__(self, api, apiserver, etcd):
         super().__init__(daemon=True)
         self.api, self.apiserver, self.etcd = api, apiserver, etcd
         self.stop_event = threading.Event()
-        self.total = {c: 0.0 for c in COUNTERS}
         self.cpu0 = (apiserver.sample(), etcd.sample())
-        self.last = scrape(api)
-        self.answered = True  # the last scrape had an answer
+        self.pid0 = apiserver.pid()
+        self.first = scrape(api)
 
     def run(self):
         while not self.stop_event.wait(1.0):
-            self.tick()
-        self.tick()
-
-    def tick(self):
-        m = scrape(self.api)
-        self.apiserver.sample()
-        self.etcd.sample()
-        self.answered = m is not None
-        if m is not None:
-            if self.last is not None:
-                add_increase(self.total, self.last, m)
-            self.last = m
+            self.apiserver.sample()
+            self.etcd.sample()
 
     def finish(self):
+        """The step's CPU and counters: a kube-apiserver restarted during
+        the step counts from zero, and its predecessor's last moments (its
+        watches closing) are not counted."""
         self.stop_event.set()
         self.join()
+        last = scrape(self.api)
+        if last is None or self.first is None:
+            sys.exit("kube-apiserver does not answer /metrics at the end of a step")
+        restarted = self.apiserver.pid() != self.pid0
         cpu = (self.apiserver.sample() - self.cpu0[0], self.etcd.sample() - self.cpu0[1])
-        return {"requests": self.total, "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1]}
+        return {"requests": {c: last[c] - (0 if restarted else self.first[c]) for c in COUNTERS},
+                "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1]}
+
+
+class Profiler(threading.Thread):
+    """kube-apiserver's CPU profile over a step (/debug/pprof/profile), in
+    back-to-back pieces of PIECE_S seconds: a restart ends the piece it cuts
+    (lost), and the next starts once the server answers again. Each piece is
+    written to PREFIX-<k>.pb.gz (`go tool pprof` merges them)."""
+
+    PIECE_S = 5
+
+    def __init__(self, api, prefix):
+        super().__init__(daemon=True)
+        self.api, self.prefix = api, prefix
+        self.stop_event = threading.Event()
+        self.pieces = 0
+
+    def run(self):
+        while not self.stop_event.is_set():
+            try:
+                status, data = self.api.request("GET", "/debug/pprof/profile?seconds=%d" % self.PIECE_S)
+            except OSError:
+                status = None
+            if status != 200:
+                self.stop_event.wait(0.2)
+                continue
+            with open("%s-%d.pb.gz" % (self.prefix, self.pieces), "wb") as f:
+                f.write(data)
+            self.pieces += 1
+
+    def finish(self):
+        """Waits for the piece under way: it covers the step's end."""
+        self.stop_event.set()
+        self.join()
+        return self.pieces
 
 
 # --- kube-apiserver's audit log: every request with its time -----------------
@@ -461,10 +495,16 @@ def run(args):
         open_before = (scrape(api) or {}).get("open_watches_slices", 0)
         audit.skip_to_end()
         sampler = Sampler(api, apiserver, etcd)
+        profiler = None
+        if args.profile_dir:
+            profiler = Profiler(api, os.path.join(args.profile_dir, "%s-%d-%s" % (
+                args.impl, n, name.replace(" ", "-"))))
+            profiler.start()
         running = side.proc is not None and side.proc.poll() is None
         pid0 = side.proc.pid if running else None
         sim_cpu0 = proc_cpu_s(pid0) if running else None
         harness_bytes0 = watcher.bytes
+        accepted0 = tcp_passive_opens()
         sampler.start()
         watcher.mark()
         t0_ns = time.time_ns()
@@ -473,12 +513,15 @@ def run(args):
             watcher.wait_matched(args.timeout, "%s: every pool as expected" % name)
         # After an outage, until every watch is back.
         deadline = time.monotonic() + args.timeout
-        while not sampler.answered or (sampler.last or {}).get("open_watches_slices", 0) < open_before:
+        while (scrape(api) or {}).get("open_watches_slices", 0) < open_before:
             if time.monotonic() > deadline:
                 sys.exit("%s: timed out waiting for %d watches to be open again" % (name, open_before))
             time.sleep(0.5)
         idle = side.command("idle", timeout=args.timeout)
         r = sampler.finish()
+        r["tcp_accepted"] = tcp_passive_opens() - accepted0
+        if profiler:
+            r["profile_pieces"] = profiler.finish()
         r["wall_s"] = (time.time_ns() - t0_ns) / 1e9
         # Requests from the audit log; /metrics keeps the watch events and bytes.
         requests = audit.read()
@@ -499,9 +542,9 @@ def run(args):
         r["apiserver_peak_rss_mb"] = apiserver.peak_rss_mb()
         result["steps"][name] = r
         s = r["requests"]["slices"]
-        log("%s: %s in %.1f s; apiserver %.1f CPU s; %s" % (
+        log("%s: %s in %.1f s; apiserver %.1f CPU s; %d connections accepted; %s" % (
             name, ", ".join("%s %d" % (v, c) for v, c in sorted(s.items())) or "no requests",
-            r["idle_s"], r["apiserver_cpu_s"],
+            r["idle_s"], r["apiserver_cpu_s"], r["tcp_accepted"],
             "converged in %.2f s" % r["converge_s"] if r["converge_s"] is not None else "never diverged"))
         return r
 
@@ -637,6 +680,7 @@ def main():
     r.add_argument("--check", action="store_true", help="exit 1 when a target that does not depend on time is missed")
     r.add_argument("--audit-log", required=True, help="kube-apiserver's --audit-log-path (policy: scale.py policy)")
     r.add_argument("--cmdline", default="")
+    r.add_argument("--profile-dir", default="", help="write kube-apiserver's CPU profile of each step here")
     sub.add_parser("policy", help="print the audit policy kube-apiserver needs")
     rep = sub.add_parser("report")
     rep.add_argument("results", nargs="+")

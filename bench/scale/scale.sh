@@ -11,7 +11,7 @@
 #                        [--partitions 0] [--gpus 8] [--steady 60]
 #                        [--steady-at N] [--disruptions LIST] [--out DIR]
 #                        [--binding-reconciler node|central --claims M]
-#                        [--check] [--prebuilt BUILD_DIR]
+#                        [--check] [--prebuilt BUILD_DIR] [--apiserver-profile]
 #
 # Every simulated node has a client of its own (its own connections, rate
 # limiter and watches, each library's defaults: client-go 5 qps / burst 10,
@@ -44,12 +44,20 @@
 # each arrived (kube-apiserver's audit log, policy `scale.py policy`: it
 # survives restarts, which reset /metrics; the harness's and kube-apiserver's
 # own requests are left out; client-go's lists, streamed as watches with
-# sendInitialEvents, count as "watchlist"), watch events and bytes sent (apiserver_watch_events_total and _sizes),
-# the simulator's bytes on the wire (TLS included: /proc/PID/io rchar/wchar),
-# the CPU seconds of kube-apiserver and etcd (/proc/PID/stat, across a
-# restart; shown above kube-apiserver's idle rate, which the steady step
-# measures: its own loops and the harness's /metrics scrape once a second) and
-# kube-apiserver's peak RSS (VmHWM).
+# sendInitialEvents, count as "watchlist"), watch events and bytes sent
+# (apiserver_watch_events_total and _sizes, read at the step's start and end
+# only: the scrape is most of an idle kube-apiserver's work), the simulator's
+# bytes on the wire (TLS included: /proc/PID/io rchar/wchar), the CPU seconds
+# of kube-apiserver and etcd (/proc/PID/stat once a second, across a restart;
+# shown above kube-apiserver's idle rate, which the steady step measures),
+# kube-apiserver's peak RSS (VmHWM) and the TCP connections the machine
+# accepted (/proc/net/snmp PassiveOpens: the nodes' connections, each a TLS
+# handshake, and a few of the harness's).
+# --apiserver-profile: also kube-apiserver's CPU profile through every step
+# (its /debug/pprof/profile, in back-to-back 5-second pieces, into
+# DIR/profiles/<impl>-<N>-<step>-<k>.pb.gz); `bench/scale/profile_report.py
+# DIR/profiles` prints each step's CPU by kind of work, dra-cpp's nodes beside
+# the Go controller's, and the functions that differ most.
 #
 # --check: exit 1 naming each target missed that does not depend on time:
 # exactly ceil(devices/128) creates per pool on the first publish and after the
@@ -84,6 +92,7 @@ claims=0
 check=()
 prebuilt=""
 link=shared
+profile=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -99,7 +108,8 @@ while [ $# -gt 0 ]; do
     --claims) claims="$2"; shift 2 ;;
     --check) check=(--check); shift ;;
     --prebuilt) prebuilt="$2"; shift 2 ;;
-    -h|--help) sed -n '2,67p' "$0"; exit 0 ;;
+    --apiserver-profile) profile=1; shift ;;
+    -h|--help) sed -n '2,76p' "$0"; exit 0 ;;
     *) echo "scale: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -135,6 +145,7 @@ for n in ${nodes//,/ }; do
       *) echo "scale: --impl is go and/or cpp, not '$impl'" >&2; exit 2 ;;
     esac
     extra=()
+    if [ -n "$profile" ]; then mkdir -p "$out/profiles"; extra+=(--profile-dir "$out/profiles"); fi
     name="$impl-$n-p$partitions"
     if [ "$binding" != none ]; then
       [ "$impl" = cpp ] || { echo "scale: --binding-reconciler is for --impl cpp" >&2; exit 2; }
@@ -145,7 +156,7 @@ for n in ${nodes//,/ }; do
     if [ -n "$steady_at" ] && [ "$steady_at" != "$n" ]; then hold=60; fi
     log "=== $impl, $n nodes ==="
     audit="$work/audit-$name.log"
-    export DRA_E2E_APISERVER_ARGS="--audit-policy-file=$work/audit-policy.yaml --audit-log-path=$audit --audit-log-format=json --audit-log-maxsize=100000"
+    export DRA_E2E_APISERVER_ARGS="--audit-policy-file=$work/audit-policy.yaml --audit-log-path=$audit --audit-log-format=json --audit-log-maxsize=100000${profile:+ --profiling=true}"
     DRA_K8S_BIN="$bin_dir" tests/e2e/cluster.sh start "$work/cluster" >&2
     read -r sched_pid _ < "$work/cluster/pids/kube-scheduler.pid"
     kill -TERM "$sched_pid" 2>/dev/null || true
