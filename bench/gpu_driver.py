@@ -213,8 +213,27 @@ def registrations(cluster):
         return sum(1 for line in f if "Registered DRA plugin" in line and '"%s"' % DRIVER in line)
 
 
+DURATION_PART = re.compile(r"([0-9.]+)(h|ms|us|ns|m|s)")
+DURATION_MS = {"h": 3600e3, "m": 60e3, "s": 1e3, "ms": 1, "us": 1e-3, "ns": 1e-6}
+TIMING_FIELDS = ("total", "fetch", "wait", "checkpoint", "driver")
+
+
+def call_timings(text):
+    """The SDK's "Call timing" records (-v 4) in `text`: one dict of
+    milliseconds per NodePrepareResources call."""
+    calls = []
+    for line in text.splitlines():
+        if '"Call timing"' not in line:
+            continue
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        calls.append({k: sum(float(n) * DURATION_MS[u] for n, u in DURATION_PART.findall(fields[k]))
+                      for k in TIMING_FIELDS})
+    return calls
+
+
 def measure_pods(args, env, api, side, binary, round_):
-    """One driver on the real kubelet: prepare of 1- and 8-GPU pods; loaded RSS."""
+    """One driver on the real kubelet: prepare of 1- and 8-GPU pods; loaded RSS;
+    with --timing, gpu-driver's call timing per pod."""
     node = env["DRA_E2E_NODE_NAME"]
     api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     api.create("/apis/resource.k8s.io/v1/deviceclasses", {
@@ -222,16 +241,27 @@ def measure_pods(args, env, api, side, binary, round_):
         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "%s"' % DRIVER}}]}})
     delete_slices(api, node)
     registered_before = registrations(args.cluster)
-    driver_log = open(os.path.join(args.work, "node-%s-%d.log" % (side, round_)), "w")
+    driver_log_path = os.path.join(args.work, "node-%s-%d.log" % (side, round_))
+    driver_log = open(driver_log_path, "w")
+    timing = args.timing and side == "gpu-driver"
     driver = subprocess.Popen(
         driver_argv(binary, node, os.path.join(args.cluster, "admin.kubeconfig"), env["DRA_E2E_CDI_DIR"],
-                    env["DRA_E2E_PLUGINS_REGISTRY"], env["DRA_E2E_PLUGINS_DIR"], verbose=False),
+                    env["DRA_E2E_PLUGINS_REGISTRY"], env["DRA_E2E_PLUGINS_DIR"], verbose=timing),
         stdout=driver_log, stderr=subprocess.STDOUT, env=args.side_env.get(side))
     try:
         slices = "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=%s,spec.driver=%s" % (node, DRIVER)
         wait("the driver's slices", lambda: api.call("GET", slices)[1]["items"])
         wait("the kubelet to register the driver", lambda: registrations(args.cluster) > registered_before)
-        rows = {}
+        rows, timings = {}, []
+        log_offset = 0
+
+        def new_timings():
+            nonlocal log_offset
+            with open(driver_log_path, errors="replace") as f:
+                f.seek(log_offset)
+                text = f.read()
+                log_offset = f.tell()
+            return call_timings(text)
         for count in (1, 8):
             kubelet_ms, grpc_ms, running_ms, retried = [], [], [], []
             for i in range(args.pods):
@@ -266,6 +296,12 @@ def measure_pods(args, env, api, side, binary, round_):
                 grpc_calls = delta("dra_grpc_operations_duration_seconds_count", driver_name=DRIVER)
                 grpc_ms.append(delta("dra_grpc_operations_duration_seconds_sum", driver_name=DRIVER) * 1000 /
                                max(grpc_calls, 1))
+                if timing:
+                    calls = new_timings()
+                    if len(calls) != grpc_calls:
+                        raise RuntimeError("pod %s: %d calls timed by gpu-driver, %g by the kubelet" % (
+                            name, len(calls), grpc_calls))
+                    timings += [dict(c, grpc=grpc_ms[-1], pod=name) for c in calls]
                 api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
                 wait("pod %s gone" % name, lambda: api.call(
                     "GET", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name), ok=(200, 404))[0] == 404)
@@ -281,6 +317,7 @@ def measure_pods(args, env, api, side, binary, round_):
             rows[count] = (kubelet_ms, grpc_ms, running_ms, retried)
         status = proc_status(driver.pid)
         loaded = (int(status["VmRSS"]), int(status["VmHWM"]), int(status["Threads"]))
+        args.timings.extend(timings)
     finally:
         driver.send_signal(signal.SIGTERM)
         driver.wait(timeout=30)
@@ -308,7 +345,9 @@ def main():
     p.add_argument("--starts", type=int, default=10)
     p.add_argument("--pods", type=int, default=5)
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--timing", action="store_true", help="gpu-driver's pods at -v 4: where its calls' time went")
     args = p.parse_args()
+    args.timings = []
     env = cluster_env(args.cluster)
     api = Api(env, args.cluster)
     # The example as its image ships it: the image's own binary, libraries
@@ -379,6 +418,25 @@ def main():
     images = {"gpu-driver": args.image, "reference": args.reference_image}
     if all(images[n] for n in names):
         row("image (OCI archive)", {n: os.path.getsize(images[n]) / 1e6 for n in names}, lambda v: "%.1f MB" % v)
+    if args.timings:
+        print_timings(args.timings)
+
+
+def print_timings(timings):
+    """gpu-driver's calls by the kubelet's time for them: where the largest
+    and the median one went."""
+    print("\ngpu-driver at -v 4: its NodePrepareResources calls (ms), the kubelet's gRPC time and the SDK's "
+          "(total: from gRPC's thread taking the call to the answer; outside: the rest of the kubelet's time)\n")
+    print("| call | kubelet gRPC | SDK total | fetch | wait | checkpoint | driver | rest in the SDK | outside |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ordered = sorted(timings, key=lambda c: c["grpc"], reverse=True)
+    shown = [("largest: " + c["pod"], c) for c in ordered[:5]]
+    shown.append(("median of %d: %s" % (len(ordered), ordered[len(ordered) // 2]["pod"]), ordered[len(ordered) // 2]))
+    for label, c in shown:
+        rest = c["total"] - c["fetch"] - c["wait"] - c["checkpoint"] - c["driver"]
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            label, c["grpc"], c["total"], c["fetch"], c["wait"], c["checkpoint"], c["driver"], rest,
+            c["grpc"] - c["total"]))
 
 
 if __name__ == "__main__":

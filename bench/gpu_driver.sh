@@ -10,7 +10,7 @@
 # Markdown table on stdout; progress on stderr.
 #
 #   bench/gpu_driver.sh [--starts 10] [--pods 5] [--rounds 1] [--no-reference]
-#                       [--link static|shared]
+#                       [--link static|shared] [--timing]
 #
 # Rows:
 #   start to registered  the kubelet peer (tests/e2e/kubeletpeer: the kubelet's
@@ -45,6 +45,12 @@
 #                        three programs its chart runs (as its own image
 #                        has them; gpu-driver's answers to all three names).
 #
+# --timing: gpu-driver's pods run at -v 4, where the SDK logs each
+# NodePrepareResources call's times ("Call timing": the claims' fetch, the wait
+# for the serializer, the checkpoint's commits, the driver); a second table
+# shows them for the 5 calls the kubelet timed largest and the median one,
+# beside the kubelet's time for each (the rest: gRPC and the threads between).
+# Its log lines cost time too: take the main table from a run without it.
 # --link: how gpu-driver links gRPC, protobuf and abseil: static (default,
 # DRA_STATIC_GRPC=ON and DRA_GRPC_UNSECURE=ON, the Dockerfile's way; tree
 # build-bench) or shared (Debian's libraries; tree build-bench-shared).
@@ -57,6 +63,7 @@ pods=5
 rounds=1
 reference=1
 link=static
+timing=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --starts) starts="$2"; shift 2 ;;
@@ -64,7 +71,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --no-reference) reference=0; shift ;;
     --link) link="$2"; shift 2 ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    --timing) timing=(--timing); shift ;;
+    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "gpu_driver: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -100,4 +108,4 @@ DRA_E2E_KUBELET_V=3 tests/e2e/cluster.sh node-start "$work/cluster" >&2
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 bench/gpu_driver.py --cluster "$work/cluster" --work "$work" --driver "$repo/$build/examples/gpu/gpu-driver" \
   --peer "$peer" --starts "$starts" --pods "$pods" --rounds "$rounds" --link "$link" --load-before "$load_before" \
-  "${extra[@]}"
+  "${extra[@]}" "${timing[@]}"

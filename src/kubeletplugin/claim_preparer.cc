@@ -135,7 +135,7 @@ CallTracker::Call ClaimPreparer::BeginCall(const std::string& method, absl::Time
 void ClaimPreparer::Complete(PendingCall call, absl::Status status) {
   absl::StatusOr<ClaimOutcomes> outcomes = std::move(call.outcomes);
   if (!status.ok()) outcomes = std::move(status);
-  Report(call.call.context(), call.method, call.requested, outcomes, absl::Now() - call.call.start());
+  Report(call, outcomes);
   std::move(call.done)(std::move(outcomes));
 }  // the call ends here, after its answer
 
@@ -162,9 +162,20 @@ absl::StatusOr<ClaimOutcomes> ClaimPreparer::Wait(absl::FunctionRef<void(Done)> 
   return result;
 }
 
-void ClaimPreparer::Report(const CallContext& ctx, HelperMetrics::Method method, std::span<const k8s::ClaimRef> claims,
-                           const absl::StatusOr<ClaimOutcomes>& outcomes, absl::Duration duration) const {
-  const Logger& logger = ctx.logger();  // carries the method and request ID
+void ClaimPreparer::Report(const PendingCall& call, const absl::StatusOr<ClaimOutcomes>& outcomes) const {
+  const absl::Duration duration = absl::Now() - call.call.start();
+  const HelperMetrics::Method method = call.method;
+  const std::vector<k8s::ClaimRef>& claims = call.requested;
+  const Logger& logger = call.call.context().logger();  // carries the method and request ID
+  if (method == HelperMetrics::Method::kPrepare && logger.V(4)) {
+    const PrepareTimes& t = call.times;
+    logger.InfoV(4, "Call timing",
+                 {{"total", absl::FormatDuration(duration)},
+                  {"fetch", absl::FormatDuration(t.fetch)},
+                  {"wait", absl::FormatDuration(t.wait)},
+                  {"checkpoint", absl::FormatDuration(t.checkpoint)},
+                  {"driver", absl::FormatDuration(t.driver)}});
+  }
   if (!outcomes.ok()) {
     metrics_.ObserveCall(method, /*call_failed=*/true, 0, 0, duration);
     logger.Error("Call failed", {{"err", outcomes.status().ToString()}});
@@ -215,7 +226,7 @@ bool ClaimPreparer::AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes
 }
 
 void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
-  PendingCall pending_call{HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}};
+  PendingCall pending_call{HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}, {}};
   ClaimOutcomes& outcomes = pending_call.outcomes;
   PrepareWork work;
   // Every answer may name the node-wide specs: a container cannot start
@@ -236,8 +247,10 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
   // One slot per claim, written by exactly one worker.
   std::vector<absl::StatusOr<k8s::ResourceClaim>> fetched(to_fetch.size(), absl::UnknownError(""));
   const CallContext& ctx = pending_call.call.context();
+  const absl::Time fetch_start = absl::Now();
   work_pool_.ParallelFor(to_fetch.size(), kMaxConcurrentFetches,
                          [&](size_t i) { fetched[i] = FetchForPrepare(to_fetch[i], ctx); });
+  pending_call.times.fetch = absl::Now() - fetch_start;
   for (size_t i = 0; i < to_fetch.size(); ++i) {
     if (!fetched[i].ok()) {
       outcomes[to_fetch[i].uid].error = std::string(fetched[i].status().message());
@@ -249,15 +262,18 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
     Complete(std::move(pending_call), absl::OkStatus());
     return;
   }
-  serializer_.Run([this, pending_call = std::move(pending_call), work = std::move(work)](absl::Status locked) mutable {
+  serializer_.Run([this, pending_call = std::move(pending_call), work = std::move(work),
+                    queued = absl::Now()](absl::Status locked) mutable {
     const CallContext& ctx = pending_call.call.context();
+    pending_call.times.wait = absl::Now() - queued;
     absl::Status status = EnterSerialized(ctx, locked);
-    if (status.ok()) status = PrepareSerialized(ctx, std::move(work), pending_call.outcomes);
+    if (status.ok()) status = PrepareSerialized(ctx, std::move(work), pending_call.outcomes, pending_call.times);
     Complete(std::move(pending_call), std::move(status));
   });
 }
 
-absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes) {
+absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes,
+                                               PrepareTimes& times) {
   for (const k8s::ClaimRef& ref : work.restore) {
     if (!AnswerFromCheckpoint(ref, outcomes, nullptr)) {
       outcomes[ref.uid].error = absl::StrCat("claim ", ref.ToString(),
@@ -288,7 +304,10 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
     started.push_back({uid, CheckpointEntry{k8s::ClaimRefOf(claim), ClaimState::kPrepareStarted, {}}});
     started.back().entry->held = held.at(uid);
   }
-  if (absl::Status status = Commit(std::move(started)); !status.ok()) {
+  absl::Time mark = absl::Now();
+  absl::Status status = Commit(std::move(started));
+  times.checkpoint = absl::Now() - mark;
+  if (!status.ok()) {
     const std::string error = absl::StrCat("record preparation start in checkpoint: ", status.message());
     driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
     for (const k8s::ResourceClaim& claim : pending) outcomes[claim.metadata.uid].error = error;
@@ -296,12 +315,17 @@ absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWor
   }
 
   DRA_CRASH_POINT("prepare.before_driver");
+  mark = absl::Now();
   absl::StatusOr<PrepareResults> results = driver_.PrepareResourceClaims(ctx, pending);
+  times.driver = absl::Now() - mark;
   if (!results.ok()) return Annotate(results.status(), "prepare resource claims");
   DRA_CRASH_POINT("prepare.after_driver");
 
   std::vector<CheckpointChange> prepared = TakeResults(pending, *results, held, outcomes);
-  if (absl::Status status = Commit(prepared); !status.ok()) {
+  mark = absl::Now();
+  status = Commit(prepared);
+  times.checkpoint += absl::Now() - mark;
+  if (!status.ok()) {
     // The kubelet must not use a preparation the checkpoint may have lost;
     // its retry is answered from the in-memory entry or prepares again.
     driver_.HandleError(status, ErrorSeverity::kRecoverable, "checkpoint");
@@ -576,7 +600,7 @@ absl::StatusOr<bool> ClaimPreparer::UnprepareOrphanSerialized(const CallContext&
 
 void ClaimPreparer::Unprepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
   PendingCall pending_call{
-      HelperMetrics::Method::kUnprepare, std::move(call), std::move(requested), std::move(done), {}};
+      HelperMetrics::Method::kUnprepare, std::move(call), std::move(requested), std::move(done), {}, {}};
   std::vector<k8s::ClaimRef> claims = UsableRefs(pending_call.requested, pending_call.outcomes);
   if (claims.empty()) {
     Complete(std::move(pending_call), absl::OkStatus());

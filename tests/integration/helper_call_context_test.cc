@@ -81,6 +81,33 @@ TEST_CASE("the driver sees the kubelet's deadline, the Helper's logs carry metho
         1);
 }
 
+TEST_CASE("at -v 4 a prepare logs where its time went, below that it does not", "[helper][call_context]") {
+  Fixture f;
+  TestDriver driver;
+  Options options = f.MakeOptions();
+  options.logger = Logger(f.log, /*verbosity=*/4);
+  auto helper = testing::HelperDirs::Start(driver, std::move(options));
+  auto client = DraClient::Create(helper->dra_socket_path());
+
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(30)).ok());
+  const std::vector<std::string> timing =
+      f.log->Matching("\"Call timing\" method=\"NodePrepareResources\" requestID=\"1\" total=");
+  REQUIRE(timing.size() == 1);
+  for (const char* field : {" fetch=\"", " wait=\"", " checkpoint=\"", " driver=\""}) {
+    CHECK_THAT(timing[0], Catch::Contains(field));
+  }
+  // Unprepare has no such line; a -v 2 logger none at all.
+  REQUIRE(client->NodeUnprepareResources(DraApi::kV1, Claim("1"), absl::Seconds(30)).ok());
+  CHECK(f.log->Matching("\"Call timing\"").size() == 1);
+
+  Fixture quiet;
+  auto helper2 = testing::HelperDirs::Start(driver, quiet.MakeOptions());
+  auto client2 = DraClient::Create(helper2->dra_socket_path());
+  REQUIRE(client2->NodePrepareResources(DraApi::kV1, Claim("2"), absl::Seconds(30)).ok());
+  CHECK(quiet.log->Matching("\"Claim done\"").size() == 1);
+  CHECK(quiet.log->Matching("\"Call timing\"").empty());
+}
+
 TEST_CASE("a call whose deadline passes is cancelled in the driver, which fails its claims", "[helper][call_context]") {
   Fixture f;
   TestDriver driver;
