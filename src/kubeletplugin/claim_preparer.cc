@@ -226,7 +226,8 @@ bool ClaimPreparer::AnswerFromCheckpoint(const k8s::ClaimRef& ref, ClaimOutcomes
 }
 
 void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::Call call, Done done) {
-  PendingCall pending_call{HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}, {}};
+  PendingCall pending_call{
+      HelperMetrics::Method::kPrepare, std::move(call), std::move(requested), std::move(done), {}, {}};
   ClaimOutcomes& outcomes = pending_call.outcomes;
   PrepareWork work;
   // Every answer may name the node-wide specs: a container cannot start
@@ -263,7 +264,7 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
     return;
   }
   serializer_.Run([this, pending_call = std::move(pending_call), work = std::move(work),
-                    queued = absl::Now()](absl::Status locked) mutable {
+                   queued = absl::Now()](absl::Status locked) mutable {
     const CallContext& ctx = pending_call.call.context();
     pending_call.times.wait = absl::Now() - queued;
     absl::Status status = EnterSerialized(ctx, locked);
@@ -273,7 +274,7 @@ void ClaimPreparer::Prepare(std::vector<k8s::ClaimRef> requested, CallTracker::C
 }
 
 absl::Status ClaimPreparer::PrepareSerialized(const CallContext& ctx, PrepareWork work, ClaimOutcomes& outcomes,
-                                               PrepareTimes& times) {
+                                              PrepareTimes& times) {
   for (const k8s::ClaimRef& ref : work.restore) {
     if (!AnswerFromCheckpoint(ref, outcomes, nullptr)) {
       outcomes[ref.uid].error = absl::StrCat("claim ", ref.ToString(),
