@@ -313,7 +313,7 @@ def measure_pods(args, env, api, side, binary, round_):
                 api.call("DELETE", "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (NAMESPACE, name))
                 log("%s: %d-GPU pod %d/%d: kubelet PrepareResources %.2f ms, NodePrepareResources %.2f ms, "
                     "Running after %.0f ms" % (side, count, i + 1, args.pods, kubelet_ms[-1], grpc_ms[-1],
-                                               running_ms[-1]))
+                                               running))
             rows[count] = (kubelet_ms, grpc_ms, running_ms, retried)
         status = proc_status(driver.pid)
         loaded = (int(status["VmRSS"]), int(status["VmHWM"]), int(status["Threads"]))
