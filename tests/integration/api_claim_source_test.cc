@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
+#include "dra/k8s/client_config.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/api_claim_source.h"
 #include "dra/kubeletplugin/helper.h"
@@ -33,6 +34,7 @@
 #include "support/discard_logger.h"
 #include "support/fake_api_claims.h"
 #include "support/fake_apiserver.h"
+#include "support/free_port.h"
 #include "support/helper_dirs.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -245,13 +247,24 @@ TEST_CASE("the claims of one call are fetched concurrently", "[api_claim_source]
 
 TEST_CASE("with the API server down every claim is answered with a clear error", "[api_claim_source]") {
   auto server = StartServer();
-  auto client = MakeClient(*server, /*default_rate_limit=*/false, /*max_retries=*/1);
+  auto client = MakeClient(*server);
   const k8s::ClaimRef a = CreateAllocatedClaim(*client, "a");
   const k8s::ClaimRef b = CreateAllocatedClaim(*client, "b");
+  // The Helper's API server is down: its client's port refuses connections.
+  // (Not the stopped server's port: a test beside this one may start its own
+  // server there, whose certificate this client then refuses.)
+  const testing::RefusingPort down;
+  k8s::ClientConfig config;
+  config.server = absl::StrCat("https://127.0.0.1:", down.port());
+  config.ca_file = server->ca_file();
+  config.bearer_token = server->admin_token();
+  config.qps = 0;
+  config.max_retries = 1;
+  absl::StatusOr<std::shared_ptr<k8s::Client>> unreachable = k8s::Client::Create(config);
+  REQUIRE(unreachable.ok());
   Fixture f;
   TestDriver driver;
-  auto helper = f.Start(driver, f.MakeOptions(client));
-  server.reset();  // SIGTERM, and waits for the process
+  auto helper = f.Start(driver, f.MakeOptions(*unreachable));
 
   auto prepared =
       DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{a, b});
