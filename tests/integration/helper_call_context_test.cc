@@ -89,7 +89,7 @@ TEST_CASE("at -v 4 a prepare logs where its time went, below that it does not", 
   auto helper = testing::HelperDirs::Start(driver, std::move(options));
   auto client = DraClient::Create(helper->dra_socket_path());
 
-  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim("1"), absl::Seconds(30)).ok());
+  REQUIRE(client->NodePrepareResources(DraApi::kV1, Claim("1"), kEventWait).ok());
   const std::vector<std::string> timing =
       f.log->Matching("\"Call timing\" method=\"NodePrepareResources\" requestID=\"1\" total=");
   REQUIRE(timing.size() == 1);
@@ -97,13 +97,13 @@ TEST_CASE("at -v 4 a prepare logs where its time went, below that it does not", 
     CHECK_THAT(timing[0], Catch::Contains(field));
   }
   // Unprepare has no such line; a -v 2 logger none at all.
-  REQUIRE(client->NodeUnprepareResources(DraApi::kV1, Claim("1"), absl::Seconds(30)).ok());
+  REQUIRE(client->NodeUnprepareResources(DraApi::kV1, Claim("1"), kEventWait).ok());
   CHECK(f.log->Matching("\"Call timing\"").size() == 1);
 
   Fixture quiet;
   auto helper2 = testing::HelperDirs::Start(driver, quiet.MakeOptions());
   auto client2 = DraClient::Create(helper2->dra_socket_path());
-  REQUIRE(client2->NodePrepareResources(DraApi::kV1, Claim("2"), absl::Seconds(30)).ok());
+  REQUIRE(client2->NodePrepareResources(DraApi::kV1, Claim("2"), kEventWait).ok());
   CHECK(quiet.log->Matching("\"Claim done\"").size() == 1);
   CHECK(quiet.log->Matching("\"Call timing\"").empty());
 }

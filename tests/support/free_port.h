@@ -1,5 +1,5 @@
-// A loopback TCP port the kernel just handed out and released, for a child
-// process's HTTP server (which binds it itself).
+// Loopback TCP ports for tests: one that refuses connections, and a free one
+// for a child process's server.
 #pragma once
 
 #include <netinet/in.h>
@@ -9,19 +9,6 @@
 #include <catch2/catch.hpp>
 
 namespace dra::testing {
-
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // A loopback port held bound but not listening, for as long as this lives:
 // connections to it are refused at once, and no other test's server can take
@@ -49,5 +36,9 @@ class RefusingPort {
   int fd_ = -1;
   int port_ = 0;
 };
+
+// A port the kernel just handed out and released, for a child process's HTTP
+// server (which binds it itself).
+inline int FreePort() { return RefusingPort().port(); }
 
 }  // namespace dra::testing
