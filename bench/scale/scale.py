@@ -63,13 +63,13 @@ def scrape(api):
         return None
     if status != 200:
         return None
-    m = {"requests_slices": 0.0, "open_watches_slices": 0.0, **{c: 0.0 for c in COUNTERS}}
+    m = {"open_watches_slices": 0.0, **{c: 0.0 for c in COUNTERS}}
     for line in data.decode().splitlines():
         if line.startswith("#") or "{" not in line:
             continue
         name, rest = line.split("{", 1)
         labels_text, value = rest.rsplit("} ", 1)
-        if name not in ("apiserver_request_total", "apiserver_longrunning_requests", "apiserver_watch_events_total",
+        if name not in ("apiserver_longrunning_requests", "apiserver_watch_events_total",
                         "apiserver_watch_events_sizes_sum", "apiserver_response_sizes_sum",
                         "apiserver_request_body_size_bytes_sum"):
             continue
@@ -80,9 +80,7 @@ def scrape(api):
             "claims" if ({"resourceclaims", "ResourceClaim"} & what) else None
         if kind is None or labels.get("subresource", ""):
             continue
-        if kind == "slices" and name == "apiserver_request_total":
-            m["requests_slices"] += value
-        elif kind == "slices" and name == "apiserver_longrunning_requests":
+        if kind == "slices" and name == "apiserver_longrunning_requests":
             if labels.get("verb") == "WATCH":
                 m["open_watches_slices"] += value
         elif name == "apiserver_watch_events_total":
@@ -99,8 +97,8 @@ def scrape(api):
 def tcp_passive_opens():
     """TCP connections this machine's servers accepted (/proc/net/snmp):
     during a step, the nodes' connections to kube-apiserver (each a TLS
-    handshake), beside the harness's once a second and kube-apiserver's to
-    etcd."""
+    handshake), beside a few of the harness's (one per request) and
+    kube-apiserver's to etcd."""
     with open("/proc/net/snmp") as f:
         rows = [line.split() for line in f if line.startswith("Tcp:")]
     return int(rows[1][rows[0].index("PassiveOpens")])
