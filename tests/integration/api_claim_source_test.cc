@@ -23,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dra/k8s/client.h"
-#include "dra/k8s/client_config.h"
 #include "dra/k8s/resource_claim_json.h"
 #include "dra/kubeletplugin/api_claim_source.h"
 #include "dra/kubeletplugin/helper.h"
@@ -54,6 +53,7 @@ using kubeletplugin::internal::CheckpointEntry;
 using kubeletplugin::internal::ClaimState;
 using kubeletplugin::internal::OrphanReaper;
 using nlohmann::json;
+using testing::AdminClientConfig;
 using testing::AllocatedClaim;
 using testing::CreateAllocatedClaim;
 using testing::CreateClaim;
@@ -254,17 +254,11 @@ TEST_CASE("with the API server down every claim is answered with a clear error",
   // (Not the stopped server's port: a test beside this one may start its own
   // server there, whose certificate this client then refuses.)
   const testing::RefusingPort down;
-  k8s::ClientConfig config;
+  k8s::ClientConfig config = AdminClientConfig(*server, /*default_rate_limit=*/false, /*max_retries=*/1);
   config.server = absl::StrCat("https://127.0.0.1:", down.port());
-  config.ca_file = server->ca_file();
-  config.bearer_token = server->admin_token();
-  config.qps = 0;
-  config.max_retries = 1;
-  absl::StatusOr<std::shared_ptr<k8s::Client>> unreachable = k8s::Client::Create(config);
-  REQUIRE(unreachable.ok());
   Fixture f;
   TestDriver driver;
-  auto helper = f.Start(driver, f.MakeOptions(*unreachable));
+  auto helper = f.Start(driver, f.MakeOptions(MakeClient(config)));
 
   auto prepared =
       DraClient::Create(helper->dra_socket_path())->NodePrepareResources(DraApi::kV1, std::vector<k8s::ClaimRef>{a, b});

@@ -29,9 +29,10 @@ inline std::unique_ptr<FakeApiServer> StartServer() {
   return *std::move(server);
 }
 
-// An admin client; no client-side rate limit unless a test wants the default one.
-inline std::shared_ptr<k8s::Client> MakeClient(const FakeApiServer& server, bool default_rate_limit = false,
-                                               int max_retries = 5) {
+// An admin client's config; no client-side rate limit unless a test wants
+// the default one.
+inline k8s::ClientConfig AdminClientConfig(const FakeApiServer& server, bool default_rate_limit = false,
+                                           int max_retries = 5) {
   k8s::ClientConfig config;
   config.server = server.url();
   config.ca_file = server.ca_file();
@@ -39,10 +40,20 @@ inline std::shared_ptr<k8s::Client> MakeClient(const FakeApiServer& server, bool
   if (!default_rate_limit) config.qps = 0;
   config.timeout = absl::Seconds(20);
   config.max_retries = max_retries;
+  return config;
+}
+
+inline std::shared_ptr<k8s::Client> MakeClient(const k8s::ClientConfig& config) {
   absl::StatusOr<std::shared_ptr<k8s::Client>> client = k8s::Client::Create(config);
   INFO(client.status().ToString());
   REQUIRE(client.ok());
   return *client;
+}
+
+// An admin client (AdminClientConfig).
+inline std::shared_ptr<k8s::Client> MakeClient(const FakeApiServer& server, bool default_rate_limit = false,
+                                               int max_retries = 5) {
+  return MakeClient(AdminClientConfig(server, default_rate_limit, max_retries));
 }
 
 // Creates the claim (no status: the server resets it) and returns it.

@@ -176,8 +176,8 @@ struct Options {
   /// checkpoint.json with this content (temp file, fsync, rename; mode 0600)
   /// whenever which claims it records changes, while its own checkpoint's
   /// write syncs (on another thread) and before the driver is called or the
-  /// kubelet is answered (a failed write fails that call; the next change writes it
-  /// again). At Start, a checkpoint.json in this SDK's format (a release
+  /// kubelet is answered (a failed write fails that call; the next change
+  /// writes it again). At Start, a checkpoint.json in this SDK's format (a release
   /// without this option ran since) is taken as the Helper's checkpoint, and
   /// one that differs from this content was changed by the other driver
   /// since: the claims adopt_checkpoint reads from it are the node's
