@@ -2,13 +2,15 @@
 
 #include <cstdint>
 #include <limits>
-#include <memory>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "google/protobuf/arena.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "k8s/meta_v1.pb.h"
@@ -49,18 +51,58 @@ const Message* Prototype(std::string_view api_version, std::string_view kind) {
   return nullptr;
 }
 
-absl::Status Unencodable(const std::string& path, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", why, " (no protobuf encoding here)"));
+// Where a value sits in the object being encoded, for error messages: a
+// chain of the callers' frames, spelled out only when there is an error.
+struct Path {
+  enum class Kind { kRoot, kField, kIndex, kMapKey };
+
+  Path Field(absl::string_view name) const { return {this, Kind::kField, name, 0}; }
+  Path Index(size_t i) const { return {this, Kind::kIndex, {}, i}; }
+  Path MapKey(absl::string_view key) const { return {this, Kind::kMapKey, key, 0}; }
+
+  // "spec.devices[0].attributes[\"model\"]"
+  std::string String() const {
+    std::string out = parent == nullptr ? std::string() : parent->String();
+    switch (kind) {
+      case Kind::kRoot:
+        break;
+      case Kind::kField:
+        absl::StrAppend(&out, out.empty() ? "" : ".", name);
+        break;
+      case Kind::kIndex:
+        absl::StrAppend(&out, "[", index, "]");
+        break;
+      case Kind::kMapKey:
+        absl::StrAppend(&out, "[\"", name, "\"]");
+        break;
+    }
+    return out;
+  }
+
+  const Path* parent = nullptr;
+  Kind kind = Kind::kRoot;
+  absl::string_view name;
+  size_t index = 0;
+};
+
+// One arena holds a whole object being encoded or decoded (a slice of a few
+// kB is some hundred messages and strings): a few blocks instead of an
+// allocation for each.
+google::protobuf::ArenaOptions ArenaOptionsForObjects() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = size_t{16} << 10;
+  options.max_block_size = size_t{256} << 10;
+  return options;
 }
 
-std::string Join(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+absl::Status Unencodable(const Path& path, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(path.String(), ": ", why, " (no protobuf encoding here)"));
 }
 
-absl::Status FromJson(const json& value, Message* message, const std::string& path);
+absl::Status FromJson(const json& value, Message* message, const Path& path);
 
 // One value of `field` (an element when the field is repeated) into `message`.
-absl::Status SetValue(const json& value, Message* message, const FieldDescriptor* field, const std::string& path) {
+absl::Status SetValue(const json& value, Message* message, const FieldDescriptor* field, const Path& path) {
   const Reflection* r = message->GetReflection();
   const bool repeated = field->is_repeated();
   switch (field->cpp_type()) {
@@ -108,7 +150,9 @@ absl::Status SetValue(const json& value, Message* message, const FieldDescriptor
   }
 }
 
-absl::Status FromJson(const json& value, Message* message, const std::string& path) {
+// The fields of `value` into `message`; at the top level (`path` the root)
+// apiVersion and kind are the envelope's, not the message's.
+absl::Status FromJson(const json& value, Message* message, const Path& path) {
   const Descriptor* d = message->GetDescriptor();
   const Reflection* r = message->GetReflection();
   const std::string& type = d->full_name();
@@ -140,9 +184,10 @@ absl::Status FromJson(const json& value, Message* message, const std::string& pa
     return absl::OkStatus();
   }
   if (!value.is_object()) return Unencodable(path, "not an object");
+  const bool top = path.kind == Path::Kind::kRoot;
   for (const auto& [key, item] : value.items()) {
-    const std::string item_path = Join(path, key);
-    if (item.is_null()) continue;
+    if (item.is_null() || (top && (key == "apiVersion" || key == "kind"))) continue;
+    const Path item_path = path.Field(key);
     const FieldDescriptor* field = d->FindFieldByName(key);
     if (field == nullptr) return Unencodable(item_path, "unknown field");
     if (field->is_map()) {
@@ -152,13 +197,13 @@ absl::Status FromJson(const json& value, Message* message, const std::string& pa
       for (const auto& [map_key, map_value] : item.items()) {
         Message* entry = r->AddMessage(message, field);
         entry->GetReflection()->SetString(entry, key_field, map_key);
-        absl::Status status = SetValue(map_value, entry, value_field, absl::StrCat(item_path, "[\"", map_key, "\"]"));
+        absl::Status status = SetValue(map_value, entry, value_field, item_path.MapKey(map_key));
         if (!status.ok()) return status;
       }
     } else if (field->is_repeated()) {
       if (!item.is_array()) return Unencodable(item_path, "not an array");
       for (size_t i = 0; i < item.size(); ++i) {
-        absl::Status status = SetValue(item[i], message, field, absl::StrCat(item_path, "[", i, "]"));
+        absl::Status status = SetValue(item[i], message, field, item_path.Index(i));
         if (!status.ok()) return status;
       }
     } else {
@@ -204,9 +249,9 @@ json ToJson(const Message& message) {
     return doc.is_discarded() ? json::object() : doc;
   }
   json out = json::object();
-  std::vector<const FieldDescriptor*> fields;
-  r->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
+  for (int f = 0; f < d->field_count(); ++f) {
+    const FieldDescriptor* field = d->field(f);
+    if (field->is_repeated() ? r->FieldSize(message, field) == 0 : !r->HasField(message, field)) continue;
     if (field->is_map()) {
       json& map = out[field->name()] = json::object();
       const FieldDescriptor* key_field = field->message_type()->FindFieldByNumber(1);
@@ -225,12 +270,13 @@ json ToJson(const Message& message) {
   return out;
 }
 
-absl::StatusOr<json> DecodeEnvelope(std::string_view data, absl::string_view what) {
+// The envelope's messages are allocated on `arena`.
+absl::StatusOr<json> DecodeEnvelope(std::string_view data, absl::string_view what, google::protobuf::Arena& arena) {
   if (!data.starts_with(kMagic)) {
     return absl::InternalError(absl::StrCat(what, " is not a Kubernetes protobuf object (no \"k8s\\0\" prefix)"));
   }
   data.remove_prefix(kMagic.size());
-  runtime::Unknown unknown;
+  auto& unknown = *google::protobuf::Arena::CreateMessage<runtime::Unknown>(&arena);
   if (!unknown.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
     return absl::InternalError(absl::StrCat(what, ": the protobuf envelope does not parse"));
   }
@@ -244,7 +290,7 @@ absl::StatusOr<json> DecodeEnvelope(std::string_view data, absl::string_view wha
   if (prototype == nullptr) {
     return absl::InternalError(absl::StrCat(what, ": no protobuf schema here for ", api_version, " ", kind));
   }
-  std::unique_ptr<Message> object(prototype->New());
+  Message* object = prototype->New(&arena);
   if (!object->ParseFromString(unknown.raw())) {
     return absl::InternalError(absl::StrCat(what, ": the ", kind, " message does not parse"));
   }
@@ -279,30 +325,32 @@ absl::StatusOr<std::string> EncodeProtobuf(const json& object) {
     return absl::InvalidArgumentError(
         absl::StrCat("no protobuf schema here for ", api_version->get<std::string>(), " ", kind->get<std::string>()));
   }
-  std::unique_ptr<Message> message(prototype->New());
-  json body = object;
-  body.erase("apiVersion");
-  body.erase("kind");
-  if (absl::Status status = FromJson(body, message.get(), ""); !status.ok()) return status;
-  runtime::Unknown unknown;
-  unknown.mutable_typemeta()->set_apiversion(api_version->get<std::string>());
-  unknown.mutable_typemeta()->set_kind(kind->get<std::string>());
-  if (!message->SerializeToString(unknown.mutable_raw())) {
+  google::protobuf::Arena arena(ArenaOptionsForObjects());
+  Message* message = prototype->New(&arena);
+  if (absl::Status status = FromJson(object, message, Path()); !status.ok()) return status;
+  auto* unknown = google::protobuf::Arena::CreateMessage<runtime::Unknown>(&arena);
+  unknown->mutable_typemeta()->set_apiversion(api_version->get<std::string>());
+  unknown->mutable_typemeta()->set_kind(kind->get<std::string>());
+  if (!message->SerializeToString(unknown->mutable_raw())) {
     return absl::InternalError("the protobuf encoding failed");
   }
   std::string out(kMagic);
-  unknown.AppendToString(&out);
+  unknown->AppendToString(&out);
   return out;
 }
 
-absl::StatusOr<json> DecodeProtobuf(std::string_view body) { return DecodeEnvelope(body, "response"); }
+absl::StatusOr<json> DecodeProtobuf(std::string_view body) {
+  google::protobuf::Arena arena(ArenaOptionsForObjects());
+  return DecodeEnvelope(body, "response", arena);
+}
 
 absl::StatusOr<json> DecodeProtobufWatchEvent(std::string_view frame) {
-  meta::WatchEvent event;
+  google::protobuf::Arena arena(ArenaOptionsForObjects());
+  auto& event = *google::protobuf::Arena::CreateMessage<meta::WatchEvent>(&arena);
   if (!event.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
     return absl::InternalError("watch stream: a protobuf event does not parse");
   }
-  absl::StatusOr<json> object = DecodeEnvelope(event.object().raw(), "watch event");
+  absl::StatusOr<json> object = DecodeEnvelope(event.object().raw(), "watch event", arena);
   if (!object.ok()) return object.status();
   return json{{"type", event.type()}, {"object", *std::move(object)}};
 }

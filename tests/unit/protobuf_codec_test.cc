@@ -108,6 +108,10 @@ TEST_CASE("What the schema cannot carry is refused with the field's path, so the
   slice["metadata"]["creationTimestamp"] = "yesterday";
   CHECK_THAT(std::string(EncodeProtobuf(slice).status().message()),
              Catch::Contains("metadata.creationTimestamp: not an RFC 3339 time"));
+  slice = json::parse(dra::testing::kSlice);
+  slice["spec"]["devices"][0]["attributes"]["model"]["string"] = 7;
+  CHECK_THAT(std::string(EncodeProtobuf(slice).status().message()),
+             Catch::Contains("spec.devices[0].attributes[\"model\"].string: not a string"));
 
   CHECK(absl::IsInvalidArgument(EncodeProtobuf(json{{"apiVersion", "v1"}, {"kind", "Pod"}}).status()));
   CHECK(absl::IsInvalidArgument(EncodeProtobuf(json{{"kind", "ResourceSlice"}}).status()));
