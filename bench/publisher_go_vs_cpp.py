@@ -363,10 +363,24 @@ def read_json_line(stream, timeout, what):
             return json.loads(line)
 
 
-def proc_cpu_s(pid):
+def proc_stat_fields(pid):
+    """/proc/PID/stat after the command name: fields[0] is the state."""
     with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def proc_cpu_s(pid):
+    fields = proc_stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_system_cpu_s(pid):
+    """The part of proc_cpu_s spent in the kernel on the process's behalf."""
+    return int(proc_stat_fields(pid)[12]) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_minor_faults(pid):
+    return int(proc_stat_fields(pid)[7])
 
 
 def proc_status_kb(pid, key):

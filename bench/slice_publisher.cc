@@ -42,7 +42,8 @@
 //              100th device from the 50th), then Update
 //   idle       wait until Publisher::Idle() has held for 500 ms without a break
 //   quit       stop the publisher and exit
-// publish and change answer {"update_ns": <CLOCK_REALTIME just before Update>};
+// publish and change answer {"update_ns": <CLOCK_REALTIME just before the
+// first node's Update>, "updated_ns": <just after the last node's>};
 // idle answers {"idle_ns": ..., "creates", "updates", "deletes", "errors"}.
 // "ready" is printed once the publisher was started and given an empty
 // DriverResources (with --publish-at-start: the devices), and is idle (it has
@@ -53,6 +54,7 @@
 // event, backoff; ClientConfig: qps 10, burst 64) except --qps/--burst
 // (0 keeps the defaults; a negative qps disables the rate limit).
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,14 +261,24 @@ int main(int argc, char** argv) {
       if (!idle()) since = absl::Now();
     }
   };
+  // In a cluster every node's driver calls Update on its own CPU; here one
+  // thread calls it for every node while the nodes it already woke (3 threads
+  // each) compete with it for the same cores: 1,000 nodes' last Update
+  // returned 0.5 s after the first began, where the Go simulator's loop takes
+  // 0.2-0.4 s (scale.sh reports both). The thread runs ahead of them while
+  // it hands out the changes (Linux: nice applies to the calling thread;
+  // refused without CAP_SYS_NICE, and then it runs as before).
   const auto update = [&] {
     const int64_t now = RealtimeNs();
+    setpriority(PRIO_PROCESS, 0, -10);
     for (Node& node : simulated) {
       dra::resourceslice::DriverResources desired;
       desired.pools[node.name].slices = slices;
       node.publisher->Update(std::move(desired));
     }
-    return now;
+    const int64_t done = RealtimeNs();
+    setpriority(PRIO_PROCESS, 0, 0);
+    return absl::StrFormat(R"({"update_ns":%d,"updated_ns":%d})", now, done);
   };
   if (publish_at_start) {
     update();
@@ -289,7 +301,7 @@ int main(int argc, char** argv) {
     std::string command;
     if (!(words >> command)) continue;
     if (command == "publish") {
-      Reply(absl::StrFormat(R"({"update_ns":%d})", update()));
+      Reply(update());
     } else if (command == "change") {
       int k = 0;
       if (!(words >> k) || k <= 0 || static_cast<size_t>(k) > models.size()) {
@@ -301,7 +313,7 @@ int main(int argc, char** argv) {
         std::string& model = *models[step / 2 + i * step];
         model = model == "h100" ? "a100" : "h100";
       }
-      Reply(absl::StrFormat(R"({"update_ns":%d})", update()));
+      Reply(update());
     } else if (command == "idle") {
       wait_idle();
       dra::resourceslice::PublisherStats total;

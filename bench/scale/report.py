@@ -35,9 +35,26 @@ def idle_rate(result):
 
 
 def cpu_above_idle(result, *names):
+    """kube-apiserver's CPU above its idle rate, while it serves the step
+    (until shortly after its last request) where the result has that."""
     rate = idle_rate(result)
-    return sum(max(0.0, result["steps"][n]["apiserver_cpu_s"] - rate * wall(result["steps"][n])) for n in names
-               if n in result["steps"])
+
+    def above(step):
+        if "apiserver_cpu_active_s" in step:
+            return max(0.0, step["apiserver_cpu_active_s"] - rate * step["active_s"])
+        return max(0.0, step["apiserver_cpu_s"] - rate * wall(step))
+    return sum(above(result["steps"][n]) for n in names if n in result["steps"])
+
+
+def runtime_text(step):
+    """kube-apiserver's memory work over a step: bytes its Go runtime
+    allocated, collections, minor page faults (pages its heap touched for the
+    first time), and its CPU seconds in the kernel (where faults are paid)."""
+    if "apiserver_system_cpu_s" not in step:
+        return "-"
+    m = step["requests"]
+    return "%.0f; %d; %d; %.1f" % (m["heap_alloc_bytes"] / 1e6, m["gc_cycles"], step["apiserver_minor_faults"],
+                                   step["apiserver_system_cpu_s"])
 
 
 def svg_plot(title, xlabel, ylabel, series, path, logx=False):
@@ -95,9 +112,10 @@ def report(paths, plots_dir):
         first["slices_per_pool"], first["devices_per_pool"], first.get("cmdline", "")))
     lines.append("")
     lines.append("| nodes | implementation | requests per node: start and first publish | every pool published (s) "
+                 "| last node's Update returned (s) "
                  "| kube-apiserver CPU above idle (s; ms per node) | etcd CPU (s) | kube-apiserver peak RSS (MB) "
                  "| payload bytes per node, to / from it | steady state: requests (window) | simulator RSS per node (MB) |")
-    lines.append("|---:|---|---|---:|---:|---:|---:|---:|---|---:|")
+    lines.append("|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|")
     publishing = [r for r in results if r.get("binding_reconciler", "none") == "none"]
     for r in publishing:
         start, pub = r["steps"]["start"], r["steps"]["first publish"]
@@ -108,8 +126,9 @@ def report(paths, plots_dir):
         steady = r["steps"].get("steady")
         steady_text = "%s (%.0f s)" % (verbs_text(steady["requests"]["slices"]), wall(steady)) if steady else "-"
         cpu = cpu_above_idle(r, "start", "first publish")
-        lines.append("| %d | %s | %s | %.2f | %.1f; %.1f | %.1f | %.0f | %.1f kB / %.1f kB | %s | %.2f |" % (
-            n, IMPL_NAMES[r["impl"]], verbs_text(verbs, n), pub["converge_s"] or 0, cpu, 1e3 * cpu / n,
+        lines.append("| %d | %s | %s | %.2f | %s | %.1f; %.1f | %.1f | %.0f | %.1f kB / %.1f kB | %s | %.2f |" % (
+            n, IMPL_NAMES[r["impl"]], verbs_text(verbs, n), pub["converge_s"] or 0,
+            "%.2f" % pub["handed_over_s"] if "handed_over_s" in pub else "-", cpu, 1e3 * cpu / n,
             start["etcd_cpu_s"] + pub["etcd_cpu_s"], pub["apiserver_peak_rss_mb"],
             (start["bytes_to_nodes"] + pub["bytes_to_nodes"]) / n / 1e3,
             (start["bytes_from_nodes"] + pub["bytes_from_nodes"]) / n / 1e3,
@@ -119,20 +138,20 @@ def report(paths, plots_dir):
                    if any(d in r["steps"] for r in publishing)]
     if disruptions:
         lines.append("| disruption | nodes | implementation | requests per node | peak requests/s "
-                     "| pools right again (s) | all idle (s) | kube-apiserver CPU above idle (s) | publishers' CPU (s) "
-                     "| connections accepted |")
-        lines.append("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+                     "| pools right again (s) | last node's Update returned (s) | all idle (s) | kube-apiserver CPU above idle (s) | publishers' CPU (s) "
+                     "| connections accepted | kube-apiserver: allocated (MB); GC cycles; page faults; CPU in the kernel (s) |")
+        lines.append("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for d in disruptions:
             for r in publishing:
                 s = r["steps"].get(d)
                 if not s:
                     continue
                 n = r["nodes"]
-                lines.append("| %s | %d | %s | %s | %d | %s | %.1f | %.1f | %s | %s |" % (
+                lines.append("| %s | %d | %s | %s | %d | %s | %s | %.1f | %.1f | %s | %s | %s |" % (
                     d, n, IMPL_NAMES[r["impl"]], verbs_text(s["requests"]["slices"], n), peak_rate(s),
                     "%.2f" % s["converge_s"] if s["converge_s"] is not None else "never wrong",
-                    s["idle_s"], cpu_above_idle(r, d), "%.1f" % s["sim_cpu_s"] if "sim_cpu_s" in s and d != "rollout" else "-",
-                    s.get("tcp_accepted", "-")))
+                    "%.2f" % s["handed_over_s"] if "handed_over_s" in s else "-", s["idle_s"], cpu_above_idle(r, d), "%.1f" % s["sim_cpu_s"] if "sim_cpu_s" in s and d != "rollout" else "-",
+                    s.get("tcp_accepted", "-"), runtime_text(s)))
         lines.append("")
     churn = [r for r in results if "claim churn" in r["steps"]]
     if churn:

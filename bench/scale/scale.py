@@ -26,7 +26,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from publisher_go_vs_cpp import HARNESS_AGENT, Api, Side, proc_cpu_s, proc_status_kb, watch_stream  # noqa: E402
+from publisher_go_vs_cpp import HARNESS_AGENT, Api, Side, proc_cpu_s, proc_minor_faults, proc_status_kb, proc_system_cpu_s, watch_stream  # noqa: E402
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 # rollout before change-one: a restarted publisher starts from the pool as
@@ -51,7 +51,9 @@ def parse_labels(text):
 
 # What /metrics adds to a step (the requests themselves come from the audit log).
 COUNTERS = ("watch_events_slices", "watch_events_claims", "watch_bytes_slices", "watch_bytes_claims",
-            "response_bytes_slices", "body_bytes_slices")
+            "response_bytes_slices", "body_bytes_slices", "heap_alloc_bytes", "gc_cycles")
+# kube-apiserver's Go runtime: what a step made it allocate and collect.
+RUNTIME_COUNTERS = {"go_memstats_alloc_bytes_total": "heap_alloc_bytes", "go_gc_duration_seconds_count": "gc_cycles"}
 
 
 def scrape(api):
@@ -65,7 +67,12 @@ def scrape(api):
         return None
     m = {"open_watches_slices": 0.0, **{c: 0.0 for c in COUNTERS}}
     for line in data.decode().splitlines():
-        if line.startswith("#") or "{" not in line:
+        if line.startswith("#"):
+            continue
+        if "{" not in line:
+            name, _, value = line.partition(" ")
+            if name in RUNTIME_COUNTERS:
+                m[RUNTIME_COUNTERS[name]] = float(value)
             continue
         name, rest = line.split("{", 1)
         labels_text, value = rest.rsplit("} ", 1)
@@ -105,12 +112,15 @@ def tcp_passive_opens():
 
 
 class Process:
-    """CPU seconds of a cluster process across restarts (its pid file is
-    re-read; each pid's last reading counts)."""
+    """CPU seconds (and those in the kernel) and minor page faults of a
+    cluster process across restarts (its pid file is re-read; each pid's
+    last reading counts)."""
 
     def __init__(self, pid_file):
         self.pid_file = pid_file
         self.cpu_by_pid = {}
+        self.system_cpu_by_pid = {}
+        self.faults_by_pid = {}
 
     def pid(self):
         try:
@@ -124,9 +134,19 @@ class Process:
         if pid:
             try:
                 self.cpu_by_pid[pid] = proc_cpu_s(pid)
+                self.system_cpu_by_pid[pid] = proc_system_cpu_s(pid)
+                self.faults_by_pid[pid] = proc_minor_faults(pid)
             except OSError:
                 pass
         return sum(self.cpu_by_pid.values())
+
+    def system_cpu_s(self):
+        return sum(self.system_cpu_by_pid.values())
+
+    def minor_faults(self):
+        """Since the first sample: each a page the Go runtime touched first
+        (a heap growing into memory the OS had taken back)."""
+        return sum(self.faults_by_pid.values())
 
     def peak_rss_mb(self):
         pid = self.pid()
@@ -136,24 +156,40 @@ class Process:
             return 0
 
 
+# What kube-apiserver does after a step's last request (encoding and
+# sending its watch events, collecting the garbage) is done within this.
+ACTIVE_TAIL_S = 3.0
+
+
 class Sampler(threading.Thread):
-    """The processes' CPU once a second (across kube-apiserver restarts), and
-    /metrics at the step's start and end only: scraping it is most of what an
-    idle kube-apiserver does, which each step's CPU would carry in proportion
-    to its length (the Go controller's steps last 30-90 s, dra-cpp's a few)."""
+    """The processes' CPU five times a second (across kube-apiserver
+    restarts), and /metrics at the step's start and end only: scraping it is
+    most of what an idle kube-apiserver does, which each step's CPU would
+    carry in proportion to its length (the Go controller's steps last 30-90
+    s, dra-cpp's a few)."""
+
+    PERIOD_S = 0.2
 
     def __init__(self, api, apiserver, etcd):
         super().__init__(daemon=True)
         self.api, self.apiserver, self.etcd = api, apiserver, etcd
         self.stop_event = threading.Event()
         self.cpu0 = (apiserver.sample(), etcd.sample())
+        self.faults0 = apiserver.minor_faults()
+        self.system_cpu0 = apiserver.system_cpu_s()
         self.pid0 = apiserver.pid()
         self.first = scrape(api)
+        self.series = [(time.time(), self.cpu0[0])]  # kube-apiserver's CPU seconds, by wall time
 
     def run(self):
-        while not self.stop_event.wait(1.0):
-            self.apiserver.sample()
+        while not self.stop_event.wait(self.PERIOD_S):
+            self.series.append((time.time(), self.apiserver.sample()))
             self.etcd.sample()
+
+    def apiserver_cpu_until(self, t):
+        """kube-apiserver's CPU seconds from the step's start until the
+        first sample at or after wall time t."""
+        return next((cpu for at, cpu in self.series if at >= t), self.series[-1][1]) - self.cpu0[0]
 
     def finish(self):
         """The step's CPU and counters: a kube-apiserver restarted during
@@ -166,8 +202,11 @@ class Sampler(threading.Thread):
             sys.exit("kube-apiserver does not answer /metrics at the end of a step")
         restarted = self.apiserver.pid() != self.pid0
         cpu = (self.apiserver.sample() - self.cpu0[0], self.etcd.sample() - self.cpu0[1])
+        self.series.append((time.time(), self.cpu0[0] + cpu[0]))
         return {"requests": {c: last[c] - (0 if restarted else self.first[c]) for c in COUNTERS},
-                "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1]}
+                "apiserver_cpu_s": cpu[0], "etcd_cpu_s": cpu[1],
+                "apiserver_system_cpu_s": self.apiserver.system_cpu_s() - self.system_cpu0,
+                "apiserver_minor_faults": self.apiserver.minor_faults() - self.faults0}
 
 
 class Profiler(threading.Thread):
@@ -506,7 +545,7 @@ def run(args):
         sampler.start()
         watcher.mark()
         t0_ns = time.time_ns()
-        action()
+        reply = action()
         if wait:
             watcher.wait_matched(args.timeout, "%s: every pool as expected" % name)
         # After an outage, until every watch is back.
@@ -526,7 +565,22 @@ def run(args):
         r["requests"]["slices"], r["requests"]["slices_succeeded"], r["per_second_slices"] = count_requests(
             requests, t0_ns / 1e9, "resourceslices")
         r["requests"]["claims"], _, r["per_second_claims"] = count_requests(requests, t0_ns / 1e9, "resourceclaims")
+        # kube-apiserver's CPU while it serves the step: until ACTIVE_TAIL_S
+        # after the last request arrived (the Go controller's steps then
+        # wait 30-90 s for its delayed re-syncs, in which kube-apiserver
+        # does nothing for the nodes but its idle rate, whose estimate would
+        # otherwise weigh that much more on its figure than on dra-cpp's).
+        arrivals = [received for received, resource, _, _ in requests.values()
+                    if resource in ("resourceslices", "resourceclaims") and received >= t0_ns / 1e9]
+        if arrivals:
+            end = min(max(arrivals) + ACTIVE_TAIL_S, sampler.series[-1][0])
+            r["active_s"] = end - t0_ns / 1e9
+            r["apiserver_cpu_active_s"] = sampler.apiserver_cpu_until(end)
         r["converge_s"] = (watcher.transition_ns - t0_ns) / 1e9 if wait and watcher.diverged_since_mark else None
+        if isinstance(reply, dict) and "updated_ns" in reply:
+            # The simulator's loop over its nodes: the last node's change
+            # starts here (in a cluster every node has its own CPU).
+            r["handed_over_s"] = (reply["updated_ns"] - t0_ns) / 1e9
         r["idle_s"] = (idle["idle_ns"] - t0_ns) / 1e9 - 0.5
         r["publisher_stats"] = idle
         # Payload bytes by kube-apiserver's size metrics, the harness's own taken off.
@@ -594,7 +648,7 @@ def run(args):
             def change():
                 toggle(1)
                 watcher.expect(expected())
-                side.command("change 1")
+                return side.command("change 1")
             step(d, change)
         elif d == "rollout":
             if "change-one" in disruptions[:disruptions.index(d)]:

@@ -48,11 +48,15 @@
 # (apiserver_watch_events_total and _sizes, read at the step's start and end
 # only: the scrape is most of an idle kube-apiserver's work), the simulator's
 # bytes on the wire (TLS included: /proc/PID/io rchar/wchar), the CPU seconds
-# of kube-apiserver and etcd (/proc/PID/stat once a second, across a restart;
-# shown above kube-apiserver's idle rate, which the steady step measures),
-# kube-apiserver's peak RSS (VmHWM) and the TCP connections the machine
-# accepted (/proc/net/snmp PassiveOpens: the nodes' connections, each a TLS
-# handshake, and a few of the harness's).
+# of kube-apiserver and etcd (/proc/PID/stat five times a second, across a
+# restart; kube-apiserver's while it serves the step, until 3 s after the
+# nodes' last request, and above its idle rate, which the steady step
+# measures), kube-apiserver's page faults, CPU in the kernel, bytes its Go
+# runtime allocated and GC cycles (go_memstats_alloc_bytes_total,
+# go_gc_duration_seconds_count), its peak RSS (VmHWM), the TCP connections
+# the machine accepted (/proc/net/snmp PassiveOpens: the nodes' connections,
+# each a TLS handshake, and a few of the harness's), and how long the
+# simulator's loop took to give every node its change (last Update returned).
 # --apiserver-profile: also kube-apiserver's CPU profile through every step
 # (its /debug/pprof/profile, in back-to-back 5-second pieces, into
 # DIR/profiles/<impl>-<N>-<step>-<k>.pb.gz); `bench/scale/profile_report.py

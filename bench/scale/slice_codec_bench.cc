@@ -43,19 +43,19 @@ json AsStored(json slice) {
                                               {"name", "node-0001"},
                                               {"uid", "1a2b3c4d-0000-1111-2222-333344445555"},
                                               {"controller", true}}});
-  metadata["managedFields"] = json::array(
-      {{{"manager", "bench_slice_publisher"},
-        {"operation", "Update"},
-        {"apiVersion", "resource.k8s.io/v1"},
-        {"time", "2026-12-07T22:49:15Z"},
-        {"fieldsType", "FieldsV1"},
-        {"fieldsV1",
-         {{"f:metadata", {{"f:generateName", json::object()}, {"f:ownerReferences", json::object()}}},
-          {"f:spec",
-           {{"f:devices", json::object()},
-            {"f:driver", json::object()},
-            {"f:nodeName", json::object()},
-            {"f:pool", {{"f:generation", json::object()}, {"f:name", json::object()}}}}}}}}});
+  metadata["managedFields"] =
+      json::array({{{"manager", "bench_slice_publisher"},
+                    {"operation", "Update"},
+                    {"apiVersion", "resource.k8s.io/v1"},
+                    {"time", "2026-12-07T22:49:15Z"},
+                    {"fieldsType", "FieldsV1"},
+                    {"fieldsV1",
+                     {{"f:metadata", {{"f:generateName", json::object()}, {"f:ownerReferences", json::object()}}},
+                      {"f:spec",
+                       {{"f:devices", json::object()},
+                        {"f:driver", json::object()},
+                        {"f:nodeName", json::object()},
+                        {"f:pool", {{"f:generation", json::object()}, {"f:name", json::object()}}}}}}}}});
   return slice;
 }
 
@@ -64,7 +64,7 @@ json AsStored(json slice) {
 std::string WatchFrame(const std::string& envelope) {
   const auto field = [](int number, const std::string& bytes) {
     std::string out(1, static_cast<char>(number << 3 | 2));
-    for (size_t n = bytes.size(); ; n >>= 7) {
+    for (size_t n = bytes.size();; n >>= 7) {
       out += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
       if (n < 0x80) break;
     }
@@ -121,10 +121,8 @@ int main(int argc, char** argv) {
     const char* what;
     std::function<bool()> run;
   } steps[] = {
-      {"encode (JSON -> protobuf, a write's body)",
-       [&] { return dra::k8s::internal::EncodeProtobuf(object).ok(); }},
-      {"decode (protobuf -> JSON, a write's response)",
-       [&] { return dra::k8s::internal::DecodeProtobuf(*wire).ok(); }},
+      {"encode (JSON -> protobuf, a write's body)", [&] { return dra::k8s::internal::EncodeProtobuf(object).ok(); }},
+      {"decode (protobuf -> JSON, a write's response)", [&] { return dra::k8s::internal::DecodeProtobuf(*wire).ok(); }},
       {"decode (protobuf -> JSON, a watch event)",
        [&] { return dra::k8s::internal::DecodeProtobufWatchEvent(frame).ok(); }},
       {"typed (JSON -> k8s::ResourceSlice)", [&] { return dra::k8s::ResourceSliceFromJson(object).ok(); }},

@@ -45,7 +45,8 @@
 //	           after a create)
 //	quit       stop the controller and exit
 //
-// publish and change answer {"update_ns": <CLOCK_REALTIME just before Update>};
+// publish and change answer {"update_ns": <CLOCK_REALTIME just before the
+// first node's Update>, "updated_ns": <just after the last node's>};
 // idle answers {"idle_ns": ..., "creates", "updates", "deletes", "errors"}.
 // "ready" is printed once StartController returned (its informer has synced)
 // for every node.
@@ -361,12 +362,12 @@ func main() {
 	}
 	started.Wait()
 
-	update := func() int64 {
+	update := func() map[string]any {
 		now := time.Now().UnixNano()
 		for _, n := range nodes {
 			n.controller.Update(resources(n.name))
 		}
-		return now
+		return map[string]any{"update_ns": now, "updated_ns": time.Now().UnixNano()}
 	}
 	idle := func() bool {
 		for _, n := range nodes {
@@ -409,7 +410,7 @@ func main() {
 		}
 		switch fields[0] {
 		case "publish":
-			reply(map[string]any{"update_ns": update()})
+			reply(update())
 		case "change":
 			k := 0
 			if len(fields) == 2 {
@@ -428,7 +429,7 @@ func main() {
 					*model = "h100"
 				}
 			}
-			reply(map[string]any{"update_ns": update()})
+			reply(update())
 		case "idle":
 			waitIdle()
 			var creates, updates, deletes int64
