@@ -278,6 +278,7 @@ absl::Status Checkpoint::KeepAsideAndSalvage(const absl::Status& unreadable) {
   SalvagedLog salvaged = content.ok() ? SalvageLog(*content) : SalvagedLog{{}, 1};
   salvage_.kept_aside.emplace_back(*std::move(aside), std::string(unreadable.message()));
   salvage_.unreadable_lines += salvaged.unreadable_lines;
+  salvage_.unverified_lines += salvaged.unverified_lines;
   for (const auto& [uid, entry] : salvaged.entries) {
     if (!entry.quarantined.empty()) salvage_.quarantined.emplace_back(entry.claim, entry.quarantined);
   }

@@ -140,6 +140,9 @@ class Checkpoint {
     // Lines that named no claim that could be read: what they held is not
     // accounted for.
     size_t unreadable_lines = 0;
+    // Lines that did not verify: the claims they name may not be the ones
+    // recorded (a damaged UID), so those are not accounted for either.
+    size_t unverified_lines = 0;
   };
   const Salvage& salvage() const { return salvage_; }
   // Writes what Open salvaged in place of the damaged file, if no Commit

@@ -418,6 +418,7 @@ void SalvageRecord(SalvagedLog& out, uint64_t number, const absl::Status& verifi
       if (entry.quarantined.empty()) Quarantine(out.entries, uid, json::object(), why);
     }
   }
+  if (!verified.ok()) ++out.unverified_lines;
   if (unreadable) {
     ++out.unreadable_lines;
     return;

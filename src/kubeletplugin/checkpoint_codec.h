@@ -95,6 +95,10 @@ absl::StatusOr<DecodedLog> DecodeLog(absl::string_view content);
 struct SalvagedLog {
   CheckpointEntries entries;
   size_t unreadable_lines = 0;  // lines that named no claim that could be read
+  // Lines that did not verify (their checksum, or not a checksummed record):
+  // a claim's UID in one may be the damage, naming a claim that was never
+  // recorded in place of the one that was.
+  size_t unverified_lines = 0;
 };
 
 // Replays every line that verifies, decoding each entry on its own; an entry

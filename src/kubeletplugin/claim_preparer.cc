@@ -436,7 +436,7 @@ absl::StatusOr<ClaimFiles::Repaired> ClaimPreparer::RepairClaimFilesSerialized()
     temps.insert(temps.end(), left->begin(), left->end());
   }
   const Checkpoint::Salvage& salvage = checkpoint_.salvage();
-  const bool unaccounted = salvage.unreadable_lines > 0;
+  const bool unaccounted = salvage.unreadable_lines > 0 || salvage.unverified_lines > 0;
   absl::StatusOr<ClaimFiles::Repaired> repaired = files_.Repair(checkpoint_.Entries(), unaccounted);
   if (!repaired.ok()) return repaired.status();
   repaired->removed.insert(repaired->removed.begin(), temps.begin(), temps.end());

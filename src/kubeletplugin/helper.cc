@@ -269,7 +269,10 @@ void Helper::Impl::RestorePreparedClaims() {
   const Checkpoint::Salvage& salvage = checkpoint_->salvage();
   for (const auto& [path, why] : salvage.kept_aside) {
     options_.logger.Error("Kept an unreadable checkpoint aside and started with what could be read of it",
-                          {{"path", path}, {"err", why}, {"unreadableLines", absl::StrCat(salvage.unreadable_lines)}});
+                          {{"path", path},
+                           {"err", why},
+                           {"unreadableLines", absl::StrCat(salvage.unreadable_lines)},
+                           {"unverifiedLines", absl::StrCat(salvage.unverified_lines)}});
   }
   for (const auto& [claim, why] : salvage.quarantined) ReportQuarantined(claim, why);
   absl::StatusOr<internal::ClaimFiles::Repaired> repaired = preparer_->RepairClaimFiles();

@@ -2,13 +2,16 @@
 // with what it can read, the claim whose entry it cannot read is
 // quarantined, its devices stay refused to other claims until the kubelet
 // unprepares it, and the damaged file is kept aside.
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "dra/kubeletplugin/helper.h"
 #include "dractl/kubelet_client.h"
@@ -176,6 +179,35 @@ TEST_CASE("records that cannot be read at all: a claim whose CDI spec is on the 
   REQUIRE(Unprepare(*client, kDamaged).empty());
   CHECK_FALSE(std::filesystem::exists(spec));
   CHECK(Prepare(*client, kOther).empty());
+}
+
+TEST_CASE("a record whose damage changed a claim's UID: the claim's CDI spec stays and it holds the devices it names",
+          "[quarantine]") {
+  Fixture f;
+  TestDriver driver;
+  driver.ReturnCdiEdits();
+  f.PrepareDamagedAndSound(driver);
+  // One byte of the damaged claim's UID changed in every line that names
+  // it: the lines still parse, their checksums fail, and they name a claim
+  // that was never prepared.
+  const std::string path = f.data + "/checkpoint.json";
+  std::string changed_uid = kDamaged.uid;
+  changed_uid.back() = 'f';
+  testing::WriteFile(path, absl::StrReplaceAll(testing::ReadFile(path), {{kDamaged.uid, changed_uid}}));
+  const std::string spec = f.cdi_dir + "/gpu.example.com-claim_" + kDamaged.uid + ".json";
+
+  auto helper = Fixture::Start(driver, f.MakeOptions());
+  auto client = DraClient::Create(helper->dra_socket_path());
+  CHECK(std::filesystem::exists(spec));  // not removed as an orphan
+  const std::vector<kubeletplugin::internal::CheckpointEntry> entries =
+      (*kubeletplugin::internal::Checkpoint::Open(path))->Entries();
+  CHECK(std::any_of(entries.begin(), entries.end(), [](const kubeletplugin::internal::CheckpointEntry& entry) {
+    return entry.claim.uid == kDamaged.uid && !entry.quarantined.empty();
+  }));
+  CHECK_THAT(Prepare(*client, kOther), Catch::Contains("device pool-a/gpu-0 is in use by claim UID"));
+  REQUIRE(Unprepare(*client, kDamaged).empty());
+  CHECK_FALSE(std::filesystem::exists(spec));
+  CHECK(Prepare(*client, kSound).empty());
 }
 
 }  // namespace

@@ -234,26 +234,31 @@ TEST_CASE("SalvageLog keeps what verifies and quarantines what a bad line may ha
     std::string content;
     std::map<std::string, std::string> quarantined;  // by UID; "" for a sound entry
     size_t unreadable_lines;
+    size_t unverified_lines;  // a UID in them may be the damage
   } cases[] = {
-      {"empty", "", {}, 0},
+      {"empty", "", {}, 0, 0},
       {"a bad entry beside a good one",
        kHeader + Line(R"({"seq":1,"claims":{"a":)" + good + R"(,"b":)" + bad + "}}"),
        {{"a", ""}, {"b", R"(line 2: b.state: "Gone" is neither "PrepareStarted" nor "Prepared")"}},
+       0,
        0},
       {"a line failing its checksum",
        kHeader + Line(R"({"seq":1,"claims":{"a":)" + good + "}}") + "00000000 " + R"({"seq":2,"set":{"b":)" + good +
            R"(},"erase":[]})" + "\n" + Line(R"({"seq":3,"set":{},"erase":[]})"),
        {{"a", "line 3: checksum mismatch; it may have changed this claim's record"},
         {"b", "line 3: checksum mismatch"}},
-       0},
+       0,
+       1},
       {"an unreadable line",
        kHeader + Line(R"({"seq":1,"claims":{"a":)" + good + "}}") + "junk\n" + kHeader,
        {{"a",
          "line 3: not a checksummed record (8 hex digits, a space, JSON); it may have changed this claim's record"}},
-       2},
+       2,
+       1},
       {"an erase that fails its checksum",
        kHeader + Line(R"({"seq":1,"claims":{"a":)" + good + "}}") + R"(00000000 {"erase":["a"]})" + "\n" + kHeader,
        {{"a", "line 3: checksum mismatch"}},
+       1,
        1},
   };
   for (const auto& c : cases) {
@@ -263,6 +268,7 @@ TEST_CASE("SalvageLog keeps what verifies and quarantines what a bad line may ha
     for (const auto& [uid, entry] : salvaged.entries) quarantined[uid] = entry.quarantined;
     CHECK(quarantined == c.quarantined);
     CHECK(salvaged.unreadable_lines == c.unreadable_lines);
+    CHECK(salvaged.unverified_lines == c.unverified_lines);
   }
 }
 
