@@ -47,6 +47,10 @@ struct Fixture : testing::HelperDirs {
     options.http_endpoint = "127.0.0.1:0";
     return options;
   }
+  std::string CheckpointPath() const { return data + "/checkpoint.json"; }
+  std::string SpecPath(const k8s::ClaimRef& ref) const {
+    return cdi_dir + "/gpu.example.com-claim_" + ref.uid + ".json";
+  }
   // Claims kDamaged (gpu-0), kSound (gpu-1) and kOther (gpu-0, too); the
   // first two prepared by a Helper that has stopped since.
   void PrepareDamagedAndSound(TestDriver& driver) {
@@ -83,7 +87,7 @@ TEST_CASE(
   Fixture f;
   TestDriver driver;
   f.PrepareDamagedAndSound(driver);
-  const std::string path = f.data + "/checkpoint.json";
+  const std::string path = f.CheckpointPath();
   DamageEntry(path, kDamaged.uid);
 
   auto helper = Fixture::Start(driver, f.MakeOptions());
@@ -124,8 +128,8 @@ TEST_CASE("a claim whose CDI spec cannot be restored at start is quarantined, th
   f.PrepareDamagedAndSound(driver);
   // A directory where the damaged claim's spec goes, and the sound one's
   // spec emptied: neither is what the checkpoint has.
-  const std::string damaged_spec = f.cdi_dir + "/gpu.example.com-claim_" + kDamaged.uid + ".json";
-  const std::string sound_spec = f.cdi_dir + "/gpu.example.com-claim_" + kSound.uid + ".json";
+  const std::string damaged_spec = f.SpecPath(kDamaged);
+  const std::string sound_spec = f.SpecPath(kSound);
   const std::string sound_content = testing::ReadFile(sound_spec);
   std::filesystem::remove(damaged_spec);
   std::filesystem::create_directories(damaged_spec + "/in-the-way");
@@ -135,7 +139,7 @@ TEST_CASE("a claim whose CDI spec cannot be restored at start is quarantined, th
   CHECK(testing::ReadFile(sound_spec) == sound_content);
   CHECK_THAT(HttpGet(helper->http_port(), "/metrics").second,
              Catch::Contains("dra_checkpoint_quarantined_claims_total 1\n"));
-  auto checkpoint = kubeletplugin::internal::Checkpoint::Open(f.data + "/checkpoint.json");
+  auto checkpoint = kubeletplugin::internal::Checkpoint::Open(f.CheckpointPath());
   REQUIRE(checkpoint.ok());
   const std::optional<kubeletplugin::internal::CheckpointEntry> entry = (*checkpoint)->Get(kDamaged.uid);
   REQUIRE(entry.has_value());
@@ -158,13 +162,13 @@ TEST_CASE("records that cannot be read at all: a claim whose CDI spec is on the 
   driver.ReturnCdiEdits();
   f.PrepareDamagedAndSound(driver);
   // Every line that names the damaged claim becomes noise.
-  const std::string path = f.data + "/checkpoint.json";
+  const std::string path = f.CheckpointPath();
   std::string damaged;
   for (absl::string_view line : absl::StrSplit(testing::ReadFile(path), '\n', absl::SkipEmpty())) {
     absl::StrAppend(&damaged, absl::StrContains(line, kDamaged.uid) ? "garbage" : line, "\n");
   }
   testing::WriteFile(path, damaged);
-  const std::string spec = f.cdi_dir + "/gpu.example.com-claim_" + kDamaged.uid + ".json";
+  const std::string spec = f.SpecPath(kDamaged);
 
   auto helper = Fixture::Start(driver, f.MakeOptions());
   auto client = DraClient::Create(helper->dra_socket_path());
@@ -190,11 +194,11 @@ TEST_CASE("a record whose damage changed a claim's UID: the claim's CDI spec sta
   // One byte of the damaged claim's UID changed in every line that names
   // it: the lines still parse, their checksums fail, and they name a claim
   // that was never prepared.
-  const std::string path = f.data + "/checkpoint.json";
+  const std::string path = f.CheckpointPath();
   std::string changed_uid = kDamaged.uid;
   changed_uid.back() = 'f';
   testing::WriteFile(path, absl::StrReplaceAll(testing::ReadFile(path), {{kDamaged.uid, changed_uid}}));
-  const std::string spec = f.cdi_dir + "/gpu.example.com-claim_" + kDamaged.uid + ".json";
+  const std::string spec = f.SpecPath(kDamaged);
 
   auto helper = Fixture::Start(driver, f.MakeOptions());
   auto client = DraClient::Create(helper->dra_socket_path());
